@@ -1,0 +1,1 @@
+"""Probe programs that run inside compute-sanitizer, one module each, and their registry."""

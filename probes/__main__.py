@@ -1,0 +1,64 @@
+"""`python -m probes NAME --params JSON --out FILE [--tool T]`: run one probe, write result.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from probes import registry
+from probes.base import ProbeUnavailable, Recorder
+from probes.contract import EXIT_BAD_PARAMS, EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, ProbeResult, Tool
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__)
+    parser.add_argument("name", help="probe name")
+    parser.add_argument("--params", default="{}", help="parameters as a JSON object")
+    parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
+    parser.add_argument("--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool])
+    return parser.parse_args(argv)
+
+
+def _fail(out: Path, result: ProbeResult, code: int) -> int:
+    out.write_text(json.dumps(result.model_dump(mode="json"), indent=1))
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    tool = Tool(args.tool)
+    bare = ProbeResult(probe=args.name, tool=tool)
+    try:
+        probe = registry.get(args.name)
+        params = probe.Params.model_validate(json.loads(args.params))
+    except (registry.UnknownProbe, ValidationError, json.JSONDecodeError) as exc:
+        bare.error = f"bad parameters for probe {args.name}: {exc}"
+        print(bare.error, file=sys.stderr)
+        return _fail(args.out, bare, EXIT_BAD_PARAMS)
+    recorder = Recorder(probe.name, tool, params)
+    recorder.result.context["PYTORCH_NO_CUDA_MEMORY_CACHING"] = os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING")
+    try:
+        probe.run(params, tool, recorder)
+    except ProbeUnavailable as exc:
+        recorder.result.unavailable = str(exc)
+        print(f"unavailable: {exc}", file=sys.stderr)
+        recorder.write(args.out)
+        return EXIT_UNAVAILABLE
+    except Exception:
+        recorder.result.error = traceback.format_exc(limit=20)
+        print(recorder.result.error, file=sys.stderr)
+        recorder.write(args.out)
+        return EXIT_ERROR
+    recorder.result.complete = True  # the completion sentinel: set only after every case ran
+    recorder.write(args.out)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

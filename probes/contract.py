@@ -1,0 +1,74 @@
+"""The probe contract: what a probe declares and the result.json it writes (no service imports)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_SCHEMA_VERSION = 1
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_BAD_PARAMS = 2
+EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no CUDA device, pycuda or torch missing
+
+
+class Tool(StrEnum):
+    """A compute-sanitizer tool, or `none` for a bare run."""
+
+    NONE = "none"
+    MEMCHECK = "memcheck"
+    INITCHECK = "initcheck"
+    RACECHECK = "racecheck"
+    SYNCCHECK = "synccheck"
+
+
+class Expectation(BaseModel):
+    """What a case expects: clean, or findings of `kind` from `tool` (a positive control)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    clean: bool = True
+    tool: Tool | None = None
+    kind: str | None = None
+
+    @classmethod
+    def positive_control(cls, tool: Tool, kind: str) -> Expectation:
+        return cls(clean=False, tool=tool, kind=kind)
+
+    def describe(self) -> str:
+        return "clean" if self.clean else f"{self.tool} finding of kind {self.kind}"
+
+
+class Allocation(BaseModel):
+    """One device buffer a case allocated: findings whose address falls inside belong to the case."""
+
+    name: str
+    start: int
+    size: int
+
+
+class CaseResult(BaseModel):
+    """What the probe observed for one case."""
+
+    id: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    expectation: Expectation = Field(default_factory=Expectation)
+    observations: dict[str, Any] = Field(default_factory=dict)
+    allocations: list[Allocation] = Field(default_factory=list)
+    violations: list[str] = Field(default_factory=list)
+
+
+class ProbeResult(BaseModel):
+    """The whole result.json; `complete` is the completion sentinel, true only when the probe finished."""
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    probe: str
+    tool: Tool
+    params: dict[str, Any] = Field(default_factory=dict)
+    cases: list[CaseResult] = Field(default_factory=list)
+    context: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    unavailable: str | None = None
+    complete: bool = False

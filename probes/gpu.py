@@ -1,0 +1,45 @@
+"""CUDA access for probes through pycuda; says `unavailable` plainly when it cannot be had."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from probes.base import ProbeUnavailable
+
+
+def cuda_device_count() -> int:
+    """Number of CUDA devices the driver reports, 0 when there is no driver (touches CUDA: probes only)."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    if libcuda.cuInit(0) != 0:
+        return 0
+    count = ctypes.c_int(0)
+    if libcuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+@contextmanager
+def cuda_context() -> Iterator[Any]:
+    """A pycuda context on device 0, popped on exit."""
+    try:
+        import pycuda.driver as cuda
+    except ImportError as exc:
+        raise ProbeUnavailable(
+            "pycuda is not installed: install the gpu extra (pip install 'cuprobe[gpu]') on a machine "
+            "with the CUDA driver"
+        ) from exc
+    if cuda_device_count() == 0:
+        raise ProbeUnavailable("no CUDA device: run this probe on a GPU worker (queue gpu.smXX)")
+    cuda.init()
+    context = cuda.Device(0).make_context()
+    try:
+        yield cuda
+    finally:
+        context.pop()
+        context.detach()

@@ -1,0 +1,6 @@
+"""Finding kinds as cuprobe names them (slugs of the sanitizer's record kinds), shared by probes and parser."""
+
+UNINITIALIZED_GLOBAL_READ = "uninitialized-global-read"
+INVALID_GLOBAL_WRITE = "invalid-global-write"
+SHARED_MEMORY_HAZARD = "shared-memory-race"
+SYNC_INVALID_ARGUMENT = "invalid-sync-argument"

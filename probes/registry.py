@@ -1,0 +1,42 @@
+"""The probe registry: cuprobe's own probes plus those other packages register under `cuprobe.probes`."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from probes.base import Probe
+
+ENTRY_POINT_GROUP = "cuprobe.probes"
+BUILTIN: dict[str, str] = {
+    "uninit-read": "probes.uninit_read:UninitRead",
+    "planted": "probes.planted:Planted",
+}
+
+
+class UnknownProbe(LookupError):
+    """No probe of that name is registered."""
+
+
+def _load(target: str) -> type[Probe]:
+    module_name, _, attr = target.partition(":")
+    probe = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(probe, type) and issubclass(probe, Probe)):
+        raise TypeError(f"{target} is not a cuprobe Probe subclass")
+    return probe
+
+
+def available() -> dict[str, str]:
+    """Every probe name and where it is defined, built-in first; a plug-in cannot shadow a built-in."""
+    found = dict(BUILTIN)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def get(name: str) -> Probe:
+    """An instance of the probe called `name`."""
+    targets = available()
+    if name not in targets:
+        raise UnknownProbe(f"unknown probe {name!r}; known probes: {', '.join(sorted(targets))}")
+    return _load(targets[name])()

@@ -1,0 +1,74 @@
+"""uninit-read: the initcheck positive control, a kernel reading n elements of which k were written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from probes.base import Probe, Recorder
+from probes.contract import Expectation, Tool
+from probes.kinds import UNINITIALIZED_GLOBAL_READ
+
+BYTES_PER_FLOAT = 4
+
+
+class UninitReadParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(1024, ge=1, le=1 << 24, description="elements the kernel reads")
+    k: int = Field(1000, ge=0, description="elements the host wrote first (k < n plants the defect)")
+    block: int = Field(256, ge=32, le=1024, description="threads per block")
+
+    @model_validator(mode="after")
+    def _k_within_n(self) -> UninitReadParams:
+        if self.k > self.n:
+            raise ValueError(f"k must be <= n (got k={self.k}, n={self.n})")
+        return self
+
+
+class UninitRead(Probe):
+    name = "uninit-read"
+    summary = "Reads n device elements of which only the first k were written (initcheck positive control)"
+    Params = UninitReadParams
+    tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+
+    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
+        assert isinstance(params, UninitReadParams)
+        if tool is Tool.INITCHECK and params.k < params.n:
+            return Expectation.positive_control(Tool.INITCHECK, UNINITIALIZED_GLOBAL_READ)
+        return Expectation()
+
+    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+        import numpy as np
+
+        from kernels import load_module
+        from probes.gpu import cuda_context
+
+        assert isinstance(params, UninitReadParams)
+        case = recorder.case(f"n={params.n},k={params.k}", self.expectation(params, tool), n=params.n, k=params.k)
+        with cuda_context() as cuda:
+            kernel = load_module("uninit_read").get_function("double_all")
+            nbytes = params.n * BYTES_PER_FLOAT
+            src = cuda.mem_alloc(nbytes)
+            dst = cuda.mem_alloc(nbytes)
+            recorder.allocation(case, "src", int(src), nbytes)
+            recorder.allocation(case, "dst", int(dst), nbytes)
+            host = np.ones(params.n, dtype=np.float32)
+            if params.k:
+                cuda.memcpy_htod(src, host[: params.k])
+            grid = (params.n + params.block - 1) // params.block
+            kernel(src, dst, np.int32(params.n), block=(params.block, 1, 1), grid=(grid, 1))
+            cuda.Context.synchronize()
+            out = np.empty(params.n, dtype=np.float32)
+            cuda.memcpy_dtoh(out, dst)
+            written_ok = bool(np.all(out[: params.k] == 2.0))
+            observations: dict[str, Any] = {
+                "unwritten_elements_read": params.n - params.k,
+                "written_part_correct": written_ok,
+            }
+            case.observations.update(observations)
+            if not written_ok:
+                case.violations.append("dst[:k] != 2 * src[:k]: the kernel computed a wrong value")
+            src.free()
+            dst.free()
