@@ -11,6 +11,7 @@ ENTRY_POINT_GROUP = "cuprobe.probes"
 BUILTIN: dict[str, str] = {
     "uninit-read": "probes.uninit_read:UninitRead",
     "planted": "probes.planted:Planted",
+    "selftest": "probes.selftest:Selftest",
 }
 
 

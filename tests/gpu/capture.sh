@@ -22,7 +22,7 @@ run_case() {
   local t0=$(date +%s.%N)
   timeout 300 "${cmd[@]}" > "$dir/stdout.txt" 2> "$dir/stderr.txt"
   echo $? > "$dir/exit_code"
-  echo "$(date +%s.%N) - $t0" | bc > "$dir/wall_s"
+  python3 -c "import sys;print(round(float(sys.argv[2])-float(sys.argv[1]),2))" "$t0" "$(date +%s.%N)" > "$dir/wall_s"
   printf '%-8s %-34s exit=%-4s xml=%-9s wall=%ss\n' "$ver" "$name" "$(cat "$dir/exit_code")" \
     "$(stat -c %s "$dir/run.xml" 2>/dev/null || echo none)" "$(cat "$dir/wall_s")"
 }

@@ -1,0 +1,52 @@
+"""selftest: a torch-free CPU probe that behaves as told (ok, hang, crash...) to test the service's plumbing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probes.base import Probe, Recorder
+from probes.contract import Tool
+
+Behaviour = Literal["ok", "sleep", "hang", "kill", "segv", "raise", "exit0-no-sentinel", "violate"]
+
+
+class SelftestParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    behaviour: Behaviour = Field("ok", description="what the probe does")
+    seconds: float = Field(0.0, ge=0, le=3600, description="how long `sleep` sleeps")
+
+
+class Selftest(Probe):
+    name = "selftest"
+    summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel on request"
+    Params = SelftestParams
+    tools = (Tool.NONE,)
+    needs_gpu = False
+
+    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+        assert isinstance(params, SelftestParams)
+        case = recorder.case(params.behaviour, self.expectation(params, tool), behaviour=params.behaviour)
+        case.observations["pid"] = os.getpid()
+        if params.behaviour == "sleep":
+            time.sleep(params.seconds)
+        elif params.behaviour == "hang":
+            while True:
+                time.sleep(1)
+        elif params.behaviour == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif params.behaviour == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        elif params.behaviour == "raise":
+            raise RuntimeError("selftest: raised on request")
+        elif params.behaviour == "exit0-no-sentinel":
+            sys.stdout.flush()
+            os._exit(0)
+        elif params.behaviour == "violate":
+            case.violations.append("selftest: expectation violated on request")

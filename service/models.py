@@ -1,0 +1,154 @@
+"""The service's data model: requests, findings, outcomes and the result of one run."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probes.contract import CaseResult, Expectation, Tool
+
+SCHEMA_VERSION = 1
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CaseVerdict",
+    "Environment",
+    "Evidence",
+    "Expectation",
+    "Finding",
+    "Outcome",
+    "ProbeRequest",
+    "RunResult",
+    "Tool",
+]
+
+
+class Outcome(StrEnum):
+    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (see DESIGN.md)."""
+
+    CLEAN = "clean"
+    FINDINGS = "findings"
+    PROBE_ERROR = "probe_error"
+    SANITIZER_ERROR = "sanitizer_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    UNAVAILABLE = "unavailable"
+
+    @property
+    def ran(self) -> bool:
+        return self in (Outcome.CLEAN, Outcome.FINDINGS)
+
+    @property
+    def exit_code(self) -> int:
+        """CLI and gate exit code: 0 clean, 1 findings, 3 could not run."""
+        return {Outcome.CLEAN: 0, Outcome.FINDINGS: 1}.get(self, 3)
+
+
+class Evidence(StrEnum):
+    PROVEN = "proven"
+    REPRODUCED = "reproduced"
+    CORRELATED = "correlated"
+
+
+class ProbeRequest(BaseModel):
+    """Run `probe` with `params` under `tool` (the probe's default tool when omitted)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    probe: str = Field(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    tool: Tool | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
+    kernel_filter: list[str] = Field(default_factory=list, description="kernel names to check (--kernel-name)")
+    suppressions: str | None = Field(None, description="path of a compute-sanitizer suppressions file")
+
+
+class Finding(BaseModel):
+    """One distinct defect: the records sharing a signature, with counts, ranges and examples."""
+
+    signature: str
+    tool: Tool
+    kind: str
+    message: str
+    kernel: str | None = None
+    file: str | None = None
+    line: int | None = None
+    pc: str | None = None
+    space: str | None = None
+    access: str | None = None
+    size: int | None = None
+    count: int = 0
+    hazards: int | None = None
+    threads: dict[str, list[int]] = Field(default_factory=dict, description="axis -> [min, max] thread index")
+    blocks: dict[str, list[int]] = Field(default_factory=dict, description="axis -> [min, max] block index")
+    addresses: list[str] = Field(default_factory=list, description="a few example addresses")
+    host_frames: list[str] = Field(default_factory=list)
+    device_frames: list[str] = Field(default_factory=list)
+    case: str | None = None
+    library: bool = False
+    fallout: bool = False
+    filtered: bool = False
+    sanitizer_version: str | None = None
+    evidence: Evidence = Evidence.PROVEN
+    seen: str | None = Field(None, description="k/n when reproduced in k of n repeats")
+
+
+class Environment(BaseModel):
+    """Where a result was measured: enough to tell whether two results are comparable."""
+
+    gpu: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    sanitizer: str | None = None
+    sanitizer_path: str | None = None
+    torch: str | None = None
+    triton: str | None = None
+    python: str | None = None
+    cuprobe: str | None = None
+    commit: str | None = None
+
+
+class CaseVerdict(BaseModel):
+    """One case of a probe run: what it expected, what it got, whether that matches."""
+
+    id: str
+    expectation: Expectation
+    findings: int = 0
+    passed: bool = False
+    reason: str = ""
+    observations: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunResult(BaseModel):
+    """The result of running one probe once: outcome, message, findings and where it was measured."""
+
+    schema_version: int = SCHEMA_VERSION
+    probe: str
+    tool: Tool
+    params: dict[str, Any] = Field(default_factory=dict)
+    outcome: Outcome
+    message: str
+    records: int = 0
+    summary_count: int | None = Field(None, description="errors the sanitizer's summary line counted")
+    truncated: bool = False
+    suppressed: int = 0
+    filtered: bool = False
+    sanitizer_version: str | None = None
+    environment: Environment = Field(default_factory=Environment)
+    findings: list[Finding] = Field(default_factory=list)
+    cases: list[CaseVerdict] = Field(default_factory=list)
+    command: list[str] = Field(default_factory=list, description="the command line that reproduces this run")
+    exit_code: int | None = None
+    signal: int | None = None
+    duration_s: float = 0.0
+    probe_context: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def exit_code_for_cli(self) -> int:
+        return self.outcome.exit_code
+
+
+def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:
+    return {case.id: case for case in cases}
