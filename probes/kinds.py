@@ -3,4 +3,4 @@
 UNINITIALIZED_GLOBAL_READ = "uninitialized-global-read"
 INVALID_GLOBAL_WRITE = "invalid-global-write"
 SHARED_MEMORY_HAZARD = "shared-memory-race"
-SYNC_INVALID_ARGUMENT = "invalid-sync-argument"
+SYNC_INVALID_ARGUMENT = "barrier-error-invalid-arguments"

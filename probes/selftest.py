@@ -21,19 +21,24 @@ class SelftestParams(BaseModel):
 
     behaviour: Behaviour = Field("ok", description="what the probe does")
     seconds: float = Field(0.0, ge=0, le=3600, description="how long `sleep` sleeps")
+    cuda_init: bool = Field(False, description="initialise CUDA first (so a sanitizer sees a CUDA program)")
 
 
 class Selftest(Probe):
     name = "selftest"
     summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel on request"
     Params = SelftestParams
-    tools = (Tool.NONE,)
+    tools = (Tool.NONE, Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False
 
     def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
         assert isinstance(params, SelftestParams)
         case = recorder.case(params.behaviour, self.expectation(params, tool), behaviour=params.behaviour)
         case.observations["pid"] = os.getpid()
+        if params.cuda_init:
+            from probes.gpu import cuda_device_count
+
+            case.observations["cuda_devices"] = cuda_device_count()
         if params.behaviour == "sleep":
             time.sleep(params.seconds)
         elif params.behaviour == "hang":

@@ -1,0 +1,1 @@
+"""Running compute-sanitizer: locate, build the command, supervise, parse, classify."""

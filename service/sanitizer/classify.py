@@ -1,0 +1,164 @@
+"""The one place that decides a run's Outcome, exactly as DESIGN.md's table says."""
+
+from __future__ import annotations
+
+import signal as signals
+from dataclasses import dataclass, field
+
+from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool
+from service.models import CaseVerdict, Finding, Outcome
+from service.sanitizer.parse import ParseResult
+from service.sanitizer.summary import SanitizerSummary
+
+
+@dataclass
+class RunEvidence:
+    """Everything observed about one run, from which its outcome follows."""
+
+    tool: Tool
+    returncode: int | None
+    timed_out: bool = False
+    timeout_s: float | None = None
+    xml_capped: bool = False
+    summary: SanitizerSummary | None = None
+    parsed: ParseResult | None = None
+    probe: ProbeResult | None = None
+    probe_unreadable: str | None = None
+    error_exitcode: int = 86
+    stderr_tail: str = ""
+
+
+@dataclass
+class Classification:
+    outcome: Outcome
+    message: str
+    cases: list[CaseVerdict] = field(default_factory=list)
+    signal: int | None = None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip()[:300] if lines else ""
+
+
+def _fatal_signal(ev: RunEvidence) -> int | None:
+    """The signal that killed the probe (bare: negative returncode; sanitizer: it says so, exits with it)."""
+    if ev.returncode is not None and ev.returncode < 0:
+        return -ev.returncode
+    if ev.summary and ev.summary.process_failed and ev.returncode and 0 < ev.returncode < 64:
+        return ev.returncode
+    return None
+
+
+def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) -> list[CaseVerdict]:
+    """Match each case's expectation with the findings attributed to it (all of them when only one case)."""
+    verdicts = []
+    for case in cases:
+        mine = [f for f in findings if f.case == case.id or (len(cases) == 1 and f.case is None)]
+        real = [f for f in mine if not f.fallout]
+        exp = case.expectation
+        if exp.clean:
+            passed = not real and not case.violations
+            reason = "clean as expected" if passed else (
+                f"{len(real)} finding(s), {len(case.violations)} violation(s) where clean was expected"
+            )
+        elif exp.tool is not tool:
+            passed, reason = True, f"positive control for {exp.tool}, not checked under {tool}"
+        else:
+            hits = [f for f in real if f.kind == exp.kind]
+            passed = bool(hits)
+            reason = f"control fired: {sum(f.count for f in hits)} {exp.kind} record(s)" if passed else (
+                f"positive control came back clean: expected {exp.tool} {exp.kind}, got "
+                f"{', '.join(sorted({f.kind for f in real})) or 'nothing'}"
+            )
+        verdicts.append(
+            CaseVerdict(
+                id=case.id,
+                expectation=exp,
+                findings=len(real),
+                passed=passed,
+                reason=reason,
+                observations=case.observations,
+            )
+        )
+    return verdicts
+
+
+def classify(ev: RunEvidence) -> Classification:
+    """Decide the outcome; every non-clean outcome carries a message saying what happened."""
+    records = ev.parsed.records if ev.parsed else 0
+    kept = f" ({records} sanitizer record(s) seen before the end are kept)" if records else ""
+    if ev.timed_out:
+        return Classification(Outcome.TIMEOUT, f"wall-clock limit of {ev.timeout_s:g} s hit; the whole process "
+                              f"group was killed{kept}")
+    if (sig := _fatal_signal(ev)) is not None:
+        return Classification(Outcome.CRASHED, f"the probe was killed by {_signal_name(sig)} ({sig}){kept}",
+                              signal=sig)
+    probe = ev.probe
+    if probe and probe.unavailable:
+        return Classification(Outcome.UNAVAILABLE, probe.unavailable)
+    if ev.returncode == EXIT_UNAVAILABLE and ev.tool is Tool.NONE:
+        return Classification(Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable")
+    sanitized = ev.tool is not Tool.NONE
+    summary = ev.summary or SanitizerSummary()
+    if sanitized and summary.missing_program:
+        return Classification(Outcome.PROBE_ERROR, "compute-sanitizer says the program does not exist or is not "
+                              "a valid executable")
+    if sanitized and summary.not_cuda:
+        why = f"; the probe said: {_last_line(probe.error)}" if probe and probe.error else ""
+        return Classification(Outcome.SANITIZER_ERROR, "the program ended before its first CUDA call "
+                              f"(\"terminated before first instrumented API call\"): nothing was checked{why}")
+    if sanitized and summary.internal_error:
+        return Classification(Outcome.SANITIZER_ERROR, f"compute-sanitizer failed: {summary.internal_error}")
+    parsed = ev.parsed
+    if sanitized and parsed and parsed.hostile:
+        return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML refused: {parsed.error}")
+    if sanitized and parsed and parsed.error and not ev.xml_capped:
+        return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML unreadable: {parsed.error}")
+    if sanitized and not summary.present and not ev.xml_capped:
+        return Classification(Outcome.SANITIZER_ERROR, "compute-sanitizer printed no ERROR SUMMARY line: the "
+                              "run cannot be called clean" + (f"; last output: {_last_line(ev.stderr_tail)}"
+                                                              if ev.stderr_tail.strip() else ""))
+    findings = parsed.findings if parsed else []
+    exit_says_errors = sanitized and ev.returncode == ev.error_exitcode
+    if not records and not exit_says_errors and ev.returncode not in (0, None):
+        detail = _last_line(probe.error) if probe and probe.error else _last_line(ev.stderr_tail)
+        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} without sanitizer "
+                              f"records: {detail or 'no message'}")
+    if not records and (probe is None or not probe.complete):
+        why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
+        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
+    if sanitized and summary.present and summary.errors is not None and records < summary.errors and not (
+        parsed and parsed.truncated
+    ):
+        return Classification(Outcome.SANITIZER_ERROR, f"the summary counts {summary.errors} errors but the XML "
+                              f"held {records}: records were lost")
+    verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
+    failed_controls = [v for v in verdicts if not v.passed and not v.expectation.clean]
+    if failed_controls:
+        return Classification(Outcome.SANITIZER_ERROR, "; ".join(f"case {v.id}: {v.reason}" for v in
+                                                                 failed_controls) + " — the instrument is broken",
+                              verdicts)
+    violations = [v for c in (probe.cases if probe else []) for v in c.violations]
+    real = [f for f in findings if not f.fallout]
+    if real or violations:
+        parts = []
+        if real:
+            parts.append(f"{len(real)} finding(s) from {records} record(s)")
+        if violations:
+            parts.append(f"{len(violations)} expectation violation(s): {violations[0]}")
+        if ev.xml_capped:
+            parts.append("the run was stopped when its XML outgrew the byte cap")
+        return Classification(Outcome.FINDINGS, "; ".join(parts), verdicts)
+    if ev.xml_capped:
+        return Classification(Outcome.SANITIZER_ERROR, "the XML outgrew the byte cap before any record was read",
+                              verdicts)
+    what = f"compute-sanitizer {ev.tool}: 0 errors" if sanitized else "bare run completed"
+    return Classification(Outcome.CLEAN, f"{what}; {len(verdicts)} case(s) met their expectations", verdicts)

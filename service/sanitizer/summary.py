@@ -1,0 +1,61 @@
+"""Read compute-sanitizer's own text lines: the summary count and what it said went wrong."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ERROR_SUMMARY = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?\s*$", re.M)
+_NOT_PRINTED = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors? were not printed", re.M)
+_RACECHECK_SUMMARY = re.compile(
+    r"^=+ RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)", re.M
+)
+_LEAK_SUMMARY = re.compile(r"^=+ LEAK SUMMARY: (\d+) bytes leaked in (\d+) allocations?", re.M)
+_ERROR_LINE = re.compile(r"^=+ (?:Error|Internal Sanitizer Error): (.+)$", re.M)
+
+NOT_CUDA = "Target application terminated before first instrumented API call"
+MISSING_PROGRAM = "Target application doesn't exist or is not a valid executable"
+PROCESS_FAILED = "process didn't terminate successfully"
+INTERNAL_ERROR = "Internal Sanitizer Error"
+
+
+@dataclass
+class SanitizerSummary:
+    """The counts and markers in the sanitizer's text output."""
+
+    errors: int | None = None  # ERROR SUMMARY, or racecheck's hazards displayed
+    not_printed: int = 0  # errors beyond --print-limit: a cap, not a measurement
+    racecheck_errors: int | None = None
+    racecheck_warnings: int | None = None
+    leaked_bytes: int | None = None
+    not_cuda: bool = False
+    missing_program: bool = False
+    process_failed: bool = False
+    internal_error: str | None = None
+    error_lines: tuple[str, ...] = ()
+
+    @property
+    def present(self) -> bool:
+        return self.errors is not None
+
+
+def read_summary(text: str) -> SanitizerSummary:
+    """Parse the sanitizer lines of `text` (stdout, or its tail: the summary is always last)."""
+    summary = SanitizerSummary()
+    if match := _RACECHECK_SUMMARY.search(text):
+        summary.errors = int(match.group(1))
+        summary.racecheck_errors, summary.racecheck_warnings = int(match.group(2)), int(match.group(3))
+    elif matches := _ERROR_SUMMARY.findall(text):
+        summary.errors = int(matches[-1])
+    if match := _NOT_PRINTED.search(text):
+        summary.not_printed = int(match.group(1))
+    if match := _LEAK_SUMMARY.search(text):
+        summary.leaked_bytes = int(match.group(1))
+    summary.not_cuda = NOT_CUDA in text
+    summary.missing_program = MISSING_PROGRAM in text
+    summary.process_failed = PROCESS_FAILED in text
+    lines = tuple(m.strip() for m in _ERROR_LINE.findall(text))
+    summary.error_lines = lines
+    internal = [line for line in text.splitlines() if INTERNAL_ERROR in line]
+    summary.internal_error = internal[0].lstrip("= ").strip() if internal else None
+    return summary
