@@ -17,8 +17,14 @@ def source_path(name: str) -> Path:
 
 
 def load_module(name: str, options: tuple[str, ...] = ("-lineinfo",)) -> Any:
-    """pycuda SourceModule of kernels/NAME.cu; `#line` keeps the repository-relative path in line info."""
+    """pycuda SourceModule of kernels/NAME.cu, its line info naming the real file.
+
+    pycuda compiles a copy in a temporary folder; a relative `#line` is resolved against that folder
+    (seen on the H200: /tmp/tmpXXXX/kernels/uninit_read.cu), so the directive carries the absolute path,
+    which cuprobe then makes relative to the source root.
+    """
     from pycuda.compiler import SourceModule
 
-    source = f'#line 1 "kernels/{name}.cu"\n' + source_path(name).read_text()
+    path = source_path(name)
+    source = f'#line 1 "{path}"\n' + path.read_text()
     return SourceModule(source, options=list(options), no_extern_c=True)

@@ -11,7 +11,7 @@ echo "== $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || e
 nvidia-smi > "$keep/nvidia-smi.txt"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$keep/nvidia-smi-query.txt"
 echo "== cuprobe doctor"; python3 -m service.cli doctor; echo "exit=$?"
 echo "== pytest tests/gpu (both sanitizers)"
-CUPROBE_GPU_KEEP="$keep/pytest" timeout 420 python3 -m pytest tests/gpu -m gpu -q -p no:cacheprovider -x --timeout 120 \
+CUPROBE_GPU_KEEP="$keep/pytest" timeout 420 python3 -m pytest tests/gpu -m gpu -q -p no:cacheprovider --timeout 120 \
   -k "not catalog" -rA 2>&1 | tail -n 80
 for san in /usr/local/cuda/bin/compute-sanitizer /tmp/site/nvidia/cu13/bin/compute-sanitizer; do
   [ -x "$san" ] || continue
