@@ -22,6 +22,7 @@ from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
+EXIT_CODE_NAME = "exit_code"
 
 
 class BadRequest(ValueError):
@@ -110,13 +111,14 @@ def run_probe(request: ProbeRequest, *, workdir: Path, settings: Settings | None
                      max_xml_bytes=settings.max_xml_bytes, cancel=cancel_event)
     (workdir / STDOUT_NAME).write_text(done.stdout.text())
     (workdir / STDERR_NAME).write_text(done.stderr.text())
+    (workdir / EXIT_CODE_NAME).write_text(f"{done.returncode}\n")
     probe, unreadable = _read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
     if sanitizer is not None:
         allocations = allocations_of(probe) if probe else []
         single = probe.cases[0].id if probe and len(probe.cases) == 1 else None
-        parsed = parse_xml(xml, tool=tool, roots=[str(PROJECT_ROOT), os.getcwd()], allocations=allocations,
+        parsed = parse_xml(xml, tool=tool, roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots], allocations=allocations,
                            single_case=single, sanitizer_version=version, filtered=bool(request.kernel_filter),
                            max_records=settings.max_records, max_bytes=settings.max_xml_bytes) if xml.exists() \
             else ParseResult(tool=tool)

@@ -58,9 +58,17 @@ def find_sanitizer(setting: Path | None = None) -> Path:
     raise SanitizerMissing(f"compute-sanitizer not found (looked at {where}); {HOW_TO_GET}")
 
 
-@functools.lru_cache(maxsize=8)
 def sanitizer_version(path: Path) -> str | None:
     """e.g. '2026.4.0.0' from `compute-sanitizer --version`, None if it does not answer."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _version(path, stat.st_mtime_ns, stat.st_size)  # an upgraded binary is asked again
+
+
+@functools.lru_cache(maxsize=16)
+def _version(path: Path, mtime_ns: int, size: int) -> str | None:
     try:
         out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
