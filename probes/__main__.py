@@ -21,7 +21,9 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("name", help="probe name")
     parser.add_argument("--params", default="{}", help="parameters as a JSON object")
     parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
-    parser.add_argument("--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool])
+    parser.add_argument(
+        "--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool]
+    )
     return parser.parse_args(argv)
 
 
@@ -42,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     recorder = Recorder(probe.name, tool, params)
-    recorder.result.context["PYTORCH_NO_CUDA_MEMORY_CACHING"] = os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING")
+    recorder.result.context["PYTORCH_NO_CUDA_MEMORY_CACHING"] = os.environ.get(
+        "PYTORCH_NO_CUDA_MEMORY_CACHING"
+    )
     try:
         probe.run(params, tool, recorder)
     except ProbeUnavailable as exc:

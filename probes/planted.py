@@ -24,8 +24,9 @@ class PlantedParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     defect: Defect | None = Field(
-        None, description="oob (memcheck), race (racecheck), syncwarp (synccheck), sound (none); "
-        "default: the control for the tool"
+        None,
+        description="oob (memcheck), race (racecheck), syncwarp (synccheck), sound (none); "
+        "default: the control for the tool",
     )
 
 

@@ -26,7 +26,9 @@ class SelftestParams(BaseModel):
 
 class Selftest(Probe):
     name = "selftest"
-    summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel on request"
+    summary = (
+        "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel on request"
+    )
     Params = SelftestParams
     tools = (Tool.NONE, Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import tempfile
@@ -25,12 +26,17 @@ from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitize
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import read_summary
 
-app = typer.Typer(help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 console = Console()
 USAGE_ERROR = 2
 
-ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
+ToolOption = Annotated[
+    Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
 
 
@@ -60,16 +66,25 @@ def _emit(result: RunResult, as_json: bool) -> None:
 def run(
     probe: Annotated[str, typer.Argument(help="probe name (see `cuprobe probes`)")],
     tool: ToolOption = None,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")] = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")
+    ] = None,
     timeout: Annotated[float | None, typer.Option(help="wall-clock limit in seconds")] = None,
-    kernel: Annotated[list[str] | None, typer.Option(help="check only kernels whose name contains this")] = None,
+    kernel: Annotated[
+        list[str] | None, typer.Option(help="check only kernels whose name contains this")
+    ] = None,
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
     try:
-        request = ProbeRequest(probe=probe, tool=tool, params=parse_params(param or []), timeout_s=timeout,
-                               kernel_filter=kernel or [])
+        request = ProbeRequest(
+            probe=probe,
+            tool=tool,
+            params=parse_params(param or []),
+            timeout_s=timeout,
+            kernel_filter=kernel or [],
+        )
         if workdir is None:
             with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
                 result = run_probe(request, workdir=Path(tmp), settings=Settings())
@@ -84,23 +99,33 @@ def run(
 @app.command()
 def parse(
     xml: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="a --xml --save file")],
-    log: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")] = None,
+    log: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")
+    ] = None,
     tool: ToolOption = None,
     source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
     settings = Settings()
-    parsed = parse_xml(xml, tool=tool, roots=source_root or [str(Path.cwd())], max_records=settings.max_records,
-                       max_bytes=settings.max_xml_bytes)
+    parsed = parse_xml(
+        xml,
+        tool=tool,
+        roots=source_root or [str(Path.cwd())],
+        max_records=settings.max_records,
+        max_bytes=settings.max_xml_bytes,
+    )
     summary = read_summary(log.read_text(errors="replace")) if log else None
     if summary and summary.not_printed:
         parsed.truncated = True
     used = tool or parsed.tool or Tool.MEMCHECK
     if summary is None:
         outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
-        message = (f"{len(parsed.findings)} finding(s) from {parsed.records} record(s)" if parsed.records
-                   else "no records, and no --log with the summary line: cannot say the run was clean")
+        message = (
+            f"{len(parsed.findings)} finding(s) from {parsed.records} record(s)"
+            if parsed.records
+            else "no records, and no --log with the summary line: cannot say the run was clean"
+        )
         if parsed.error:
             outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
     else:
@@ -108,9 +133,16 @@ def parse(
         outcome, message = verdict.outcome, verdict.message
         if outcome is Outcome.PROBE_ERROR and parsed.records == 0 and summary.present and not parsed.error:
             outcome, message = Outcome.CLEAN, f"compute-sanitizer {used}: 0 errors (from saved output)"
-    result = RunResult(probe="(saved output)", tool=used, outcome=outcome, message=message, records=parsed.records,
-                       summary_count=summary.errors if summary else None, truncated=parsed.truncated,
-                       findings=parsed.findings)
+    result = RunResult(
+        probe="(saved output)",
+        tool=used,
+        outcome=outcome,
+        message=message,
+        records=parsed.records,
+        summary_count=summary.errors if summary else None,
+        truncated=parsed.truncated,
+        findings=parsed.findings,
+    )
     _emit(result, as_json)
 
 
@@ -126,8 +158,13 @@ def list_probes() -> None:
         except Exception as exc:  # a broken plug-in must not hide the others
             table.add_row(name, "-", "-", "-", f"[red]cannot load: {exc}[/]")
             continue
-        table.add_row(name, probe.tools[0].value, ",".join(t.value for t in probe.tools),
-                      "yes" if probe.needs_gpu else "no", probe.summary)
+        table.add_row(
+            name,
+            probe.tools[0].value,
+            ",".join(t.value for t in probe.tools),
+            "yes" if probe.needs_gpu else "no",
+            probe.summary,
+        )
     console.print(table)
 
 
@@ -137,7 +174,9 @@ def doctor() -> None:
     settings = Settings()
     gpu, driver, cuda = gpu_facts()
     ready = True
-    console.print(f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'}  driver: {driver or '-'}  CUDA: {cuda or '-'}")
+    console.print(
+        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
+    )
     ready &= gpu is not None
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()
@@ -145,25 +184,30 @@ def doctor() -> None:
         console.print(f"  {'[green]found[/]' if here else 'absent'} {source}: {path} {version or ''}")
     try:
         chosen = find_sanitizer(settings.sanitizer_path)
-        console.print(f"compute-sanitizer: [green]{chosen}[/] ({sanitizer_version(chosen) or 'version unknown'})")
+        console.print(
+            f"compute-sanitizer: [green]{chosen}[/] ({sanitizer_version(chosen) or 'version unknown'})"
+        )
     except SanitizerMissing as exc:
         console.print(f"compute-sanitizer: [red]missing[/] — {escape(str(exc))}")
         ready = False
-    for module, how in (("pycuda", "pip install 'cuprobe[gpu]' on a machine with the CUDA driver"),
-                        ("torch", "pip install 'cuprobe[torch]'")):
+    for module, how in (
+        ("pycuda", "pip install 'cuprobe[gpu]' on a machine with the CUDA driver"),
+        ("torch", "pip install 'cuprobe[torch]'"),
+    ):
         present = importlib.util.find_spec(module) is not None
         console.print(f"{module}: {'[green]installed[/]' if present else f'[red]missing[/] — {escape(how)}'}")
         ready &= present or module == "torch"
-    console.print("[green]ready for GPU probes[/]" if ready else "[yellow]not ready for GPU probes[/] "
-                  "(CPU probes still run: see `cuprobe probes`)")
+    console.print(
+        "[green]ready for GPU probes[/]"
+        if ready
+        else "[yellow]not ready for GPU probes[/] (CPU probes still run: see `cuprobe probes`)"
+    )
     raise typer.Exit(0 if ready else 3)
 
 
 def main() -> None:
     if importlib.util.find_spec("service.cli_jobs") is not None:
-        from service import cli_jobs
-
-        cli_jobs.register(app)
+        importlib.import_module("service.cli_jobs").register(app)
     app()
 
 

@@ -51,7 +51,14 @@ def _commit() -> str | None:
 def fingerprint(sanitizer_version: str | None = None, sanitizer_path: str | None = None) -> Environment:
     gpu, driver, cuda = gpu_facts()
     return Environment(
-        gpu=gpu, driver=driver, cuda=cuda, sanitizer=sanitizer_version, sanitizer_path=sanitizer_path,
-        torch=_package("torch"), triton=_package("triton"), python=platform.python_version(),
-        cuprobe=__version__, commit=_commit(),
+        gpu=gpu,
+        driver=driver,
+        cuda=cuda,
+        sanitizer=sanitizer_version,
+        sanitizer_path=sanitizer_path,
+        torch=_package("torch"),
+        triton=_package("triton"),
+        python=platform.python_version(),
+        cuprobe=__version__,
+        commit=_commit(),
     )

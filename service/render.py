@@ -25,16 +25,27 @@ def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
         table.add_column(column, overflow="fold")
     for f in findings:
         threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in f.threads.items() if hi) or "-"
-        flags = ",".join(n for n, on in (("fallout", f.fallout), ("library", f.library), ("filtered", f.filtered))
-                         if on)
-        table.add_row(f.kind, f.kernel or "-", location(f), str(f.count),
-                      "-" if f.hazards is None else str(f.hazards), threads, f.case or "-", flags or "-")
+        flags = ",".join(
+            n for n, on in (("fallout", f.fallout), ("library", f.library), ("filtered", f.filtered)) if on
+        )
+        table.add_row(
+            f.kind,
+            f.kernel or "-",
+            location(f),
+            str(f.count),
+            "-" if f.hazards is None else str(f.hazards),
+            threads,
+            f.case or "-",
+            flags or "-",
+        )
     return table
 
 
 def print_result(result: RunResult, console: Console) -> None:
     style = OUTCOME_STYLE.get(result.outcome, "bold red")
-    console.print(f"[{style}]{result.outcome.value}[/]  {result.probe} under {result.tool.value}: {escape(result.message)}")
+    console.print(
+        f"[{style}]{result.outcome.value}[/]  {result.probe} under {result.tool.value}: {escape(result.message)}"
+    )
     facts = [f"records {result.records}"]
     if result.summary_count is not None:
         facts.append(f"summary {result.summary_count}")
@@ -48,6 +59,8 @@ def print_result(result: RunResult, console: Console) -> None:
         console.print(findings_table(result.findings))
     for case in result.cases:
         mark = "[green]pass[/]" if case.passed else "[red]FAIL[/]"
-        console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
+        console.print(
+            f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}"
+        )
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)

@@ -37,8 +37,10 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
         raise BadRequest(str(exc)) from exc
     tool = request.tool or probe.tools[0]
     if tool not in probe.tools:
-        raise BadRequest(f"probe {probe.name} does not run under {tool}; allowed: "
-                         f"{', '.join(t.value for t in probe.tools)}")
+        raise BadRequest(
+            f"probe {probe.name} does not run under {tool}; allowed: "
+            f"{', '.join(t.value for t in probe.tools)}"
+        )
     try:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
@@ -66,18 +68,27 @@ def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
-    return RunResult(probe=request.probe, tool=tool, params=params, outcome=Outcome.UNAVAILABLE, message=message,
-                     environment=fingerprint())
+    return RunResult(
+        probe=request.probe,
+        tool=tool,
+        params=params,
+        outcome=Outcome.UNAVAILABLE,
+        message=message,
+        environment=fingerprint(),
+    )
 
 
-def _preflight(request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings
-               ) -> tuple[Path | None, RunResult | None]:
+def _preflight(
+    request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings
+) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
     needs_gpu = registry.get(request.probe).needs_gpu or tool is not Tool.NONE
     sanitizer, missing = None, []
     if needs_gpu and gpu_facts()[0] is None:
-        missing.append(f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
-                       "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine")
+        missing.append(
+            f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
+            "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
+        )
     if tool is not Tool.NONE:
         try:
             sanitizer = find_sanitizer(settings.sanitizer_path)
@@ -88,8 +99,13 @@ def _preflight(request: ProbeRequest, tool: Tool, params: dict[str, object], set
     return sanitizer, None
 
 
-def run_probe(request: ProbeRequest, *, workdir: Path, settings: Settings | None = None,
-              cancel_event: threading.Event | None = None) -> RunResult:
+def run_probe(
+    request: ProbeRequest,
+    *,
+    workdir: Path,
+    settings: Settings | None = None,
+    cancel_event: threading.Event | None = None,
+) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`."""
     settings = settings or Settings()
     tool, params = resolve(request)
@@ -102,13 +118,29 @@ def run_probe(request: ProbeRequest, *, workdir: Path, settings: Settings | None
         stale.unlink(missing_ok=True)
     target = probe_command(request.probe, params, result_path, tool, settings.python)
     version = sanitizer_version(sanitizer) if sanitizer else None
-    cmd = target if sanitizer is None else sanitizer_command(
-        sanitizer, tool, target, xml=xml, error_exitcode=settings.error_exitcode,
-        kernel_filter=request.kernel_filter,
-        suppressions=Path(request.suppressions) if request.suppressions else None)
-    done = supervise(cmd, timeout_s=request.timeout_s or settings.timeout_s, max_output_bytes=settings.max_output_bytes,
-                     env=_probe_env(tool), cwd=PROJECT_ROOT, xml_path=xml if sanitizer else None,
-                     max_xml_bytes=settings.max_xml_bytes, cancel=cancel_event)
+    cmd = (
+        target
+        if sanitizer is None
+        else sanitizer_command(
+            sanitizer,
+            tool,
+            target,
+            xml=xml,
+            error_exitcode=settings.error_exitcode,
+            kernel_filter=request.kernel_filter,
+            suppressions=Path(request.suppressions) if request.suppressions else None,
+        )
+    )
+    done = supervise(
+        cmd,
+        timeout_s=request.timeout_s or settings.timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        env=_probe_env(tool),
+        cwd=PROJECT_ROOT,
+        xml_path=xml if sanitizer else None,
+        max_xml_bytes=settings.max_xml_bytes,
+        cancel=cancel_event,
+    )
     (workdir / STDOUT_NAME).write_text(done.stdout.text())
     (workdir / STDERR_NAME).write_text(done.stderr.text())
     (workdir / EXIT_CODE_NAME).write_text(f"{done.returncode}\n")
@@ -118,29 +150,60 @@ def run_probe(request: ProbeRequest, *, workdir: Path, settings: Settings | None
     if sanitizer is not None:
         allocations = allocations_of(probe) if probe else []
         single = probe.cases[0].id if probe and len(probe.cases) == 1 else None
-        parsed = parse_xml(xml, tool=tool, roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots], allocations=allocations,
-                           single_case=single, sanitizer_version=version, filtered=bool(request.kernel_filter),
-                           max_records=settings.max_records, max_bytes=settings.max_xml_bytes) if xml.exists() \
+        parsed = (
+            parse_xml(
+                xml,
+                tool=tool,
+                roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots],
+                allocations=allocations,
+                single_case=single,
+                sanitizer_version=version,
+                filtered=bool(request.kernel_filter),
+                max_records=settings.max_records,
+                max_bytes=settings.max_xml_bytes,
+            )
+            if xml.exists()
             else ParseResult(tool=tool)
+        )
         if summary and summary.not_printed:
             parsed.truncated = True
-    verdict = classify(RunEvidence(
-        tool=tool, returncode=done.returncode, timed_out=done.timed_out, timeout_s=request.timeout_s or
-        settings.timeout_s, xml_capped=done.xml_capped, summary=summary, parsed=parsed, probe=probe,
-        probe_unreadable=unreadable, error_exitcode=settings.error_exitcode,
-        stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text()))
+    verdict = classify(
+        RunEvidence(
+            tool=tool,
+            returncode=done.returncode,
+            timed_out=done.timed_out,
+            timeout_s=request.timeout_s or settings.timeout_s,
+            xml_capped=done.xml_capped,
+            summary=summary,
+            parsed=parsed,
+            probe=probe,
+            probe_unreadable=unreadable,
+            error_exitcode=settings.error_exitcode,
+            stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
+        )
+    )
     outcome, message = verdict.outcome, verdict.message
     if done.cancelled:
         outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
     findings = parsed.findings if parsed else []
     return RunResult(
-        probe=request.probe, tool=tool, params=params, outcome=outcome, message=message,
-        records=parsed.records if parsed else 0, summary_count=summary.errors if summary else None,
+        probe=request.probe,
+        tool=tool,
+        params=params,
+        outcome=outcome,
+        message=message,
+        records=parsed.records if parsed else 0,
+        summary_count=summary.errors if summary else None,
         truncated=bool(parsed and parsed.truncated) or done.xml_capped,
-        filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK, sanitizer_version=version,
-        environment=fingerprint(version, str(sanitizer) if sanitizer else None), findings=findings,
-        cases=verdict.cases, command=list(cmd), exit_code=done.returncode,
-        signal=verdict.signal, duration_s=round(done.duration_s, 3),
+        filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK,
+        sanitizer_version=version,
+        environment=fingerprint(version, str(sanitizer) if sanitizer else None),
+        findings=findings,
+        cases=verdict.cases,
+        command=list(cmd),
+        exit_code=done.returncode,
+        signal=verdict.signal,
+        duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
 

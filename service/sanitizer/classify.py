@@ -66,17 +66,23 @@ def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) 
         exp = case.expectation
         if exp.clean:
             passed = not real and not case.violations
-            reason = "clean as expected" if passed else (
-                f"{len(real)} finding(s), {len(case.violations)} violation(s) where clean was expected"
+            reason = (
+                "clean as expected"
+                if passed
+                else (f"{len(real)} finding(s), {len(case.violations)} violation(s) where clean was expected")
             )
         elif exp.tool is not tool:
             passed, reason = True, f"positive control for {exp.tool}, not checked under {tool}"
         else:
             hits = [f for f in real if f.kind == exp.kind]
             passed = bool(hits)
-            reason = f"control fired: {sum(f.count for f in hits)} {exp.kind} record(s)" if passed else (
-                f"positive control came back clean: expected {exp.tool} {exp.kind}, got "
-                f"{', '.join(sorted({f.kind for f in real})) or 'nothing'}"
+            reason = (
+                f"control fired: {sum(f.count for f in hits)} {exp.kind} record(s)"
+                if passed
+                else (
+                    f"positive control came back clean: expected {exp.tool} {exp.kind}, got "
+                    f"{', '.join(sorted({f.kind for f in real})) or 'nothing'}"
+                )
             )
         verdicts.append(
             CaseVerdict(
@@ -96,25 +102,35 @@ def classify(ev: RunEvidence) -> Classification:
     records = ev.parsed.records if ev.parsed else 0
     kept = f" ({records} sanitizer record(s) seen before the end are kept)" if records else ""
     if ev.timed_out:
-        return Classification(Outcome.TIMEOUT, f"wall-clock limit of {ev.timeout_s:g} s hit; the whole process "
-                              f"group was killed{kept}")
+        return Classification(
+            Outcome.TIMEOUT,
+            f"wall-clock limit of {ev.timeout_s:g} s hit; the whole process group was killed{kept}",
+        )
     if (sig := _fatal_signal(ev)) is not None:
-        return Classification(Outcome.CRASHED, f"the probe was killed by {_signal_name(sig)} ({sig}){kept}",
-                              signal=sig)
+        return Classification(
+            Outcome.CRASHED, f"the probe was killed by {_signal_name(sig)} ({sig}){kept}", signal=sig
+        )
     probe = ev.probe
     if probe and probe.unavailable:
         return Classification(Outcome.UNAVAILABLE, probe.unavailable)
     if ev.returncode == EXIT_UNAVAILABLE and ev.tool is Tool.NONE:
-        return Classification(Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable")
+        return Classification(
+            Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable"
+        )
     sanitized = ev.tool is not Tool.NONE
     summary = ev.summary or SanitizerSummary()
     if sanitized and summary.missing_program:
-        return Classification(Outcome.PROBE_ERROR, "compute-sanitizer says the program does not exist or is not "
-                              "a valid executable")
+        return Classification(
+            Outcome.PROBE_ERROR,
+            "compute-sanitizer says the program does not exist or is not a valid executable",
+        )
     if sanitized and summary.not_cuda:
         why = f"; the probe said: {_last_line(probe.error)}" if probe and probe.error else ""
-        return Classification(Outcome.SANITIZER_ERROR, "the program ended before its first CUDA call "
-                              f"(\"terminated before first instrumented API call\"): nothing was checked{why}")
+        return Classification(
+            Outcome.SANITIZER_ERROR,
+            "the program ended before its first CUDA call "
+            f'("terminated before first instrumented API call"): nothing was checked{why}',
+        )
     if sanitized and summary.internal_error:
         return Classification(Outcome.SANITIZER_ERROR, f"compute-sanitizer failed: {summary.internal_error}")
     parsed = ev.parsed
@@ -123,29 +139,44 @@ def classify(ev: RunEvidence) -> Classification:
     if sanitized and parsed and parsed.error and not ev.xml_capped:
         return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML unreadable: {parsed.error}")
     if sanitized and not summary.present and not ev.xml_capped:
-        return Classification(Outcome.SANITIZER_ERROR, "compute-sanitizer printed no ERROR SUMMARY line: the "
-                              "run cannot be called clean" + (f"; last output: {_last_line(ev.stderr_tail)}"
-                                                              if ev.stderr_tail.strip() else ""))
+        return Classification(
+            Outcome.SANITIZER_ERROR,
+            "compute-sanitizer printed no ERROR SUMMARY line: the "
+            "run cannot be called clean"
+            + (f"; last output: {_last_line(ev.stderr_tail)}" if ev.stderr_tail.strip() else ""),
+        )
     findings = parsed.findings if parsed else []
     exit_says_errors = sanitized and ev.returncode == ev.error_exitcode
     if not records and not exit_says_errors and ev.returncode not in (0, None):
         detail = _last_line(probe.error) if probe and probe.error else _last_line(ev.stderr_tail)
-        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} without sanitizer "
-                              f"records: {detail or 'no message'}")
+        return Classification(
+            Outcome.PROBE_ERROR,
+            f"the probe exited {ev.returncode} without sanitizer records: {detail or 'no message'}",
+        )
     if not records and (probe is None or not probe.complete):
         why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
-        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
-    if sanitized and summary.present and summary.errors is not None and records < summary.errors and not (
-        parsed and parsed.truncated
+        return Classification(
+            Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}"
+        )
+    if (
+        sanitized
+        and summary.present
+        and summary.errors is not None
+        and records < summary.errors
+        and not (parsed and parsed.truncated)
     ):
-        return Classification(Outcome.SANITIZER_ERROR, f"the summary counts {summary.errors} errors but the XML "
-                              f"held {records}: records were lost")
+        return Classification(
+            Outcome.SANITIZER_ERROR,
+            f"the summary counts {summary.errors} errors but the XML held {records}: records were lost",
+        )
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
     failed_controls = [v for v in verdicts if not v.passed and not v.expectation.clean]
     if failed_controls:
-        return Classification(Outcome.SANITIZER_ERROR, "; ".join(f"case {v.id}: {v.reason}" for v in
-                                                                 failed_controls) + " — the instrument is broken",
-                              verdicts)
+        return Classification(
+            Outcome.SANITIZER_ERROR,
+            "; ".join(f"case {v.id}: {v.reason}" for v in failed_controls) + " — the instrument is broken",
+            verdicts,
+        )
     violations = [v for c in (probe.cases if probe else []) for v in c.violations]
     real = [f for f in findings if not f.fallout]
     if real or violations:
@@ -158,7 +189,8 @@ def classify(ev: RunEvidence) -> Classification:
             parts.append("the run was stopped when its XML outgrew the byte cap")
         return Classification(Outcome.FINDINGS, "; ".join(parts), verdicts)
     if ev.xml_capped:
-        return Classification(Outcome.SANITIZER_ERROR, "the XML outgrew the byte cap before any record was read",
-                              verdicts)
+        return Classification(
+            Outcome.SANITIZER_ERROR, "the XML outgrew the byte cap before any record was read", verdicts
+        )
     what = f"compute-sanitizer {ev.tool}: 0 errors" if sanitized else "bare run completed"
     return Classification(Outcome.CLEAN, f"{what}; {len(verdicts)} case(s) met their expectations", verdicts)

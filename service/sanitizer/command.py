@@ -16,10 +16,22 @@ TOOL_OPTIONS: dict[Tool, tuple[str, ...]] = {
 }
 
 
-def probe_command(probe: str, params: dict[str, Any], out: Path, tool: Tool, python: str | None = None) -> list[str]:
+def probe_command(
+    probe: str, params: dict[str, Any], out: Path, tool: Tool, python: str | None = None
+) -> list[str]:
     """`python -m probes NAME --params JSON --out FILE --tool T`."""
-    return [python or sys.executable, "-m", "probes", probe, "--params", json.dumps(params, sort_keys=True),
-            "--out", str(out), "--tool", tool.value]
+    return [
+        python or sys.executable,
+        "-m",
+        "probes",
+        probe,
+        "--params",
+        json.dumps(params, sort_keys=True),
+        "--out",
+        str(out),
+        "--tool",
+        tool.value,
+    ]
 
 
 def sanitizer_command(
@@ -36,8 +48,18 @@ def sanitizer_command(
     """compute-sanitizer --tool T --print-limit 0 --xml --save X --error-exitcode N [filters] -- target."""
     if tool is Tool.NONE:
         raise ValueError("a bare run (tool none) has no sanitizer command")
-    cmd = [str(sanitizer), "--tool", tool.value, "--print-limit", "0", "--xml", "--save", str(xml),
-           "--error-exitcode", str(error_exitcode)]
+    cmd = [
+        str(sanitizer),
+        "--tool",
+        tool.value,
+        "--print-limit",
+        "0",
+        "--xml",
+        "--save",
+        str(xml),
+        "--error-exitcode",
+        str(error_exitcode),
+    ]
     for name in kernel_filter:
         cmd += ["--kernel-name", f"kns={name}"]
     if suppressions is not None:

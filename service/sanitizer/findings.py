@@ -13,7 +13,9 @@ from service.sanitizer.records import Location, RawRecord
 
 MAX_ADDRESSES = 3
 MAX_FRAMES = 6
-_VENDOR_LIBRARY = re.compile(r"lib(cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nccl|nvrtc|nvjitlink)", re.I)
+_VENDOR_LIBRARY = re.compile(
+    r"lib(cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nccl|nvrtc|nvjitlink)", re.I
+)
 _DRIVER_LIBRARY = re.compile(r"lib(cuda|cudart)[.\w]*\.so", re.I)
 _AXES = ("x", "y", "z")
 # Host frames inside the CUDA runtime and driver API: the user's call site is the first frame after them.
@@ -81,7 +83,9 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
         parts.append(rec.detail)
     if rec.kind == "leak" or rec.kind == "api-error":
         user = [
-            f for f, m in rec.host_stack if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
+            f
+            for f, m in rec.host_stack
+            if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
         ]
         parts.append("@" + (user[0] if user else "?"))
     return "|".join(parts)
@@ -174,7 +178,8 @@ class FindingGrouper:
             size=rec.size,
             host_frames=[_frame(f, m) for f, m in rec.host_stack[:MAX_FRAMES]],
             device_frames=[
-                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_stack
+                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}"
+                for d in rec.device_stack
             ][:MAX_FRAMES],
             case=case,
             library=is_library(rec, loc),

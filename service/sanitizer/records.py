@@ -120,7 +120,9 @@ def _parse_initcheck(elem: Any, rec: RawRecord) -> None:
     match = re.match(r"Uninitialized (__\w+__) memory (read|write)", base)
     if match:
         rec.space, rec.access = match.group(1), match.group(2)
-    rec.kind = UNINITIALIZED_GLOBAL_READ if base.startswith("Uninitialized __global__ memory read") else slug(base)
+    rec.kind = (
+        UNINITIALIZED_GLOBAL_READ if base.startswith("Uninitialized __global__ memory read") else slug(base)
+    )
 
 
 def _parse_precise(elem: Any, rec: RawRecord) -> None:
@@ -149,7 +151,9 @@ def _parse_synccheck(elem: Any, rec: RawRecord) -> None:
 
 
 def _parse_analysis(elem: Any, rec: RawRecord) -> None:
-    rec.kind = SHARED_MEMORY_HAZARD if (rec.level or "Error") == "Error" else SHARED_MEMORY_HAZARD + "-warning"
+    rec.kind = (
+        SHARED_MEMORY_HAZARD if (rec.level or "Error") == "Error" else SHARED_MEMORY_HAZARD + "-warning"
+    )
     rec.space = "__shared__"
     source = elem.find("what/source")
     if source is not None:

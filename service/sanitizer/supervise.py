@@ -48,7 +48,8 @@ class CappedStream:
 
     def tail_text(self) -> str:
         return b"".join(self.tail)[-self.half :].decode("utf-8", errors="replace") or self.head.decode(
-            "utf-8", errors="replace")
+            "utf-8", errors="replace"
+        )
 
 
 def _pump(pipe: IO[bytes], sink: CappedStream) -> None:
@@ -110,14 +111,21 @@ def supervise(
     """Run `cmd` to completion or until the limit, the XML cap or `cancel`; the whole group dies on any of them."""
     start = time.monotonic()
     proc = subprocess.Popen(
-        list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
+        list(cmd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,
     )
     pgid = proc.pid  # start_new_session makes the child a group leader
     out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)
     assert proc.stdout is not None and proc.stderr is not None
-    pumps = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-             threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
+    pumps = [
+        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
+    ]
     for pump in pumps:
         pump.start()
     timed_out = xml_capped = cancelled = False

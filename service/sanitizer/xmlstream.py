@@ -53,7 +53,7 @@ class _CappedReader:
 
 def _open(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     return path.open("rb")
 
 
@@ -98,4 +98,6 @@ def iter_records(path: Path, max_bytes: int, state: StreamState) -> Iterator[Any
             if state.capped or state.bytes_read >= max_bytes:
                 state.capped = True
                 return
-            raise BrokenXML(f"sanitizer XML is not well-formed after {state.bytes_read} bytes: {exc}") from exc
+            raise BrokenXML(
+                f"sanitizer XML is not well-formed after {state.bytes_read} bytes: {exc}"
+            ) from exc

@@ -22,13 +22,17 @@ def _sanitizers() -> list[Path]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if gpu_facts()[0] is not None and _sanitizers():
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU and compute-sanitizer: run tests/gpu/core.sh on the GPU box")
+    skip = pytest.mark.skip(
+        reason="needs an NVIDIA GPU and compute-sanitizer: run tests/gpu/core.sh on the GPU box"
+    )
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
 
 
-@pytest.fixture(params=_sanitizers() or [Path("/nonexistent/compute-sanitizer")], ids=lambda p: p.parent.parent.name)
+@pytest.fixture(
+    params=_sanitizers() or [Path("/nonexistent/compute-sanitizer")], ids=lambda p: p.parent.parent.name
+)
 def settings(request: pytest.FixtureRequest) -> Settings:
     return Settings(sanitizer_path=request.param, timeout_s=300)
 

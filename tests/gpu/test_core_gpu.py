@@ -17,13 +17,20 @@ N, K = 1024, 1000  # predicted: one finding of N - K = 24 uninitialized reads, a
 
 
 def test_uninit_read_initcheck_reports_each_unwritten_element(settings: Settings, workdir: Path) -> None:
-    result = run_probe(ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, params={"n": N, "k": K}),
-                       workdir=workdir, settings=settings)
+    result = run_probe(
+        ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, params={"n": N, "k": K}),
+        workdir=workdir,
+        settings=settings,
+    )
     assert result.outcome is Outcome.FINDINGS, result.message
     assert len(result.findings) == 1
     finding = result.findings[0]
     assert (finding.kind, finding.file, finding.line, finding.kernel) == (
-        "uninitialized-global-read", "kernels/uninit_read.cu", 6, "double_all")
+        "uninitialized-global-read",
+        "kernels/uninit_read.cu",
+        6,
+        "double_all",
+    )
     assert finding.count == N - K
     assert result.summary_count == N - K
     assert result.sanitizer_version and finding.sanitizer_version == result.sanitizer_version
@@ -32,22 +39,31 @@ def test_uninit_read_initcheck_reports_each_unwritten_element(settings: Settings
 
 @pytest.mark.parametrize("tool", [Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK])
 def test_uninit_read_is_clean_under_other_tools(settings: Settings, workdir: Path, tool: Tool) -> None:
-    result = run_probe(ProbeRequest(probe="uninit-read", tool=tool, params={"n": N, "k": K}),
-                       workdir=workdir, settings=settings)
+    result = run_probe(
+        ProbeRequest(probe="uninit-read", tool=tool, params={"n": N, "k": K}),
+        workdir=workdir,
+        settings=settings,
+    )
     assert result.outcome is Outcome.CLEAN, result.message
 
 
-@pytest.mark.parametrize("defect,own_tool,kind", [
-    ("oob", Tool.MEMCHECK, "invalid-global-write"),
-    ("race", Tool.RACECHECK, "shared-memory-race"),
-    ("syncwarp", Tool.SYNCCHECK, "barrier-error-invalid-arguments"),
-])
+@pytest.mark.parametrize(
+    "defect,own_tool,kind",
+    [
+        ("oob", Tool.MEMCHECK, "invalid-global-write"),
+        ("race", Tool.RACECHECK, "shared-memory-race"),
+        ("syncwarp", Tool.SYNCCHECK, "barrier-error-invalid-arguments"),
+    ],
+)
 @pytest.mark.parametrize("tool", [Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.INITCHECK])
 def test_planted_control_fires_under_its_tool_only(
     settings: Settings, workdir: Path, defect: str, own_tool: Tool, kind: str, tool: Tool
 ) -> None:
-    result = run_probe(ProbeRequest(probe="planted", tool=tool, params={"defect": defect}), workdir=workdir,
-                       settings=settings)
+    result = run_probe(
+        ProbeRequest(probe="planted", tool=tool, params={"defect": defect}),
+        workdir=workdir,
+        settings=settings,
+    )
     if tool is own_tool:
         assert result.outcome is Outcome.FINDINGS, result.message
         assert kind in {f.kind for f in result.findings if not f.fallout}
@@ -68,27 +84,38 @@ def test_missing_program_is_probe_error(settings: Settings, workdir: Path) -> No
     assert "does not exist" in result.message
 
 
-@pytest.mark.parametrize("behaviour,outcome,words", [
-    ("kill", Outcome.CRASHED, "SIGKILL"),
-    ("segv", Outcome.CRASHED, "SIGSEGV"),
-    ("raise", Outcome.PROBE_ERROR, "raised on request"),
-    ("exit0-no-sentinel", Outcome.PROBE_ERROR, "did not finish"),
-    ("ok", Outcome.CLEAN, "0 errors"),
-])
+@pytest.mark.parametrize(
+    "behaviour,outcome,words",
+    [
+        ("kill", Outcome.CRASHED, "SIGKILL"),
+        ("segv", Outcome.CRASHED, "SIGSEGV"),
+        ("raise", Outcome.PROBE_ERROR, "raised on request"),
+        ("exit0-no-sentinel", Outcome.PROBE_ERROR, "did not finish"),
+        ("ok", Outcome.CLEAN, "0 errors"),
+    ],
+)
 def test_probe_endings_under_the_real_sanitizer(
     settings: Settings, workdir: Path, behaviour: str, outcome: Outcome, words: str
 ) -> None:
-    result = run_probe(ProbeRequest(probe="selftest", tool=Tool.MEMCHECK,
-                                    params={"behaviour": behaviour, "cuda_init": True}),
-                       workdir=workdir, settings=settings)
+    result = run_probe(
+        ProbeRequest(
+            probe="selftest", tool=Tool.MEMCHECK, params={"behaviour": behaviour, "cuda_init": True}
+        ),
+        workdir=workdir,
+        settings=settings,
+    )
     assert result.outcome is outcome, result.message
     assert words in result.message
 
 
 def test_hang_times_out_and_leaves_no_process(settings: Settings, workdir: Path) -> None:
-    result = run_probe(ProbeRequest(probe="selftest", tool=Tool.MEMCHECK, timeout_s=8,
-                                    params={"behaviour": "hang", "cuda_init": True}),
-                       workdir=workdir, settings=settings)
+    result = run_probe(
+        ProbeRequest(
+            probe="selftest", tool=Tool.MEMCHECK, timeout_s=8, params={"behaviour": "hang", "cuda_init": True}
+        ),
+        workdir=workdir,
+        settings=settings,
+    )
     assert result.outcome is Outcome.TIMEOUT
     assert "8 s" in result.message
     assert processes_mentioning(str(workdir)) == []

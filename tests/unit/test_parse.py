@@ -21,7 +21,10 @@ def test_initcheck_groups_24_reads_into_one_finding(version: str) -> None:
     result = parse_xml(xml_of(capture(version, "initcheck_uninit")), roots=[BOX_ROOT])
     assert result.records == 24 and not result.truncated and result.error is None
     (finding,) = result.findings
-    assert finding.signature == "initcheck|uninitialized-global-read|double_all|kernels/uninit_read.cu:6|global-read-4"
+    assert (
+        finding.signature
+        == "initcheck|uninitialized-global-read|double_all|kernels/uninit_read.cu:6|global-read-4"
+    )
     assert (finding.count, finding.file, finding.line) == (24, "kernels/uninit_read.cu", 6)
     assert finding.threads["x"] == [232, 255] and finding.blocks["x"] == [3, 3]
     assert len(finding.addresses) == 3
@@ -41,7 +44,8 @@ def test_memcheck_oob_first_error_and_its_fallout(version: str) -> None:
     findings = parse_xml(xml_of(capture(version, "memcheck_oob")), roots=[BOX_ROOT]).findings
     real = [f for f in findings if not f.fallout]
     assert [(f.kind, f.file, f.line, f.count) for f in real] == [
-        ("invalid-global-write", "kernels/planted.cu", 8, 1)]
+        ("invalid-global-write", "kernels/planted.cu", 8, 1)
+    ]
     fallout = [f for f in findings if f.fallout]
     assert fallout and all(f.kind in ("api-error", "sanitizer-sticky-error-detected") for f in fallout)
 
@@ -64,8 +68,12 @@ def test_memcheck_leak_and_api_errors_name_the_user_call_site(version: str) -> N
 @pytest.mark.parametrize("version", VERSIONS)
 def test_racecheck_analysis_keeps_the_hazard_count(version: str) -> None:
     (finding,) = parse_xml(xml_of(capture(version, "racecheck_race_analysis")), roots=[BOX_ROOT]).findings
-    assert (finding.kind, finding.file, finding.line, finding.count) == ("shared-memory-race", "kernels/planted.cu",
-                                                                        20, 1)
+    assert (finding.kind, finding.file, finding.line, finding.count) == (
+        "shared-memory-race",
+        "kernels/planted.cu",
+        20,
+        1,
+    )
     assert finding.hazards == {"2025.3.1.0": 2176 + 2032, "2026.4.0.0": 2048 + 2160}[version]
 
 
@@ -81,8 +89,12 @@ def test_racecheck_hazard_mode_groups_thousands_of_records(version: str, records
 @pytest.mark.parametrize("version", VERSIONS)
 def test_synccheck_location_is_the_user_frame_not_the_cuda_header(version: str) -> None:
     (finding,) = parse_xml(xml_of(capture(version, "synccheck_syncwarp")), roots=[BOX_ROOT]).findings
-    assert (finding.kernel, finding.file, finding.line, finding.count) == ("bad_syncwarp", "kernels/planted.cu", 33,
-                                                                          32)
+    assert (finding.kernel, finding.file, finding.line, finding.count) == (
+        "bad_syncwarp",
+        "kernels/planted.cu",
+        33,
+        32,
+    )
     assert finding.kind == "barrier-error-invalid-arguments"
 
 
@@ -114,7 +126,7 @@ def _with_doctype(tmp_path: Path, doctype: str) -> Path:
 
 
 def test_entity_expansion_is_refused_unparsed(tmp_path: Path) -> None:
-    lols = "".join(f'<!ENTITY lol{i} "{"&lol%d;" % (i - 1) * 10}">' for i in range(1, 10))
+    lols = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
     path = _with_doctype(tmp_path, f'<!DOCTYPE r [<!ENTITY lol0 "lol">{lols}<!ENTITY boom "&lol9;">]>')
     result = parse_xml(path, roots=[BOX_ROOT])
     assert result.hostile and result.records == 0 and "DTD" in (result.error or "")

@@ -18,8 +18,16 @@ def stdout(version: str, case: str) -> str:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("case,errors", [("initcheck_uninit", 24), ("initcheck_ok", 0), ("memcheck_leak_api", None),
-                                         ("synccheck_syncwarp", 32), ("racecheck_race_analysis", 1)])
+@pytest.mark.parametrize(
+    "case,errors",
+    [
+        ("initcheck_uninit", 24),
+        ("initcheck_ok", 0),
+        ("memcheck_leak_api", None),
+        ("synccheck_syncwarp", 32),
+        ("racecheck_race_analysis", 1),
+    ],
+)
 def test_summary_counts(version: str, case: str, errors: int | None) -> None:
     summary = read_summary(stdout(version, case))
     expected = errors if errors is not None else {"2025.3.1.0": 3, "2026.4.0.0": 4}[version]

@@ -1,0 +1,48 @@
+"""The supervisor: output caps keep head and tail, limits kill the whole group."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from service.sanitizer.supervise import CappedStream, group_alive, supervise
+
+
+def test_capped_stream_keeps_head_and_tail() -> None:
+    stream = CappedStream(100)
+    for i in range(1000):
+        stream.feed(f"line {i}\n".encode())
+    text = stream.text()
+    assert text.startswith("line 0\n") and text.rstrip().endswith("line 999")
+    assert "bytes omitted" in text and len(text) < 200
+    assert stream.total == sum(len(f"line {i}\n") for i in range(1000))
+
+
+def test_timeout_kills_grandchildren(tmp_path: Path) -> None:
+    script = (
+        "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); "
+        "time.sleep(600)"
+    )
+    done = supervise([sys.executable, "-c", script], timeout_s=1.0, max_output_bytes=1024)
+    assert done.timed_out and done.duration_s < 8
+    assert not group_alive(done.pgid)
+
+
+def test_leftover_children_are_killed_after_normal_exit() -> None:
+    script = "import subprocess,sys; subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)'])"
+    done = supervise([sys.executable, "-c", script], timeout_s=30, max_output_bytes=1024)
+    assert done.returncode == 0 and not done.timed_out
+    assert not group_alive(done.pgid)
+
+
+def test_xml_growth_past_the_cap_stops_the_run(tmp_path: Path) -> None:
+    xml = tmp_path / "run.xml"
+    script = f"import time\nf=open({str(xml)!r},'wb')\nwhile True:\n f.write(b'x'*65536); f.flush(); time.sleep(0.01)"
+    done = supervise(
+        [sys.executable, "-c", script],
+        timeout_s=30,
+        max_output_bytes=1024,
+        xml_path=xml,
+        max_xml_bytes=500_000,
+    )
+    assert done.xml_capped and not done.timed_out and not group_alive(done.pgid)
