@@ -34,9 +34,7 @@ app = typer.Typer(
 console = Console()
 USAGE_ERROR = 2
 
-ToolOption = Annotated[
-    Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")
-]
+ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
 
 
@@ -66,13 +64,9 @@ def _emit(result: RunResult, as_json: bool) -> None:
 def run(
     probe: Annotated[str, typer.Argument(help="probe name (see `cuprobe probes`)")],
     tool: ToolOption = None,
-    param: Annotated[
-        list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")
-    ] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")] = None,
     timeout: Annotated[float | None, typer.Option(help="wall-clock limit in seconds")] = None,
-    kernel: Annotated[
-        list[str] | None, typer.Option(help="check only kernels whose name contains this")
-    ] = None,
+    kernel: Annotated[list[str] | None, typer.Option(help="check only kernels whose name contains this")] = None,
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -99,9 +93,7 @@ def run(
 @app.command()
 def parse(
     xml: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="a --xml --save file")],
-    log: Annotated[
-        Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")
-    ] = None,
+    log: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")] = None,
     tool: ToolOption = None,
     source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
     as_json: JsonFlag = False,
@@ -174,9 +166,7 @@ def doctor() -> None:
     settings = Settings()
     gpu, driver, cuda = gpu_facts()
     ready = True
-    console.print(
-        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
-    )
+    console.print(f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'}  driver: {driver or '-'}  CUDA: {cuda or '-'}")
     ready &= gpu is not None
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()
@@ -184,9 +174,7 @@ def doctor() -> None:
         console.print(f"  {'[green]found[/]' if here else 'absent'} {source}: {path} {version or ''}")
     try:
         chosen = find_sanitizer(settings.sanitizer_path)
-        console.print(
-            f"compute-sanitizer: [green]{chosen}[/] ({sanitizer_version(chosen) or 'version unknown'})"
-        )
+        console.print(f"compute-sanitizer: [green]{chosen}[/] ({sanitizer_version(chosen) or 'version unknown'})")
     except SanitizerMissing as exc:
         console.print(f"compute-sanitizer: [red]missing[/] — {escape(str(exc))}")
         ready = False

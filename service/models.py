@@ -61,9 +61,7 @@ class ProbeRequest(BaseModel):
     tool: Tool | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
-    kernel_filter: list[str] = Field(
-        default_factory=list, description="kernel names to check (--kernel-name)"
-    )
+    kernel_filter: list[str] = Field(default_factory=list, description="kernel names to check (--kernel-name)")
     suppressions: str | None = Field(None, description="path of a compute-sanitizer suppressions file")
 
 

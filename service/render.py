@@ -59,8 +59,6 @@ def print_result(result: RunResult, console: Console) -> None:
         console.print(findings_table(result.findings))
     for case in result.cases:
         mark = "[green]pass[/]" if case.passed else "[red]FAIL[/]"
-        console.print(
-            f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}"
-        )
+        console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)

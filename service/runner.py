@@ -38,8 +38,7 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
     tool = request.tool or probe.tools[0]
     if tool not in probe.tools:
         raise BadRequest(
-            f"probe {probe.name} does not run under {tool}; allowed: "
-            f"{', '.join(t.value for t in probe.tools)}"
+            f"probe {probe.name} does not run under {tool}; allowed: {', '.join(t.value for t in probe.tools)}"
         )
     try:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")

@@ -107,16 +107,12 @@ def classify(ev: RunEvidence) -> Classification:
             f"wall-clock limit of {ev.timeout_s:g} s hit; the whole process group was killed{kept}",
         )
     if (sig := _fatal_signal(ev)) is not None:
-        return Classification(
-            Outcome.CRASHED, f"the probe was killed by {_signal_name(sig)} ({sig}){kept}", signal=sig
-        )
+        return Classification(Outcome.CRASHED, f"the probe was killed by {_signal_name(sig)} ({sig}){kept}", signal=sig)
     probe = ev.probe
     if probe and probe.unavailable:
         return Classification(Outcome.UNAVAILABLE, probe.unavailable)
     if ev.returncode == EXIT_UNAVAILABLE and ev.tool is Tool.NONE:
-        return Classification(
-            Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable"
-        )
+        return Classification(Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable")
     sanitized = ev.tool is not Tool.NONE
     summary = ev.summary or SanitizerSummary()
     if sanitized and summary.missing_program:
@@ -155,9 +151,7 @@ def classify(ev: RunEvidence) -> Classification:
         )
     if not records and (probe is None or not probe.complete):
         why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
-        return Classification(
-            Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}"
-        )
+        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     if (
         sanitized
         and summary.present

@@ -16,9 +16,7 @@ TOOL_OPTIONS: dict[Tool, tuple[str, ...]] = {
 }
 
 
-def probe_command(
-    probe: str, params: dict[str, Any], out: Path, tool: Tool, python: str | None = None
-) -> list[str]:
+def probe_command(probe: str, params: dict[str, Any], out: Path, tool: Tool, python: str | None = None) -> list[str]:
     """`python -m probes NAME --params JSON --out FILE --tool T`."""
     return [
         python or sys.executable,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -13,19 +14,15 @@ from service.sanitizer.records import Location, RawRecord
 
 MAX_ADDRESSES = 3
 MAX_FRAMES = 6
-_VENDOR_LIBRARY = re.compile(
-    r"lib(cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nccl|nvrtc|nvjitlink)", re.I
-)
+_VENDOR_LIBRARY = re.compile(r"lib(cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nccl|nvrtc|nvjitlink)", re.I)
 _DRIVER_LIBRARY = re.compile(r"lib(cuda|cudart)[.\w]*\.so", re.I)
 _AXES = ("x", "y", "z")
 # Host frames inside the CUDA runtime and driver API: the user's call site is the first frame after them.
 _RUNTIME_FRAME = re.compile(r"^(libcudart_static|__cuda|cu[A-Z]|cuda[A-Z]|cudaError )")
 
 
-def relative_path(path: str | None, roots: Sequence[str]) -> str | None:
-    """`path` relative to the first source root holding it, else its file name: never absolute in a signature."""
-    if not path:
-        return None
+@functools.lru_cache(maxsize=4096)
+def _relative(path: str, roots: tuple[str, ...]) -> str:
     posix = PurePosixPath(path)
     if not posix.is_absolute():
         return str(posix)
@@ -37,6 +34,14 @@ def relative_path(path: str | None, roots: Sequence[str]) -> str | None:
     return posix.name
 
 
+def relative_path(path: str | None, roots: Sequence[str]) -> str | None:
+    """`path` relative to the first source root holding it, else its file name: never absolute in a signature."""
+    if not path:
+        return None
+    return _relative(path, tuple(roots))
+
+
+@functools.lru_cache(maxsize=4096)
 def is_cuda_header(path: str | None) -> bool:
     """True for CUDA's own headers (synccheck reports land in sm_30_intrinsics.hpp), not user code."""
     if not path:
@@ -59,7 +64,7 @@ def is_library(rec: RawRecord, loc: Location) -> bool:
     """A report with no user source line whose launch came from a vendor library (cuBLAS, cuDNN...)."""
     if loc.path and not is_cuda_header(loc.path):
         return False
-    return any(module and _VENDOR_LIBRARY.search(module) for _, module in rec.host_stack)
+    return any(module and _VENDOR_LIBRARY.search(module) for _, module in rec.host_frames())
 
 
 def _place(loc: Location, roots: Sequence[str]) -> str:
@@ -83,9 +88,7 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
         parts.append(rec.detail)
     if rec.kind == "leak" or rec.kind == "api-error":
         user = [
-            f
-            for f, m in rec.host_stack
-            if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
+            f for f, m in rec.host_frames() if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
         ]
         parts.append("@" + (user[0] if user else "?"))
     return "|".join(parts)
@@ -107,9 +110,14 @@ def case_of(address: str | None, allocations: Sequence[tuple[str, Allocation]]) 
 
 @dataclass
 class _Group:
+    """A finding being built; counts live here (not on the pydantic model) because they change per record."""
+
     finding: Finding
+    count: int = 0
+    hazards: int | None = None
     threads: dict[str, list[int]] = field(default_factory=dict)
     blocks: dict[str, list[int]] = field(default_factory=dict)
+    addresses: list[str] = field(default_factory=list)
 
 
 def _widen(ranges: dict[str, list[int]], dim: tuple[int, int, int] | None) -> None:
@@ -150,14 +158,13 @@ class FindingGrouper:
         if group is None:
             group = self._new_group(rec, signature, case)
             self.groups[(signature, case)] = group
-        finding = group.finding
-        finding.count += 1
+        group.count += 1
         if rec.hazards is not None:
-            finding.hazards = (finding.hazards or 0) + rec.hazards
+            group.hazards = (group.hazards or 0) + rec.hazards
         _widen(group.threads, rec.thread)
         _widen(group.blocks, rec.block)
-        if rec.address and len(finding.addresses) < MAX_ADDRESSES and rec.address not in finding.addresses:
-            finding.addresses.append(rec.address)
+        if rec.address and len(group.addresses) < MAX_ADDRESSES and rec.address not in group.addresses:
+            group.addresses.append(rec.address)
         if rec.xml_kind in ("Precise", "Imprecise"):
             self._context_dead = True  # later API errors are this error's fallout, not new defects
 
@@ -176,10 +183,9 @@ class FindingGrouper:
             space=rec.space,
             access=rec.access,
             size=rec.size,
-            host_frames=[_frame(f, m) for f, m in rec.host_stack[:MAX_FRAMES]],
+            host_frames=[_frame(f, m) for f, m in rec.host_frames()[:MAX_FRAMES]],
             device_frames=[
-                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}"
-                for d in rec.device_stack
+                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_stack
             ][:MAX_FRAMES],
             case=case,
             library=is_library(rec, loc),
@@ -192,9 +198,17 @@ class FindingGrouper:
     def findings(self) -> list[Finding]:
         out = []
         for group in self.groups.values():
-            group.finding.threads = group.threads
-            group.finding.blocks = group.blocks
-            out.append(group.finding)
+            out.append(
+                group.finding.model_copy(
+                    update={
+                        "count": group.count,
+                        "hazards": group.hazards,
+                        "threads": group.threads,
+                        "blocks": group.blocks,
+                        "addresses": group.addresses,
+                    }
+                )
+            )
         return out
 
 

@@ -98,6 +98,4 @@ def iter_records(path: Path, max_bytes: int, state: StreamState) -> Iterator[Any
             if state.capped or state.bytes_read >= max_bytes:
                 state.capped = True
                 return
-            raise BrokenXML(
-                f"sanitizer XML is not well-formed after {state.bytes_read} bytes: {exc}"
-            ) from exc
+            raise BrokenXML(f"sanitizer XML is not well-formed after {state.bytes_read} bytes: {exc}") from exc
