@@ -1,0 +1,1 @@
+"""Celery app, queues and tasks: thin, they call service/."""
