@@ -12,6 +12,7 @@ BUILTIN: dict[str, str] = {
     "uninit-read": "probes.uninit_read:UninitRead",
     "planted": "probes.planted:Planted",
     "selftest": "probes.selftest:Selftest",
+    "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
 }
 
 

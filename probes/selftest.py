@@ -1,4 +1,4 @@
-"""selftest: a torch-free CPU probe that behaves as told (ok, hang, crash...) to test the service's plumbing."""
+"""selftest: a torch-free CPU probe that behaves as told (ok, hang, crash...) to test the plumbing."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class SelftestParams(BaseModel):
 
 class Selftest(Probe):
     name = "selftest"
-    summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel on request"
+    summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel"
     Params = SelftestParams
     tools = (Tool.NONE,)
     needs_gpu = False
