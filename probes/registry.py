@@ -13,6 +13,7 @@ BUILTIN: dict[str, str] = {
     "planted": "probes.planted:Planted",
     "selftest": "probes.selftest:Selftest",
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
+    "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
 }
 
 

@@ -29,13 +29,22 @@ def probe_env(**extra: str) -> dict[str, str]:
 def run_probe(tmp_path: Path) -> ProbeRun:
     """Run one probe in a subprocess; returns (exit code, result.json, stderr)."""
 
-    def run(name: str, params: dict[str, Any] | str, tool: str = "none", env: dict[str, str] | None = None,
-            timeout: float = 120) -> tuple[int, dict[str, Any], str]:
+    def run(
+        name: str,
+        params: dict[str, Any] | str,
+        tool: str = "none",
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> tuple[int, dict[str, Any], str]:
         out = tmp_path / f"{name}-{tool}.json"
         text = params if isinstance(params, str) else json.dumps(params)
         proc = subprocess.run(
             [sys.executable, "-m", "probes", name, "--params", text, "--out", str(out), "--tool", tool],
-            cwd=ROOT, env=probe_env(**(env or {})), capture_output=True, text=True, timeout=timeout,
+            cwd=ROOT,
+            env=probe_env(**(env or {})),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         result = json.loads(out.read_text()) if out.exists() else {}
         return proc.returncode, result, proc.stderr

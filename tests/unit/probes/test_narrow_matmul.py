@@ -47,8 +47,21 @@ def test_closed_form_matches_the_kernels_access_pattern(m: int, k: int, tile: in
 
 def test_default_sweep_predicts_reads_exactly_off_tile_multiples() -> None:
     counts = {n: expected_uninit_reads(32, 32, n, 32, "unguarded") for n in DEFAULT_N}
-    assert counts == {1: 992, 2: 960, 3: 928, 4: 896, 8: 768, 31: 32, 32: 0, 33: 992,
-                      63: 32, 64: 0, 65: 992, 127: 32, 128: 0}
+    assert counts == {
+        1: 992,
+        2: 960,
+        3: 928,
+        4: 896,
+        8: 768,
+        31: 32,
+        32: 0,
+        33: 992,
+        63: 32,
+        64: 0,
+        65: 992,
+        127: 32,
+        128: 0,
+    }
     assert all(expected_uninit_reads(32, 32, n, 32, "guarded") == 0 for n in DEFAULT_N)
 
 
@@ -85,8 +98,14 @@ def test_relative_error_is_normwise() -> None:
 
 @pytest.mark.parametrize(
     "params, field",
-    [({"tile": 7}, "tile"), ({"variants": ["fast"]}, "variants"), ({"n": [0]}, "n"),
-     ({"n": [3, 3]}, "n"), ({"dtype": "bfloat16"}, "dtype"), ({"m": 1, "kk": 2}, "kk")],
+    [
+        ({"tile": 7}, "tile"),
+        ({"variants": ["fast"]}, "variants"),
+        ({"n": [0]}, "n"),
+        ({"n": [3, 3]}, "n"),
+        ({"dtype": "bfloat16"}, "dtype"),
+        ({"m": 1, "kk": 2}, "kk"),
+    ],
 )
 def test_bad_parameter_exits_2_naming_it(run_probe: ProbeRun, params: dict[str, object], field: str) -> None:
     code, result, stderr = run_probe("narrow-matmul", params, "initcheck")
@@ -103,8 +122,12 @@ def test_without_a_gpu_the_kernel_cases_are_unavailable_not_clean(run_probe: Pro
 
 
 def test_torch_backend_without_cuda_is_unavailable_and_sets_no_caching(run_probe: ProbeRun) -> None:
-    code, result, _ = run_probe("narrow-matmul", {"n": [3], "variants": ["torch"]}, "initcheck",
-                                env={"PYTORCH_NO_CUDA_MEMORY_CACHING": ""})
+    code, result, _ = run_probe(
+        "narrow-matmul",
+        {"n": [3], "variants": ["torch"]},
+        "initcheck",
+        env={"PYTORCH_NO_CUDA_MEMORY_CACHING": ""},
+    )
     assert code == 69 and "CUDA device" in result["unavailable"]
     code, result, _ = run_probe("narrow-matmul", {"n": [3], "variants": ["torch"]}, "initcheck")
     assert result["context"]["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
