@@ -14,6 +14,7 @@ BUILTIN: dict[str, str] = {
     "selftest": "probes.selftest:Selftest",
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
     "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
+    "determinism": "probes.determinism:Determinism",
 }
 
 
