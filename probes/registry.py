@@ -15,6 +15,7 @@ BUILTIN: dict[str, str] = {
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
     "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
     "determinism": "probes.determinism:Determinism",
+    "gradcheck": "probes.gradcheck:Gradcheck",
 }
 
 
