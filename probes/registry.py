@@ -16,6 +16,7 @@ BUILTIN: dict[str, str] = {
     "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
     "determinism": "probes.determinism:Determinism",
     "gradcheck": "probes.gradcheck:Gradcheck",
+    "matmul-throughput": "probes.matmul_throughput:MatmulThroughput",
 }
 
 
