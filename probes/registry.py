@@ -17,6 +17,7 @@ BUILTIN: dict[str, str] = {
     "determinism": "probes.determinism:Determinism",
     "gradcheck": "probes.gradcheck:Gradcheck",
     "matmul-throughput": "probes.matmul_throughput:MatmulThroughput",
+    "command": "probes.command:Command",
 }
 
 
