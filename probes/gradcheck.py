@@ -112,6 +112,7 @@ class Gradcheck(Probe):
 
         torch = import_torch(params.device, tool, recorder)
         tol = params.tol or DEFAULT_TOL[params.dtype]
+        alive: list[Any] = []  # no address reused by a later case: findings attribute unambiguously
         for op in params.ops:
             fn, shapes = _ops(torch)[op]
             case = recorder.case(
@@ -130,6 +131,7 @@ class Gradcheck(Probe):
             leaves = [t.to(dtype).requires_grad_() for t in base]
             (fn(*leaves) * weights.to(dtype)).sum().backward()
             record_tensors(recorder, case, **{f"input{i}": t for i, t in enumerate(leaves)})
+            alive += leaves
             autodiff = torch.cat([t.grad.double().flatten() for t in leaves])
             self._judge(torch, case, params, tol, fn, base, weights, autodiff)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any, Literal
 
 import numpy as np
@@ -24,8 +25,12 @@ class NarrowMatmulParams(BaseModel):
 
     m: int = Field(32, ge=1, le=8192, description="rows of x (and of y)")
     k: int = Field(32, ge=1, le=8192, description="inner dimension")
-    n: list[int] = Field(default_factory=lambda: list(DEFAULT_N), min_length=1, max_length=512,
-                         description="out_features: one case per n and variant")
+    n: list[int] = Field(
+        default_factory=lambda: list(DEFAULT_N),
+        min_length=1,
+        max_length=512,
+        description="out_features: one case per n and variant",
+    )
     tile: Literal[8, 16, 32] = Field(32, description="tile width (blocks are tile x tile threads)")
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     dtype: DType = "float32"
@@ -102,50 +107,81 @@ class NarrowMatmul(Probe):
     def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
         assert isinstance(params, NarrowMatmulParams)
         rng = np.random.default_rng(params.seed)
-        inputs = {n: (rng.standard_normal((params.m, params.k)), rng.standard_normal((n, params.k)))
-                  for n in params.n}
+        inputs = {
+            n: (rng.standard_normal((params.m, params.k)), rng.standard_normal((n, params.k)))
+            for n in params.n
+        }
         kernels = [v for v in params.variants if v in KERNEL_VARIANTS]
-        if kernels:
-            from probes.gpu import cuda_context
-
-            with cuda_context() as cuda:
+        # Every buffer lives until every case ran: a freed address handed to a later case would make
+        # attribution by address ambiguous.
+        alive: list[Any] = []
+        with ExitStack() as stack:
+            if kernels:
                 from kernels import load_module
+                from probes.gpu import cuda_context
 
+                cuda = stack.enter_context(cuda_context())
+                stack.callback(lambda: [buf.free() for buf in alive if hasattr(buf, "free")])
                 module = load_module("narrow_matmul", ("-lineinfo", f"-DTILE={params.tile}"))
                 for variant in kernels:
                     for n in params.n:
                         case = self._case(params, tool, variant, n, recorder)
-                        y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case)
+                        y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case, alive)
                         self._judge(params, case, y, inputs[n])
-        if "torch" in params.variants:
-            from probes.torch_env import import_torch, record_tensors
+            if "torch" in params.variants:
+                self._run_torch(params, tool, recorder, inputs, alive)
 
-            torch = import_torch("cuda", tool, recorder)
-            torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
-            for n in params.n:
-                case = self._case(params, tool, "torch", n, recorder)
-                x = torch.from_numpy(inputs[n][0].astype(params.dtype)).cuda()
-                w = torch.from_numpy(inputs[n][1].astype(params.dtype)).cuda()
-                y = x @ w.T
-                torch.cuda.synchronize()
-                record_tensors(recorder, case, x=x, w=w, y=y)
-                self._judge(params, case, y.cpu().numpy(), inputs[n])
-                del x, w, y
+    def _run_torch(
+        self,
+        params: NarrowMatmulParams,
+        tool: Tool,
+        recorder: Recorder,
+        inputs: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+        alive: list[Any],
+    ) -> None:
+        from probes.torch_env import import_torch, record_tensors
+
+        torch = import_torch("cuda", tool, recorder)
+        torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
+        for n in params.n:
+            case = self._case(params, tool, "torch", n, recorder)
+            x = torch.from_numpy(inputs[n][0].astype(params.dtype)).cuda()
+            w = torch.from_numpy(inputs[n][1].astype(params.dtype)).cuda()
+            y = x @ w.T
+            torch.cuda.synchronize()
+            record_tensors(recorder, case, x=x, w=w, y=y)
+            self._judge(params, case, y.cpu().numpy(), inputs[n])
+            alive += [x, w, y]
 
     def _case(
         self, params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int, recorder: Recorder
     ) -> CaseResult:
         p = params
-        case = recorder.case(f"{variant}-n{n}", self.case_expectation(p, tool, variant, n),
-                             variant=variant, n=n, m=p.m, k=p.k, tile=p.tile, dtype=p.dtype)
+        case = recorder.case(
+            f"{variant}-n{n}",
+            self.case_expectation(p, tool, variant, n),
+            variant=variant,
+            n=n,
+            m=p.m,
+            k=p.k,
+            tile=p.tile,
+            dtype=p.dtype,
+        )
         case.observations["expected_uninit_reads"] = expected_uninit_reads(p.m, p.k, n, p.tile, variant)
         case.observations["n_pad"] = padded(n, params.tile) if variant != "torch" else n
         return case
 
     @staticmethod
-    def _run_kernel(cuda: Any, module: Any, params: NarrowMatmulParams, variant: Variant,
-                    operands: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]], recorder: Recorder,
-                    case: CaseResult) -> np.ndarray[Any, Any]:
+    def _run_kernel(
+        cuda: Any,
+        module: Any,
+        params: NarrowMatmulParams,
+        variant: Variant,
+        operands: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+        recorder: Recorder,
+        case: CaseResult,
+        alive: list[Any],
+    ) -> np.ndarray[Any, Any]:
         x_host, w_host = (a.astype(params.dtype) for a in operands)
         n, item = w_host.shape[0], x_host.itemsize
         n_pad = padded(n, params.tile)
@@ -158,18 +194,29 @@ class NarrowMatmul(Probe):
         recorder.allocation(case, "y", int(y), params.m * n * item)
         kernel = module.get_function(f"narrow_matmul_{variant}_{SUFFIX[params.dtype]}")
         grid = (n_pad // params.tile, -(-params.m // params.tile))
-        kernel(x, w, y, np.int32(params.m), np.int32(params.k), np.int32(n),
-               block=(params.tile, params.tile, 1), grid=grid)
+        kernel(
+            x,
+            w,
+            y,
+            np.int32(params.m),
+            np.int32(params.k),
+            np.int32(n),
+            block=(params.tile, params.tile, 1),
+            grid=grid,
+        )
         cuda.Context.synchronize()
         out = np.empty((params.m, n), dtype=params.dtype)
         cuda.memcpy_dtoh(out, y)
-        for buf in (x, w, y):
-            buf.free()
+        alive += [x, w, y]
         return out
 
     @staticmethod
-    def _judge(params: NarrowMatmulParams, case: CaseResult, y: np.ndarray[Any, Any],
-               operands: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]) -> None:
+    def _judge(
+        params: NarrowMatmulParams,
+        case: CaseResult,
+        y: np.ndarray[Any, Any],
+        operands: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+    ) -> None:
         x, w = (a.astype(params.dtype).astype(np.float64) for a in operands)
         err = relative_error(y, x @ w.T)
         tol = tolerance(params.dtype, params.k)
