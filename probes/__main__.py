@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes import registry
-from probes.base import ProbeUnavailable, Recorder
+from probes.base import ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import EXIT_BAD_PARAMS, EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, ProbeResult, Tool
 
 
@@ -43,12 +43,21 @@ def main(argv: list[str] | None = None) -> int:
         bare.error = f"bad parameters for probe {args.name}: {exc}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
+    refusal = probe.refusal(params, tool)
+    if refusal:
+        bare.error = f"refused: {refusal}"
+        print(bare.error, file=sys.stderr)
+        return _fail(args.out, bare, EXIT_BAD_PARAMS)
     recorder = Recorder(probe.name, tool, params)
-    recorder.result.context["PYTORCH_NO_CUDA_MEMORY_CACHING"] = os.environ.get(
-        "PYTORCH_NO_CUDA_MEMORY_CACHING"
-    )
+    no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"
+    recorder.result.context[no_caching] = os.environ.get(no_caching)
     try:
         probe.run(params, tool, recorder)
+    except ProbeRefused as exc:
+        recorder.result.error = f"refused: {exc}"
+        print(recorder.result.error, file=sys.stderr)
+        recorder.write(args.out)
+        return EXIT_BAD_PARAMS
     except ProbeUnavailable as exc:
         recorder.result.unavailable = str(exc)
         print(f"unavailable: {exc}", file=sys.stderr)

@@ -17,6 +17,10 @@ class ProbeUnavailable(RuntimeError):
     """The probe cannot run here (no CUDA device, a missing package); the message says how to get it."""
 
 
+class ProbeRefused(ValueError):
+    """The probe refuses this tool or these parameters before doing any work (exit EXIT_BAD_PARAMS)."""
+
+
 class Recorder:
     """Collects the cases of one probe run and writes result.json atomically."""
 
@@ -46,6 +50,21 @@ class Probe(ABC):
     Params: ClassVar[type[BaseModel]]
     tools: ClassVar[tuple[Tool, ...]]  # the first is the default tool
     needs_gpu: ClassVar[bool] = True
+    # Timing and autotuning probes: a sanitizer distorts timing, so they refuse every tool but `none`.
+    bare_only: ClassVar[bool] = False
+
+    def gpu_needed(self, params: BaseModel) -> bool:
+        """Whether these parameters need a GPU worker (probes with CPU and CUDA backends override)."""
+        return self.needs_gpu
+
+    def refusal(self, params: BaseModel, tool: Tool) -> str | None:
+        """Why this probe will not run these parameters under `tool`, or None; checked before it starts."""
+        if self.bare_only and tool is not Tool.NONE:
+            return (
+                f"probe {self.name} runs bare only (--tool none), not under {tool}: "
+                "a sanitizer distorts timing and autotuning, so its results would be meaningless"
+            )
+        return None
 
     def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
         """What every case of this probe expects under `tool`; clean unless overridden."""

@@ -26,7 +26,7 @@ def cuda_device_count() -> int:
 
 @contextmanager
 def cuda_context() -> Iterator[Any]:
-    """A pycuda context on device 0, popped on exit."""
+    """Device 0's primary context through pycuda, pushed for the block (torch uses the same one)."""
     try:
         import pycuda.driver as cuda
     except ImportError as exc:
@@ -37,9 +37,15 @@ def cuda_context() -> Iterator[Any]:
     if cuda_device_count() == 0:
         raise ProbeUnavailable("no CUDA device: run this probe on a GPU worker (queue gpu.smXX)")
     cuda.init()
-    context = cuda.Device(0).make_context()
+    # The primary context, not a new one: torch in the same process then sees the same address space,
+    # and buffers of both stay valid together.
+    context = cuda.Device(0).retain_primary_context()
+    context.push()
     try:
         yield cuda
     finally:
-        context.pop()
-        context.detach()
+        try:
+            context.pop()
+            context.detach()
+        except cuda.Error:
+            pass  # a context a precise memcheck error destroyed: the sanitizer already has the real error

@@ -1,4 +1,4 @@
-"""Finding kinds as cuprobe names them (slugs of the sanitizer's record kinds), shared by probes and parser."""
+"""Finding kinds as cuprobe names them (slugs of sanitizer record kinds), shared by probes and parser."""
 
 UNINITIALIZED_GLOBAL_READ = "uninitialized-global-read"
 INVALID_GLOBAL_WRITE = "invalid-global-write"

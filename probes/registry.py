@@ -12,6 +12,12 @@ BUILTIN: dict[str, str] = {
     "uninit-read": "probes.uninit_read:UninitRead",
     "planted": "probes.planted:Planted",
     "selftest": "probes.selftest:Selftest",
+    "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
+    "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
+    "determinism": "probes.determinism:Determinism",
+    "gradcheck": "probes.gradcheck:Gradcheck",
+    "matmul-throughput": "probes.matmul_throughput:MatmulThroughput",
+    "command": "probes.command:Command",
 }
 
 

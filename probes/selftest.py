@@ -1,4 +1,4 @@
-"""selftest: a torch-free CPU probe that behaves as told (ok, hang, crash...) to test the service's plumbing."""
+"""selftest: a torch-free CPU probe that behaves as told (ok, hang, crash...) to test the plumbing."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ class SelftestParams(BaseModel):
 
 class Selftest(Probe):
     name = "selftest"
-    summary = (
-        "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel on request"
-    )
+    summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel"
     Params = SelftestParams
     tools = (Tool.NONE, Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False

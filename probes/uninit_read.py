@@ -46,9 +46,8 @@ class UninitRead(Probe):
         from probes.gpu import cuda_context
 
         assert isinstance(params, UninitReadParams)
-        case = recorder.case(
-            f"n={params.n},k={params.k}", self.expectation(params, tool), n=params.n, k=params.k
-        )
+        case_id = f"n={params.n},k={params.k}"
+        case = recorder.case(case_id, self.expectation(params, tool), n=params.n, k=params.k)
         with cuda_context() as cuda:
             kernel = load_module("uninit_read").get_function("double_all")
             nbytes = params.n * BYTES_PER_FLOAT

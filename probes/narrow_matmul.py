@@ -1,0 +1,225 @@
+"""narrow-matmul: a tiled matmul whose weight tile reads never-written padding at narrow output widths."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from probes.base import Probe, Recorder
+from probes.contract import CaseResult, Expectation, Tool
+from probes.kinds import UNINITIALIZED_GLOBAL_READ
+
+Variant = Literal["unguarded", "guarded", "torch"]
+DType = Literal["float32", "float64"]
+VARIANTS: tuple[Variant, ...] = ("unguarded", "guarded", "torch")
+KERNEL_VARIANTS: tuple[Variant, ...] = ("unguarded", "guarded")
+DEFAULT_N = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128]
+SUFFIX = {"float32": "f32", "float64": "f64"}
+
+
+class NarrowMatmulParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    m: int = Field(32, ge=1, le=8192, description="rows of x (and of y)")
+    k: int = Field(32, ge=1, le=8192, description="inner dimension")
+    n: list[int] = Field(
+        default_factory=lambda: list(DEFAULT_N),
+        min_length=1,
+        max_length=512,
+        description="out_features: one case per n and variant",
+    )
+    tile: Literal[8, 16, 32] = Field(32, description="tile width (blocks are tile x tile threads)")
+    variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
+    dtype: DType = "float32"
+    seed: int = Field(0, ge=0)
+
+    @field_validator("n")
+    @classmethod
+    def _n_in_range_and_unique(cls, value: list[int]) -> list[int]:
+        if any(not 1 <= n <= 8192 for n in value) or len(set(value)) != len(value):
+            raise ValueError(f"n must be distinct integers in 1..8192 (got {value})")
+        return value
+
+    @field_validator("variants")
+    @classmethod
+    def _variants_unique(cls, value: list[Variant]) -> list[Variant]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"variants must be distinct (got {value})")
+        return value
+
+
+def padded(n: int, tile: int) -> int:
+    """Rows of the padded weight buffer: n rounded up to a multiple of the tile width."""
+    return -(-n // tile) * tile
+
+
+def expected_uninit_reads(m: int, k: int, n: int, tile: int, variant: Variant) -> int:
+    """initcheck records this case should produce: one per thread per load of a never-written element.
+
+    Only the unguarded kernel loads unwritten memory: the weight rows n..n_pad of the last column
+    tile. Each of the ceil(m / tile) blocks in that grid column stages every one of those
+    (n_pad - n) rows over all k columns, one element per thread per k-step, so the count is
+    (n_pad - n) * k * ceil(m / tile). The guarded kernel bounds those loads, x and y are fully
+    written and in range, and torch's operands are exactly [m, k] and [n, k]: zero for those.
+    Assumes initcheck reports every such load (no de-duplication by address or pc), as measured:
+    24 threads reading 24 unwritten floats gave 24 records.
+    """
+    if variant != "unguarded":
+        return 0
+    return (padded(n, tile) - n) * k * -(-m // tile)
+
+
+def relative_error(result: np.ndarray[Any, Any], reference: np.ndarray[Any, Any]) -> float:
+    """max |result - reference| / max |reference| (normwise; NaN when the result is not finite)."""
+    scale = float(np.max(np.abs(reference))) or 1.0
+    return float(np.max(np.abs(result.astype(np.float64) - reference))) / scale
+
+
+def tolerance(dtype: DType, k: int) -> float:
+    """A loose bound on a correct dot product's normwise error: 4 * k * unit roundoff."""
+    return 4.0 * k * float(np.finfo(dtype).eps)
+
+
+class NarrowMatmul(Probe):
+    name = "narrow-matmul"
+    summary = "Tiled matmul reading never-written weight padding at narrow out_features; guarded and torch"
+    Params = NarrowMatmulParams
+    tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+
+    @staticmethod
+    def case_expectation(params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int) -> Expectation:
+        """A positive control exactly when initcheck must see the unguarded kernel read padding."""
+        if tool is Tool.INITCHECK and expected_uninit_reads(params.m, params.k, n, params.tile, variant):
+            return Expectation.positive_control(Tool.INITCHECK, UNINITIALIZED_GLOBAL_READ)
+        return Expectation()
+
+    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
+        assert isinstance(params, NarrowMatmulParams)
+        for variant in params.variants:
+            for n in params.n:
+                if not self.case_expectation(params, tool, variant, n).clean:
+                    return self.case_expectation(params, tool, variant, n)
+        return Expectation()
+
+    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+        assert isinstance(params, NarrowMatmulParams)
+        rng = np.random.default_rng(params.seed)
+        inputs = {
+            n: (rng.standard_normal((params.m, params.k)), rng.standard_normal((n, params.k)))
+            for n in params.n
+        }
+        kernels = [v for v in params.variants if v in KERNEL_VARIANTS]
+        # Every buffer lives until every case ran: a freed address handed to a later case would make
+        # attribution by address ambiguous.
+        alive: list[Any] = []
+        with ExitStack() as stack:
+            if kernels:
+                from kernels import load_module
+                from probes.gpu import cuda_context
+
+                cuda = stack.enter_context(cuda_context())
+                stack.callback(lambda: [buf.free() for buf in alive if hasattr(buf, "free")])
+                module = load_module("narrow_matmul", ("-lineinfo", f"-DTILE={params.tile}"))
+                for variant in kernels:
+                    for n in params.n:
+                        case = self._case(params, tool, variant, n, recorder)
+                        y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case, alive)
+                        self._judge(params, case, y, inputs[n])
+            if "torch" in params.variants:
+                self._run_torch(params, tool, recorder, inputs, alive)
+
+    def _run_torch(
+        self,
+        params: NarrowMatmulParams,
+        tool: Tool,
+        recorder: Recorder,
+        inputs: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+        alive: list[Any],
+    ) -> None:
+        from probes.torch_env import import_torch, record_tensors
+
+        torch = import_torch("cuda", tool, recorder)
+        torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
+        for n in params.n:
+            case = self._case(params, tool, "torch", n, recorder)
+            x = torch.from_numpy(inputs[n][0].astype(params.dtype)).cuda()
+            w = torch.from_numpy(inputs[n][1].astype(params.dtype)).cuda()
+            y = x @ w.T
+            torch.cuda.synchronize()
+            record_tensors(recorder, case, x=x, w=w, y=y)
+            self._judge(params, case, y.cpu().numpy(), inputs[n])
+            alive += [x, w, y]
+
+    def _case(
+        self, params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int, recorder: Recorder
+    ) -> CaseResult:
+        p = params
+        case = recorder.case(
+            f"{variant}-n{n}",
+            self.case_expectation(p, tool, variant, n),
+            variant=variant,
+            n=n,
+            m=p.m,
+            k=p.k,
+            tile=p.tile,
+            dtype=p.dtype,
+        )
+        case.observations["expected_uninit_reads"] = expected_uninit_reads(p.m, p.k, n, p.tile, variant)
+        case.observations["n_pad"] = padded(n, params.tile) if variant != "torch" else n
+        return case
+
+    @staticmethod
+    def _run_kernel(
+        cuda: Any,
+        module: Any,
+        params: NarrowMatmulParams,
+        variant: Variant,
+        operands: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+        recorder: Recorder,
+        case: CaseResult,
+        alive: list[Any],
+    ) -> np.ndarray[Any, Any]:
+        x_host, w_host = (a.astype(params.dtype) for a in operands)
+        n, item = w_host.shape[0], x_host.itemsize
+        n_pad = padded(n, params.tile)
+        x = cuda.to_device(x_host)
+        w = cuda.mem_alloc(n_pad * params.k * item)
+        y = cuda.mem_alloc(params.m * n * item)
+        cuda.memcpy_htod(w, w_host)  # rows 0..n only: the padding rows n..n_pad stay unwritten
+        recorder.allocation(case, "x", int(x), x_host.nbytes)
+        recorder.allocation(case, "w_padded", int(w), n_pad * params.k * item)
+        recorder.allocation(case, "y", int(y), params.m * n * item)
+        kernel = module.get_function(f"narrow_matmul_{variant}_{SUFFIX[params.dtype]}")
+        grid = (n_pad // params.tile, -(-params.m // params.tile))
+        kernel(
+            x,
+            w,
+            y,
+            np.int32(params.m),
+            np.int32(params.k),
+            np.int32(n),
+            block=(params.tile, params.tile, 1),
+            grid=grid,
+        )
+        cuda.Context.synchronize()
+        out = np.empty((params.m, n), dtype=params.dtype)
+        cuda.memcpy_dtoh(out, y)
+        alive += [x, w, y]
+        return out
+
+    @staticmethod
+    def _judge(
+        params: NarrowMatmulParams,
+        case: CaseResult,
+        y: np.ndarray[Any, Any],
+        operands: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+    ) -> None:
+        x, w = (a.astype(params.dtype).astype(np.float64) for a in operands)
+        err = relative_error(y, x @ w.T)
+        tol = tolerance(params.dtype, params.k)
+        case.observations.update(max_rel_err=err, tolerance=tol)
+        if not err <= tol:  # also catches NaN
+            case.violations.append(f"result wrong: max relative error {err:.3g} > tolerance {tol:.3g}")

@@ -1,0 +1,113 @@
+"""command: off unless enabled, allowlisted executables only, credentials stripped, wall-clock limit."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from probes.command import allowed, scrubbed_env
+from tests.unit.probes.conftest import ProbeRun
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    """An executable that prints its environment and exits with $1 (default 0)."""
+    path = tmp_path / "bin" / "show-env"
+    path.parent.mkdir()
+    path.write_text('#!/bin/sh\nenv\nexit "${1:-0}"\n')
+    path.chmod(0o755)
+    return path
+
+
+def enabled(allow: str, **extra: str) -> dict[str, str]:
+    return {"CUPROBE_COMMAND_ENABLED": "1", "CUPROBE_COMMAND_ALLOWLIST": allow, **extra}
+
+
+def test_off_unless_enabled(run_probe: ProbeRun, script: Path) -> None:
+    code, result, _ = run_probe("command", {"argv": [str(script)]}, "memcheck")
+    assert code == 69
+    assert "CUPROBE_COMMAND_ENABLED=1" in result["unavailable"] and result["cases"] == []
+
+
+def test_executable_outside_the_allowlist_is_refused(run_probe: ProbeRun, script: Path) -> None:
+    code, result, _ = run_probe("command", {"argv": ["true"]}, env=enabled(f"{script.parent}/*"))
+    assert code == 2
+    assert "argv[0]" in result["error"] and "matches no glob" in result["error"]
+    assert result["cases"] == []
+
+
+def test_runs_allowlisted_command_without_credentials(run_probe: ProbeRun, script: Path) -> None:
+    secrets = {
+        "CUPROBE_DATABASE_URL": "postgresql://cuprobe:hunter2@db/cuprobe",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "GITHUB_TOKEN": "ghp_x",
+        "CACHE_URL": "redis://:hunter2@cache:6379/0",
+        "PLAIN_SETTING": "kept",
+        "CUDA_VISIBLE_DEVICES": "0",
+    }
+    code, result, _ = run_probe(
+        "command",
+        {"argv": [str(script), "3"], "expect_exit": 3},
+        env=enabled(f"{script.parent}/*", **secrets),
+    )
+    assert code == 0 and result["complete"]
+    case = result["cases"][0]
+    shown = case["observations"]["stdout_tail"]
+    assert "hunter2" not in shown and "ghp_x" not in shown and "AWS_SECRET" not in shown
+    assert "PLAIN_SETTING=kept" in shown and "CUDA_VISIBLE_DEVICES=0" in shown
+    assert {"CUPROBE_DATABASE_URL", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "CACHE_URL"} <= set(
+        case["observations"]["env_dropped"]
+    )
+    assert case["observations"]["exit_code"] == 3 and case["violations"] == []
+
+
+def test_unexpected_exit_status_is_a_violation(run_probe: ProbeRun, script: Path) -> None:
+    code, result, _ = run_probe("command", {"argv": [str(script), "5"]}, env=enabled(str(script)))
+    assert code == 0
+    assert result["cases"][0]["violations"] == ["command exited 5, expected 0"]
+
+
+def test_wall_clock_limit_kills_the_whole_process_group(run_probe: ProbeRun, tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    hang = tmp_path / "hang"
+    hang.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pidfile}\nwait\n")
+    hang.chmod(0o755)
+    started = time.monotonic()
+    code, result, _ = run_probe("command", {"argv": [str(hang)], "timeout_s": 1}, env=enabled(str(hang)))
+    assert time.monotonic() - started < 30
+    assert code == 1 and "wall-clock limit of 1 s" in result["error"] and not result["complete"]
+    assert not running(int(pidfile.read_text()))
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is alive (a zombie left for a non-reaping init is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_bad_parameter_exits_2_naming_it(run_probe: ProbeRun) -> None:
+    code, result, _ = run_probe("command", {"argv": []}, env=enabled("/*"))
+    assert code == 2 and "argv" in result["error"]
+
+
+def test_scrub_and_allowlist_rules() -> None:
+    env, dropped = scrubbed_env(
+        {
+            "LD_PRELOAD": "libsanitizer.so",
+            "NV_SANITIZER_SESSION": "1",
+            "HOME": "/root",
+            "MY_PASSWORD": "p",
+            "BROKER_URL": "redis://localhost",
+        }
+    )
+    assert dropped == ["BROKER_URL", "MY_PASSWORD"]
+    assert set(env) == {"LD_PRELOAD", "NV_SANITIZER_SESSION", "HOME"}
+    assert allowed("/opt/tests/bin/run", f"/usr/bin/*{os.pathsep}/opt/tests/*")
+    assert not allowed("/opt/other/run", "/opt/tests/*")
+    assert not allowed("/opt/tests/run", "")

@@ -1,0 +1,133 @@
+"""narrow-matmul: predicted initcheck counts, per-case expectations, numerical verdicts, bad parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from probes.contract import CaseResult, Tool
+from probes.kinds import UNINITIALIZED_GLOBAL_READ
+from probes.narrow_matmul import (
+    DEFAULT_N,
+    NarrowMatmul,
+    NarrowMatmulParams,
+    Variant,
+    expected_uninit_reads,
+    relative_error,
+    tolerance,
+)
+from tests.unit.probes.conftest import ProbeRun
+
+
+def simulate_uninit_reads(m: int, k: int, n: int, tile: int, variant: Variant) -> int:
+    """Replays kernels/narrow_matmul.cu's weight loads thread by thread; counts loads of rows >= n."""
+    if variant == "torch":
+        return 0
+    n_pad = -(-n // tile) * tile
+    count = 0
+    for _block_row in range(-(-m // tile)):
+        for bx in range(n_pad // tile):
+            for ty in range(tile):
+                for tx in range(tile):
+                    wrow = bx * tile + ty
+                    for k0 in range(0, k, tile):
+                        kc = k0 + tx
+                        loads = kc < k and (variant == "unguarded" or wrow < n)
+                        assert not loads or wrow < n_pad, "the kernel would read past the padded buffer"
+                        count += loads and wrow >= n
+    return count
+
+
+@pytest.mark.parametrize("m,k,tile", [(32, 32, 32), (64, 64, 32), (5, 40, 16), (33, 7, 8)])
+@pytest.mark.parametrize("variant", ["unguarded", "guarded", "torch"])
+def test_closed_form_matches_the_kernels_access_pattern(m: int, k: int, tile: int, variant: Variant) -> None:
+    for n in [1, 2, 3, 7, 8, 9, 31, 32, 33, 65]:
+        assert expected_uninit_reads(m, k, n, tile, variant) == simulate_uninit_reads(m, k, n, tile, variant)
+
+
+def test_default_sweep_predicts_reads_exactly_off_tile_multiples() -> None:
+    counts = {n: expected_uninit_reads(32, 32, n, 32, "unguarded") for n in DEFAULT_N}
+    assert counts == {
+        1: 992,
+        2: 960,
+        3: 928,
+        4: 896,
+        8: 768,
+        31: 32,
+        32: 0,
+        33: 992,
+        63: 32,
+        64: 0,
+        65: 992,
+        127: 32,
+        128: 0,
+    }
+    assert all(expected_uninit_reads(32, 32, n, 32, "guarded") == 0 for n in DEFAULT_N)
+
+
+def test_unguarded_off_multiple_is_the_initcheck_positive_control() -> None:
+    probe, params = NarrowMatmul(), NarrowMatmulParams()
+    control = probe.case_expectation(params, Tool.INITCHECK, "unguarded", 33)
+    assert (control.clean, control.tool, control.kind) == (False, Tool.INITCHECK, UNINITIALIZED_GLOBAL_READ)
+    assert probe.case_expectation(params, Tool.INITCHECK, "unguarded", 64).clean
+    assert probe.case_expectation(params, Tool.INITCHECK, "guarded", 33).clean
+    assert probe.case_expectation(params, Tool.INITCHECK, "torch", 33).clean
+    assert probe.case_expectation(params, Tool.MEMCHECK, "unguarded", 33).clean
+    assert not probe.expectation(params, Tool.INITCHECK).clean
+    assert probe.expectation(NarrowMatmulParams(n=[32, 64]), Tool.INITCHECK).clean
+
+
+def test_a_wrong_result_is_a_violation_and_a_right_one_is_not() -> None:
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((4, 32)), rng.standard_normal((3, 32))
+    params = NarrowMatmulParams(m=4, k=32, n=[3])
+    right = CaseResult(id="right")
+    NarrowMatmul._judge(params, right, (x.astype(np.float32) @ w.astype(np.float32).T), (x, w))
+    assert right.violations == [] and right.observations["max_rel_err"] < tolerance("float32", 32)
+    leaked = (x @ w.T).astype(np.float32)
+    leaked[0, 2] = np.nan  # what an unmasked garbage column would look like
+    wrong = CaseResult(id="wrong")
+    NarrowMatmul._judge(params, wrong, leaked, (x, w))
+    assert wrong.violations and "result wrong" in wrong.violations[0]
+
+
+def test_relative_error_is_normwise() -> None:
+    ref = np.array([[10.0, 0.0]])
+    assert relative_error(np.array([[10.0, 1e-3]]), ref) == pytest.approx(1e-4)
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"tile": 7}, "tile"),
+        ({"variants": ["fast"]}, "variants"),
+        ({"n": [0]}, "n"),
+        ({"n": [3, 3]}, "n"),
+        ({"dtype": "bfloat16"}, "dtype"),
+        ({"m": 1, "kk": 2}, "kk"),
+    ],
+)
+def test_bad_parameter_exits_2_naming_it(run_probe: ProbeRun, params: dict[str, object], field: str) -> None:
+    code, result, stderr = run_probe("narrow-matmul", params, "initcheck")
+    assert code == 2
+    assert field in result["error"] and field in stderr
+    assert result["complete"] is False
+
+
+def test_without_a_gpu_the_kernel_cases_are_unavailable_not_clean(run_probe: ProbeRun) -> None:
+    code, result, _ = run_probe("narrow-matmul", {"n": [3], "variants": ["unguarded"]}, "initcheck")
+    assert code == 69
+    assert result["complete"] is False
+    assert "pycuda" in result["unavailable"] or "CUDA device" in result["unavailable"]
+
+
+def test_torch_backend_without_cuda_is_unavailable_and_sets_no_caching(run_probe: ProbeRun) -> None:
+    code, result, _ = run_probe(
+        "narrow-matmul",
+        {"n": [3], "variants": ["torch"]},
+        "initcheck",
+        env={"PYTORCH_NO_CUDA_MEMORY_CACHING": ""},
+    )
+    assert code == 69 and "CUDA device" in result["unavailable"]
+    code, result, _ = run_probe("narrow-matmul", {"n": [3], "variants": ["torch"]}, "initcheck")
+    assert result["context"]["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
