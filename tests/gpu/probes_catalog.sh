@@ -72,8 +72,9 @@ step narrow_initcheck 300 initcheck "$SAN" narrow-matmul \
 # 2. k and m above the tile: each thread reads several unwritten floats at one pc (tests the one-record-per-read model).
 step narrow_multiread_initcheck 180 initcheck "$SAN" narrow-matmul \
   '{"m":64,"k":64,"tile":32,"n":[1,33,64],"variants":["unguarded","guarded"]}'
-# 3. bf16 classification, bare (timing is evidence).
-step bf16_bare 120 none "$SAN" bf16-matmul '{"backends":["torch-cuda","torch-cpu","pycuda"]}'
+# 3. bf16 classification, bare (timing is evidence): a shape large enough to time on the GPU; CPU at 256.
+step bf16_bare 120 none "$SAN" bf16-matmul '{"backends":["torch-cuda","pycuda"],"m":4096,"k":4096,"n":4096}'
+step bf16_cpu_bare 60 none "$SAN" bf16-matmul '{"backends":["torch-cpu"]}'
 # 4. determinism, N=8 fresh processes, no shared cache.
 step determinism_bare 240 none "$SAN" determinism \
   '{"device":"cuda","processes":8,"ops":["matmul","index_add","triton-splitk"],"timeout_s":120}'
