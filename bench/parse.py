@@ -72,18 +72,30 @@ def main() -> None:
         print(f"built {path} ({size_mb:.0f} MB, {expected} real records repeated from {SOURCE.name})")
         rows = {}
         for mode in ("cuprobe", "etree-whole-tree"):
-            done = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], capture_output=True,
-                                  text=True, cwd=ROOT, check=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", mode, str(path)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=True,
+            )
             rows[mode] = json.loads(done.stdout)
             assert rows[mode]["records"] == expected, (mode, rows[mode]["records"], expected)
         base = rows["etree-whole-tree"]["seconds"]
-        print(f"\n{'parser':<18}{'MB/s':>8}{'peak RSS MB':>13}{'records':>10}{'findings':>10}{'speed vs whole-tree':>21}")
+        print(
+            f"\n{'parser':<18}{'MB/s':>8}{'peak RSS MB':>13}{'records':>10}{'findings':>10}{'speed vs whole-tree':>21}"
+        )
         for mode, row in rows.items():
-            print(f"{mode:<18}{size_mb / row['seconds']:>8.1f}{row['rss_mb']:>13.0f}{row['records']:>10}"
-                  f"{row['findings'] if row['findings'] is not None else '-':>10}{base / row['seconds']:>20.2f}x")
+            print(
+                f"{mode:<18}{size_mb / row['seconds']:>8.1f}{row['rss_mb']:>13.0f}{row['records']:>10}"
+                f"{row['findings'] if row['findings'] is not None else '-':>10}{base / row['seconds']:>20.2f}x"
+            )
         cup = rows["cuprobe"]
-        verdict = [("MB/s >= 60", size_mb / cup["seconds"] >= 60), ("speed >= 5x whole-tree", base / cup["seconds"] >= 5),
-                   ("peak RSS < 150 MB", cup["rss_mb"] < 150)]
+        verdict = [
+            ("MB/s >= 60", size_mb / cup["seconds"] >= 60),
+            ("speed >= 5x whole-tree", base / cup["seconds"] >= 5),
+            ("peak RSS < 150 MB", cup["rss_mb"] < 150),
+        ]
         print("\ntargets: " + ", ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in verdict))
         if args.keep:
             kept = ROOT / "bench" / "initcheck.xml"

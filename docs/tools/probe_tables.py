@@ -19,29 +19,58 @@ def main() -> None:
     for step in ("narrow_initcheck", "narrow_initcheck_san2", "narrow_multiread_initcheck"):
         cmd = (RAW / step / "cmd.txt").read_text().strip()
         out += [f"## {step}", "", f"`{cmd}`", "", "```", (RAW / step / "table.txt").read_text().strip(), "```", ""]
-    out += ["## bf16-matmul (bare)", "", "| backend | class | evidence | out dtype | rel err | reasons |", "|---|---|---|---|---|---|"]
+    out += [
+        "## bf16-matmul (bare)",
+        "",
+        "| backend | class | evidence | out dtype | rel err | reasons |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in cases("bf16_bare"):
         o = c["observations"]
-        out.append(f"| {c['id']} | {o['class']} | {o['evidence']} | {o['out_dtype']} | {o['rel_err']} | "
-                   f"{'; '.join(o['reasons'])} |")
-    out += ["", "## determinism (bare, N = 8 processes)", "", "| op | expected | distinct digests | differing fraction | "
-            "max abs diff |", "|---|---|---|---|---|"]
+        out.append(
+            f"| {c['id']} | {o['class']} | {o['evidence']} | {o['out_dtype']} | {o['rel_err']} | "
+            f"{'; '.join(o['reasons'])} |"
+        )
+    out += [
+        "",
+        "## determinism (bare, N = 8 processes)",
+        "",
+        "| op | expected | distinct digests | differing fraction | max abs diff |",
+        "|---|---|---|---|---|",
+    ]
     for step in ("determinism_bare", "determinism_shared_cache"):
         for c in cases(step):
             o = c["observations"]
-            out.append(f"| {c['id']} ({step}) | {o['expected']} | {o['distinct_digests']} | {o['differing_fraction']} | "
-                       f"{o['max_abs_diff']} |")
+            out.append(
+                f"| {c['id']} ({step}) | {o['expected']} | {o['distinct_digests']} | {o['differing_fraction']} | "
+                f"{o['max_abs_diff']} |"
+            )
             if "cache" in o:
-                out.append(f"| ↳ autotune cache | | materialised after first: {o['cache']['materialised_after_first']} "
-                           f"| later reused {o['cache']['later_reused']}/{o['cache']['later']} | same config "
-                           f"{o['cache']['later_same_config']}/{o['cache']['later']} |")
-    out += ["", "## matmul-throughput (bare)", "", "| case | median ms | TFLOP/s | fraction of bf16 ceiling | judged |",
-            "|---|---|---|---|---|"]
+                out.append(
+                    f"| ↳ autotune cache | | materialised after first: {o['cache']['materialised_after_first']} "
+                    f"| later reused {o['cache']['later_reused']}/{o['cache']['later']} | same config "
+                    f"{o['cache']['later_same_config']}/{o['cache']['later']} |"
+                )
+    out += [
+        "",
+        "## matmul-throughput (bare)",
+        "",
+        "| case | median ms | TFLOP/s | fraction of bf16 ceiling | judged |",
+        "|---|---|---|---|---|",
+    ]
     for c in cases("throughput_bare"):
         o = c["observations"]
-        out.append(f"| {c['id']} | {o['median_ms']:.4f} | {o['tflops']:.1f} | {o['fraction_of_bf16_ceiling']:.3f} | "
-                   f"{o['judged']} |")
-    out += ["", "## gradcheck (CUDA)", "", "| op | verdict | gap (float64 ref) | noise (float64 ref) |", "|---|---|---|---|"]
+        out.append(
+            f"| {c['id']} | {o['median_ms']:.4f} | {o['tflops']:.1f} | {o['fraction_of_bf16_ceiling']:.3f} | "
+            f"{o['judged']} |"
+        )
+    out += [
+        "",
+        "## gradcheck (CUDA)",
+        "",
+        "| op | verdict | gap (float64 ref) | noise (float64 ref) |",
+        "|---|---|---|---|",
+    ]
     for c in cases("gradcheck_cuda"):
         o = c["observations"]
         ref = o["reference_float64"]
