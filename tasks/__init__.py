@@ -1,0 +1,1 @@
+"""Celery app, queues, tasks and beat schedule for cuprobe: thin, they call service/."""

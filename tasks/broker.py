@@ -1,0 +1,48 @@
+"""Sending jobs to Redis and reading back which job ids Redis still holds (queued or unacked)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+from celery import Celery
+
+from service.store import Job
+from tasks.app import TASK_RUN_PROBE
+
+# kombu's redis transport keeps priorities > 0 in sibling lists named queue + SEP + priority.
+_PRIORITY_SEP = "\x06\x16"
+_PRIORITY_STEPS = (3, 6, 9)
+_UNACKED = "unacked"
+
+
+def enqueue(app: Celery, job: Job) -> None:
+    """Send job `job.id` to its queue; the Celery task id is the job id, so duplicates are recognisable."""
+    app.send_task(TASK_RUN_PROBE, args=[job.id], task_id=job.id, queue=job.queue)
+
+
+def _task_id(raw: bytes | str) -> str | None:
+    try:
+        message: Any = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(message, list):  # unacked entries are [message, exchange, routing_key]
+        message = message[0]
+    headers = message.get("headers") or {} if isinstance(message, dict) else {}
+    return headers.get("id")
+
+
+def task_ids(client: redis.Redis, queues: Iterable[str]) -> set[str]:
+    """Job ids whose message Redis holds: waiting in one of `queues` or delivered but not yet acked."""
+    found: set[str] = set()
+    for queue in set(queues):
+        for key in [queue, *(f"{queue}{_PRIORITY_SEP}{step}" for step in _PRIORITY_STEPS)]:
+            for raw in client.lrange(key, 0, -1):
+                if (task_id := _task_id(raw)) is not None:
+                    found.add(task_id)
+    for raw in client.hvals(_UNACKED):
+        if (task_id := _task_id(raw)) is not None:
+            found.add(task_id)
+    return found
