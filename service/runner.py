@@ -14,7 +14,7 @@ from pathlib import Path
 
 from probes.contract import EXIT_UNAVAILABLE, ProbeResult
 from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult, Tool
+from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult, Tool
 
 
 def _die_with_parent() -> None:
@@ -83,6 +83,11 @@ def run_probe(
     elif any(case.violations for case in probe_result.cases):
         result.outcome = Outcome.FINDINGS
         result.message = "; ".join(v for case in probe_result.cases for v in case.violations)
+        result.findings = [
+            Finding(signature=f"{request.probe}:{case.id}:expectation", tool=tool, kind="expectation-violated",
+                    message=violation, case=case.id, count=1, evidence=Evidence.CORRELATED)
+            for case in probe_result.cases for violation in case.violations
+        ]
     else:
         result.message = "completed"
     return result

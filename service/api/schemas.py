@@ -29,6 +29,7 @@ class JobView(Versioned):
     exit_code: int | None = Field(description="CLI exit code: 0 clean, 1 findings, 3 could not run; null until done")
     message: str
     attempts: int
+    worker: str | None = Field(description="host:pid of the process running (or that ran) the last attempt")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -44,7 +45,7 @@ class JobView(Versioned):
         return cls(
             id=job.id, probe=job.probe, tool=job.tool, params=job.request.get("params", {}), queue=job.queue,
             lane=job.lane, state=job.state, outcome=job.outcome, exit_code=exit_code, message=job.message,
-            attempts=job.attempts, created_at=_aware(job.created_at),
+            attempts=job.attempts, worker=job.worker, created_at=_aware(job.created_at),
             started_at=_aware(job.started_at) if job.started_at else None,
             finished_at=_aware(job.finished_at) if job.finished_at else None,
             deadline_at=_aware(job.deadline_at), findings=findings, result=job.result if full else None,
