@@ -59,7 +59,7 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
         raise SubmissionError(f"params.{where}" if where else "params", error["msg"]) from exc
-    limit = settings.task_soft_time_limit_s - RUN_MARGIN_S
+    limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise SubmissionError("timeout_s", f"this server's job limit is {limit:.0f} s")
     return spec.model_copy(update={"tool": tool, "params": params.model_dump(mode="json")})
