@@ -33,7 +33,8 @@ def make_celery(settings: Settings) -> Celery:
             "queue_order_strategy": "sorted",
         },
         result_backend_transport_options={"visibility_timeout": settings.visibility_timeout_s},
-        # Results that matter live in the store; the backend's copy is a convenience.
+        # Results that matter live in the store, so tasks keep none in the backend.
+        task_ignore_result=True,
         result_expires=24 * 3600,
         task_default_queue="cpu",
         # Task events on, so Flower and `celery inspect` see the workers and their jobs.

@@ -43,12 +43,14 @@ def free_port() -> int:
 
 
 def children(pid: int) -> list[int]:
-    """Direct child pids of `pid` (Linux /proc)."""
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
+    """Direct child pids of `pid`, whichever of its threads started them (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 class Stack:
