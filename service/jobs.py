@@ -23,9 +23,9 @@ RUN_MARGIN_S = 30.0
 class JobSpec(ProbeRequest):
     """A ProbeRequest plus the GPU architecture, lane and pick-up deadline of its job."""
 
-    arch: str | None = Field(None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90")
-    lane: Lane = Field(Lane.GATE, description="gate (and interactive) or sweep")
-    deadline_s: float | None = Field(None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker")
+    arch: str | None = Field(default=None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90")
+    lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
+    deadline_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker")
 
     def probe_request(self) -> ProbeRequest:
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
@@ -42,10 +42,13 @@ class SubmissionError(ValueError):
 
 
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
-    """Validate against the probe registry and this server's limits; returns the spec with its tool filled in."""
+    """Validate against the probe registry and server limits; returns it with tool and params filled in."""
     if spec.probe == COMMAND_PROBE and not settings.command_probe_enabled:
-        raise SubmissionError("probe", "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
-                              status=403)
+        raise SubmissionError(
+            "probe",
+            "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
+            status=403,
+        )
     try:
         probe = registry.get(spec.probe)
     except registry.UnknownProbe as exc:
@@ -74,7 +77,9 @@ def create(spec: JobSpec, store: Store, settings: Settings) -> Job:
         probe=spec.probe,
         tool=str(spec.tool),
         request=spec.model_dump(mode="json"),
-        queue=queue_for(needs_gpu=probe.needs_gpu, arch=spec.arch or settings.default_gpu_arch, lane=spec.lane),
+        queue=queue_for(
+            needs_gpu=probe.needs_gpu, arch=spec.arch or settings.default_gpu_arch, lane=spec.lane
+        ),
         lane=spec.lane.value,
         state=JobState.QUEUED.value,
         message="queued",

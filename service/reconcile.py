@@ -56,7 +56,9 @@ def reconcile(
             _resend(store, job, enqueue, report)
         elif job.state == JobState.RUNNING and (job.heartbeat_at is None or _aware(job.heartbeat_at) < stale):
             if job.attempts >= settings.max_attempts:
-                if store.give_up(job, f"the job's worker went silent {job.attempts} times; not retried again"):
+                if store.give_up(
+                    job, f"the job's worker went silent {job.attempts} times; not retried again"
+                ):
                     report.given_up.append(job.id)
             else:
                 _resend(store, job, enqueue, report)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -23,10 +24,8 @@ def _die_with_parent() -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_probe(
@@ -42,14 +41,23 @@ def run_probe(
     out = workdir / "result.json"
     tool = request.tool or Tool.NONE
     command = [
-        settings.python or sys.executable, "-m", "probes", request.probe,
-        "--params", json.dumps(request.params), "--out", str(out), "--tool", tool.value,
+        settings.python or sys.executable,
+        "-m",
+        "probes",
+        request.probe,
+        "--params",
+        json.dumps(request.params),
+        "--out",
+        str(out),
+        "--tool",
+        tool.value,
     ]
     timeout = request.timeout_s or settings.timeout_s
     start = time.monotonic()
     with open(workdir / "stdout.txt", "wb") as stdout, open(workdir / "stderr.txt", "wb") as stderr:
-        proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True,
-                                preexec_fn=_die_with_parent)
+        proc = subprocess.Popen(
+            command, stdout=stdout, stderr=stderr, start_new_session=True, preexec_fn=_die_with_parent
+        )
         timed_out = cancelled = False
         while proc.poll() is None:
             if time.monotonic() - start > timeout:
@@ -62,11 +70,22 @@ def run_probe(
                 break
             time.sleep(0.05)
     code = proc.returncode
-    result = RunResult(probe=request.probe, tool=tool, params=request.params, outcome=Outcome.CLEAN, message="",
-                       command=command, exit_code=code, duration_s=time.monotonic() - start)
+    result = RunResult(
+        probe=request.probe,
+        tool=tool,
+        params=request.params,
+        outcome=Outcome.CLEAN,
+        message="",
+        command=command,
+        exit_code=code,
+        duration_s=time.monotonic() - start,
+    )
     probe_result = ProbeResult.model_validate_json(out.read_text()) if out.exists() else None
     if timed_out:
-        result.outcome, result.message = Outcome.TIMEOUT, f"wall-clock limit of {timeout} s hit; process group killed"
+        result.outcome, result.message = (
+            Outcome.TIMEOUT,
+            f"wall-clock limit of {timeout} s hit; process group killed",
+        )
     elif cancelled:
         result.outcome, result.message = Outcome.PROBE_ERROR, "cancelled; process group killed"
     elif code < 0:
@@ -84,9 +103,17 @@ def run_probe(
         result.outcome = Outcome.FINDINGS
         result.message = "; ".join(v for case in probe_result.cases for v in case.violations)
         result.findings = [
-            Finding(signature=f"{request.probe}:{case.id}:expectation", tool=tool, kind="expectation-violated",
-                    message=violation, case=case.id, count=1, evidence=Evidence.CORRELATED)
-            for case in probe_result.cases for violation in case.violations
+            Finding(
+                signature=f"{request.probe}:{case.id}:expectation",
+                tool=tool,
+                kind="expectation-violated",
+                message=violation,
+                case=case.id,
+                count=1,
+                evidence=Evidence.CORRELATED,
+            )
+            for case in probe_result.cases
+            for violation in case.violations
         ]
     else:
         result.message = "completed"

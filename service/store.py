@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from sqlalchemy import (
     JSON,
@@ -27,7 +27,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import CursorResult, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from service.models import Finding, Outcome, RunResult
@@ -51,7 +51,7 @@ class JobState(StrEnum):
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {datetime: DateTime(timezone=True), dict[str, Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: DateTime(timezone=True), dict[str, Any]: JSON}
 
 
 class Job(Base):
@@ -105,6 +105,11 @@ class FindingRow(Base):
     kind: Mapped[str] = mapped_column(String(100))
     count: Mapped[int]
     finding: Mapped[dict[str, Any]]
+
+
+def _changed(session: Session, statement: Any) -> int:
+    """Rows an UPDATE changed (the compare-and-set succeeded when > 0)."""
+    return cast(CursorResult[Any], session.execute(statement)).rowcount
 
 
 def worker_identity() -> str:
@@ -163,7 +168,7 @@ def make_engine(url: str) -> Engine:
 
 
 class Store:
-    """Jobs, runs and findings; every state change is a compare-and-set, so racing workers cannot double-write."""
+    """Jobs, runs and findings; each state change is a compare-and-set: racing workers cannot double-write."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -197,7 +202,9 @@ class Store:
 
     def mark_enqueued(self, job_id: str) -> None:
         with self.session() as s:
-            s.execute(update(Job).where(Job.id == job_id).values(enqueued_at=utcnow(), enqueues=Job.enqueues + 1))
+            s.execute(
+                update(Job).where(Job.id == job_id).values(enqueued_at=utcnow(), enqueues=Job.enqueues + 1)
+            )
 
     def get(self, job_id: str) -> Job | None:
         with self.session() as s:
@@ -233,7 +240,8 @@ class Store:
         """Number of distinct findings per job."""
         with self.session() as s:
             rows = s.execute(
-                select(FindingRow.job_id, func.count()).where(FindingRow.job_id.in_(list(job_ids)))
+                select(FindingRow.job_id, func.count())
+                .where(FindingRow.job_id.in_(list(job_ids)))
                 .group_by(FindingRow.job_id)
             ).all()
             return {job_id: int(count) for job_id, count in rows}
@@ -244,7 +252,9 @@ class Store:
 
     # --- the worker side ---
 
-    def claim(self, job_id: str, worker: str, *, max_attempts: int, stale_after_s: float, job_dir: str) -> Claim:
+    def claim(
+        self, job_id: str, worker: str, *, max_attempts: int, stale_after_s: float, job_dir: str
+    ) -> Claim:
         """Decide whether this delivery runs the job; when it does, record the attempt (compare-and-set)."""
         for _ in range(10):
             job = self.get(job_id)
@@ -258,7 +268,9 @@ class Store:
                 continue
             if job.state == JobState.RUNNING:
                 alive = _alive_here(job.worker)
-                fresh = job.heartbeat_at is not None and _aware(job.heartbeat_at) > now - timedelta(seconds=stale_after_s)
+                fresh = job.heartbeat_at is not None and _aware(job.heartbeat_at) > now - timedelta(
+                    seconds=stale_after_s
+                )
                 if fresh and alive is not False and job.worker != worker:
                     return Claim(ClaimVerdict.RUNNING_ELSEWHERE)
             if job.attempts >= max_attempts:
@@ -271,14 +283,28 @@ class Store:
                 continue
             attempt = job.attempts + 1
             with self.session() as s:
-                changed = s.execute(
+                changed = _changed(
+                    s,
                     update(Job)
                     .where(Job.id == job_id, Job.state == job.state, Job.attempts == job.attempts)
-                    .values(state=JobState.RUNNING, attempts=attempt, worker=worker, started_at=now, heartbeat_at=now)
-                ).rowcount
+                    .values(
+                        state=JobState.RUNNING,
+                        attempts=attempt,
+                        worker=worker,
+                        started_at=now,
+                        heartbeat_at=now,
+                    ),
+                )
                 if changed:
-                    s.add(Run(job_id=job_id, attempt=attempt, worker=worker, workdir=f"{job_dir}/attempt-{attempt}",
-                              started_at=now))
+                    s.add(
+                        Run(
+                            job_id=job_id,
+                            attempt=attempt,
+                            worker=worker,
+                            workdir=f"{job_dir}/attempt-{attempt}",
+                            started_at=now,
+                        )
+                    )
                     return Claim(ClaimVerdict.RUN, attempt)
         return Claim(ClaimVerdict.RUNNING_ELSEWHERE)
 
@@ -286,7 +312,8 @@ class Store:
         """Refresh a running attempt's heartbeat; returns whether cancellation was requested."""
         with self.session() as s:
             s.execute(
-                update(Job).where(Job.id == job_id, Job.attempts == attempt, Job.state == JobState.RUNNING)
+                update(Job)
+                .where(Job.id == job_id, Job.attempts == attempt, Job.state == JobState.RUNNING)
                 .values(heartbeat_at=utcnow())
             )
             return bool(s.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
@@ -298,32 +325,51 @@ class Store:
         with self.session() as s:
             values: dict[str, Any] = {"finished_at": now, "result": summary, "message": result.message}
             if cancelled:
-                values.update(state=JobState.CANCELLED, outcome=None, message="cancelled while running; " + result.message)
+                values.update(
+                    state=JobState.CANCELLED,
+                    outcome=None,
+                    message="cancelled while running; " + result.message,
+                )
             else:
                 values.update(state=JobState.DONE, outcome=result.outcome.value)
-            changed = s.execute(
+            changed = _changed(
+                s,
                 update(Job)
                 .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.attempts == attempt)
-                .values(**values)
-            ).rowcount
+                .values(**values),
+            )
             if not changed:
                 return False
             for finding in result.findings:
-                s.add(FindingRow(job_id=job_id, signature=finding.signature, tool=finding.tool.value,
-                                 kind=finding.kind, count=finding.count, finding=finding.model_dump(mode="json")))
-            s.execute(update(Run).where(Run.job_id == job_id, Run.attempt == attempt)
-                      .values(finished_at=now, outcome=None if cancelled else result.outcome.value))
+                s.add(
+                    FindingRow(
+                        job_id=job_id,
+                        signature=finding.signature,
+                        tool=finding.tool.value,
+                        kind=finding.kind,
+                        count=finding.count,
+                        finding=finding.model_dump(mode="json"),
+                    )
+                )
+            s.execute(
+                update(Run)
+                .where(Run.job_id == job_id, Run.attempt == attempt)
+                .values(finished_at=now, outcome=None if cancelled else result.outcome.value)
+            )
             return True
 
     def _finish_if(self, job_id: str, attempts: int, state: str, outcome: Outcome, message: str) -> bool:
         """End a job with `outcome` if it is still in `state` at `attempts` (no run result attached)."""
         with self.session() as s:
             return bool(
-                s.execute(
+                _changed(
+                    s,
                     update(Job)
                     .where(Job.id == job_id, Job.state == state, Job.attempts == attempts)
-                    .values(state=JobState.DONE, outcome=outcome.value, message=message, finished_at=utcnow())
-                ).rowcount
+                    .values(
+                        state=JobState.DONE, outcome=outcome.value, message=message, finished_at=utcnow()
+                    ),
+                )
             )
 
     # --- cancellation, deadlines and reconciliation ---
@@ -332,27 +378,41 @@ class Store:
         """Cancel a queued job now, or ask a running one to stop; returns the state after, None if unknown."""
         with self.session() as s:
             s.execute(
-                update(Job).where(Job.id == job_id, Job.state == JobState.QUEUED)
+                update(Job)
+                .where(Job.id == job_id, Job.state == JobState.QUEUED)
                 .values(state=JobState.CANCELLED, message="cancelled before it ran", finished_at=utcnow())
             )
-            s.execute(update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING).values(cancel_requested=True))
+            s.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.state == JobState.RUNNING)
+                .values(cancel_requested=True)
+            )
             return s.scalar(select(Job.state).where(Job.id == job_id))
 
     def expire_unpicked(self, now: datetime | None = None) -> list[str]:
         """Queued jobs past their deadline end `unavailable`; returns their ids."""
         now = now or utcnow()
         with self.session() as s:
-            rows = s.execute(select(Job.id, Job.queue).where(Job.state == JobState.QUEUED, Job.deadline_at < now)).all()
+            rows = s.execute(
+                select(Job.id, Job.queue).where(Job.state == JobState.QUEUED, Job.deadline_at < now)
+            ).all()
             expired = []
             for job_id, queue in rows:
                 message = (
                     f"no worker picked this job up by its deadline: nothing is serving queue {queue}. "
                     + _how_to_serve(queue)
                 )
-                changed = s.execute(
-                    update(Job).where(Job.id == job_id, Job.state == JobState.QUEUED)
-                    .values(state=JobState.DONE, outcome=Outcome.UNAVAILABLE.value, message=message, finished_at=now)
-                ).rowcount
+                changed = _changed(
+                    s,
+                    update(Job)
+                    .where(Job.id == job_id, Job.state == JobState.QUEUED)
+                    .values(
+                        state=JobState.DONE,
+                        outcome=Outcome.UNAVAILABLE.value,
+                        message=message,
+                        finished_at=now,
+                    ),
+                )
                 if changed:
                     expired.append(job_id)
             return expired
@@ -368,7 +428,7 @@ class Store:
 def _how_to_serve(queue: str) -> str:
     if queue.startswith("gpu."):
         arch = queue.split(".")[1]
-        return f"Start `cuprobe worker` on a machine with an {arch} GPU, or submit to an architecture that has one."
+        return f"Start `cuprobe worker` on a machine with an {arch} GPU, or submit for an arch that has one."
     return "Start `cuprobe worker` (it always starts a CPU worker)."
 
 

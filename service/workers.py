@@ -1,4 +1,4 @@
-"""`cuprobe worker`: one Celery worker per visible GPU, pinned with CUDA_VISIBLE_DEVICES, plus a CPU worker."""
+"""`cuprobe worker`: a Celery worker per visible GPU, pinned with CUDA_VISIBLE_DEVICES, and a CPU worker."""
 
 from __future__ import annotations
 
@@ -50,13 +50,18 @@ def parse_nvidia_smi(text: str) -> list[GpuDevice]:
 
 
 def discover_gpus() -> list[GpuDevice]:
-    """The GPUs nvidia-smi sees (NVML, not CUDA: the worker process never initialises CUDA); [] without one."""
+    """The GPUs nvidia-smi sees (NVML, not CUDA: workers never initialise CUDA); [] if none."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
     try:
-        out = subprocess.run([smi, "--query-gpu=index,uuid,name,compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            [smi, "--query-gpu=index,uuid,name,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
     except (subprocess.SubprocessError, OSError):
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -69,12 +74,27 @@ def discover_gpus() -> list[GpuDevice]:
 
 def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:
     return [
-        python, "-m", "celery", "-A", "tasks.app", "worker",
-        "-n", f"{name}@%h", "-Q", ",".join(queues), "--concurrency", str(concurrency),
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "tasks.app",
+        "worker",
+        "-n",
+        f"{name}@%h",
+        "-Q",
+        ",".join(queues),
+        "--concurrency",
+        str(concurrency),
         # One job per process at a time (acks_late + prefetch 1: nothing waits in a busy worker's buffer).
-        "--prefetch-multiplier", "1", "-O", "fair",
+        "--prefetch-multiplier",
+        "1",
+        "-O",
+        "fair",
         # Task events on, so Flower and `celery inspect` see the workers and their jobs.
-        "-E", "--loglevel", loglevel,
+        "-E",
+        "--loglevel",
+        loglevel,
     ]
 
 
@@ -91,19 +111,26 @@ def worker_commands(
     commands = []
     for device in devices:
         name = f"gpu{device.index}-{device.arch}"
-        commands.append(WorkerCommand(
-            name=name,
-            argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), 1, loglevel),
-            env={"CUDA_VISIBLE_DEVICES": device.uuid or str(device.index), "CUPROBE_WORKER_GPU": device.name},
-        ))
+        commands.append(
+            WorkerCommand(
+                name=name,
+                argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), 1, loglevel),
+                env={
+                    "CUDA_VISIBLE_DEVICES": device.uuid or str(device.index),
+                    "CUPROBE_WORKER_GPU": device.name,
+                },
+            )
+        )
     if cpu:
         concurrency = cpu_concurrency or os.cpu_count() or 1
-        commands.append(WorkerCommand(
-            name="cpu",
-            argv=_celery_worker(python, "cpu", lane_queues(CPU), concurrency, loglevel),
-            # CPU probes never see a GPU.
-            env={"CUDA_VISIBLE_DEVICES": ""},
-        ))
+        commands.append(
+            WorkerCommand(
+                name="cpu",
+                argv=_celery_worker(python, "cpu", lane_queues(CPU), concurrency, loglevel),
+                # CPU probes never see a GPU.
+                env={"CUDA_VISIBLE_DEVICES": ""},
+            )
+        )
     return commands
 
 

@@ -47,7 +47,11 @@ def make_celery(settings: Settings) -> Celery:
         task_track_started=True,
         worker_hijack_root_logger=False,
         beat_schedule={
-            "reconcile": {"task": TASK_RECONCILE, "schedule": settings.reconcile_interval_s, "options": {"queue": "cpu"}},
+            "reconcile": {
+                "task": TASK_RECONCILE,
+                "schedule": settings.reconcile_interval_s,
+                "options": {"queue": "cpu"},
+            },
         },
     )
     app.conf.include = ["tasks.probe", "tasks.maintenance"]

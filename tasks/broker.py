@@ -21,7 +21,10 @@ _UNACKED = "unacked"
 def enqueue(app: Celery, job: Job) -> None:
     """Send job `job.id` to its queue; the Celery task id is the job id, so duplicates are recognisable."""
     app.send_task(
-        TASK_RUN_PROBE, args=[job.id], task_id=job.id, queue=job.queue,
+        TASK_RUN_PROBE,
+        args=[job.id],
+        task_id=job.id,
+        queue=job.queue,
         # Nobody waits on the Celery result (the store has it): a down backend must not block a submit.
         ignore_result=True,
         # Fail fast when Redis is down: the job is already stored and the reconciler resends it.

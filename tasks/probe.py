@@ -26,7 +26,7 @@ def _store() -> Store:
 _limits = _settings()
 
 
-@app.task(
+@app.task(  # type: ignore[untyped-decorator]  # celery is untyped
     name=TASK_RUN_PROBE,
     # Ack only after the result is stored: a worker that dies mid-job leaves the job to be redelivered.
     acks_late=True,

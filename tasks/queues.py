@@ -9,7 +9,7 @@ SWEEP_SUFFIX = ".sweep"
 
 
 class Lane(StrEnum):
-    """Gate (and interactive) jobs and sweep jobs live in separate queues so neither waits behind the other."""
+    """Gate (and interactive) jobs and sweep jobs use separate queues: neither waits behind the other."""
 
     GATE = "gate"
     SWEEP = "sweep"
@@ -27,5 +27,5 @@ def queue_for(*, needs_gpu: bool, arch: str, lane: Lane) -> str:
 
 
 def lane_queues(base: str) -> list[str]:
-    """The queues a worker for `base` consumes, gate first (workers poll in sorted order: gate sorts first)."""
+    """The queues a worker for `base` consumes, gate first (workers poll queues in sorted order)."""
     return [base, base + SWEEP_SUFFIX]

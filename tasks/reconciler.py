@@ -55,7 +55,9 @@ def reconcile_once(settings: Settings, store: Store, app: Celery) -> ReconcileRe
     with locked(settings) as mine:
         if not mine:
             return None
-        return reconcile(store, settings, broker_ids=broker_reader(settings), enqueue=lambda job: enqueue(app, job))
+        return reconcile(
+            store, settings, broker_ids=broker_reader(settings), enqueue=lambda job: enqueue(app, job)
+        )
 
 
 class ReconcilerThread(threading.Thread):
@@ -74,5 +76,9 @@ class ReconcilerThread(threading.Thread):
                 log.exception("reconcile pass failed")
                 continue
             if report and (report.expired or report.resent or report.given_up):
-                log.info("reconciled: %d expired, %d resent, %d given up",
-                         len(report.expired), len(report.resent), len(report.given_up))
+                log.info(
+                    "reconciled: %d expired, %d resent, %d given up",
+                    len(report.expired),
+                    len(report.resent),
+                    len(report.given_up),
+                )

@@ -21,7 +21,7 @@ from tasks.app import make_celery
 from tasks.reconciler import ReconcilerThread
 
 
-def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
+def _field_of(loc: Any) -> str:
     parts = [str(part) for part in loc if part not in ("body", "query", "path")]
     return ".".join(parts) or "body"
 
@@ -31,8 +31,10 @@ async def _invalid(_request: Request, exc: Exception) -> JSONResponse:
     errors = [dict(e) for e in exc.errors()]
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     field = _field_of(first.get("loc", ()))
-    detail = [{"field": _field_of(e.get("loc", ())), "message": str(e.get("msg")), "type": str(e.get("type"))}
-              for e in errors]
+    detail = [
+        {"field": _field_of(e.get("loc", ())), "message": str(e.get("msg")), "type": str(e.get("type"))}
+        for e in errors
+    ]
     body = ErrorBody(error=f"invalid request: {field}: {first.get('msg')}", field=field, detail=detail)
     return JSONResponse(body.model_dump(), status_code=422)
 
@@ -50,7 +52,9 @@ def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> 
     """The API for `settings`; refuses to build when the command probe is enabled without a token."""
     settings = settings or Settings()
     if settings.command_probe_enabled and not settings.api_token:
-        raise ValueError("the command probe is enabled: set CUPROBE_API_TOKEN so only token holders can run commands")
+        raise ValueError(
+            "the command probe is enabled: set CUPROBE_API_TOKEN so only token holders can run commands"
+        )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(settings.database)
     store.migrate()
@@ -65,8 +69,12 @@ def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> 
         if thread:
             thread.stopped.set()
 
-    app = FastAPI(title="cuprobe", version=service.__version__, lifespan=lifespan,
-                  description="Sanitizer-driven correctness service for GPU kernels")
+    app = FastAPI(
+        title="cuprobe",
+        version=service.__version__,
+        lifespan=lifespan,
+        description="Sanitizer-driven correctness service for GPU kernels",
+    )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)

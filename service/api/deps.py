@@ -41,10 +41,15 @@ def require_token(
     if settings.api_token is None:
         return
     if credentials is None:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer ...)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing bearer token (Authorization: Bearer ...)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     if not hmac.compare_digest(credentials.credentials.encode(), settings.api_token.encode()):
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+        )
 
 
 Authorized = Depends(require_token)

@@ -15,7 +15,7 @@ class BodyTooLarge(Exception):
 
 
 class BodySizeLimit:
-    """Reads at most `limit` bytes of a body: by Content-Length up front, and by counting when it is chunked."""
+    """Reads at most `limit` bytes of a body: by Content-Length, or by counting when chunked."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -60,6 +60,14 @@ class BodySizeLimit:
             "field": None,
         }
         raw = json.dumps(body).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(raw)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": raw})

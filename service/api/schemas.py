@@ -26,7 +26,9 @@ class JobView(Versioned):
     lane: str
     state: str
     outcome: str | None
-    exit_code: int | None = Field(description="CLI exit code: 0 clean, 1 findings, 3 could not run; null until done")
+    exit_code: int | None = Field(
+        description="CLI exit code: 0 clean, 1 findings, 3 could not run; null until done"
+    )
     message: str
     attempts: int
     worker: str | None = Field(description="host:pid of the process running (or that ran) the last attempt")
@@ -41,14 +43,28 @@ class JobView(Versioned):
     def of(cls, job: Job, findings: int | None = None, *, full: bool = True) -> JobView:
         from service.models import Outcome
 
-        exit_code = Outcome(job.outcome).exit_code if job.outcome else (3 if job.state == "cancelled" else None)
+        exit_code = (
+            Outcome(job.outcome).exit_code if job.outcome else (3 if job.state == "cancelled" else None)
+        )
         return cls(
-            id=job.id, probe=job.probe, tool=job.tool, params=job.request.get("params", {}), queue=job.queue,
-            lane=job.lane, state=job.state, outcome=job.outcome, exit_code=exit_code, message=job.message,
-            attempts=job.attempts, worker=job.worker, created_at=_aware(job.created_at),
+            id=job.id,
+            probe=job.probe,
+            tool=job.tool,
+            params=job.request.get("params", {}),
+            queue=job.queue,
+            lane=job.lane,
+            state=job.state,
+            outcome=job.outcome,
+            exit_code=exit_code,
+            message=job.message,
+            attempts=job.attempts,
+            worker=job.worker,
+            created_at=_aware(job.created_at),
             started_at=_aware(job.started_at) if job.started_at else None,
             finished_at=_aware(job.finished_at) if job.finished_at else None,
-            deadline_at=_aware(job.deadline_at), findings=findings, result=job.result if full else None,
+            deadline_at=_aware(job.deadline_at),
+            findings=findings,
+            result=job.result if full else None,
         )
 
 

@@ -15,7 +15,9 @@ def alembic_config(engine: Engine) -> Config:
     """An Alembic config for this package's scripts, bound to `engine` (no alembic.ini needed)."""
     config = Config()
     config.set_main_option("script_location", str(HERE))
-    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    config.set_main_option(
+        "sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%")
+    )
     config.attributes["engine"] = engine
     return config
 

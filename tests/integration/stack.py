@@ -1,4 +1,4 @@
-"""A running cuprobe for tests: API (uvicorn on a free port, in a thread) and a real Celery worker subprocess."""
+"""A running cuprobe for tests: API (uvicorn in a thread, free port) and a real Celery worker process."""
 
 from __future__ import annotations
 
@@ -56,10 +56,17 @@ def children(pid: int) -> list[int]:
 class Stack:
     """Settings, store, API server and worker of one test deployment."""
 
-    def __init__(self, name: str, *, broker_url: str, database_url: str, data_dir: Path, **extra: str) -> None:
+    def __init__(
+        self, name: str, *, broker_url: str, database_url: str, data_dir: Path, **extra: str
+    ) -> None:
         self.name = name
-        self.env = {**TEST_ENV, "CUPROBE_BROKER_URL": broker_url, "CUPROBE_DATABASE_URL": database_url,
-                    "CUPROBE_DATA_DIR": str(data_dir), **extra}
+        self.env = {
+            **TEST_ENV,
+            "CUPROBE_BROKER_URL": broker_url,
+            "CUPROBE_DATABASE_URL": database_url,
+            "CUPROBE_DATA_DIR": str(data_dir),
+            **extra,
+        }
         self.settings = Settings(**{k.removeprefix("CUPROBE_").lower(): v for k, v in self.env.items()})
         self.store = Store(database_url)
         self.store.migrate()
@@ -74,7 +81,9 @@ class Stack:
         """Serve the API for these settings (with overrides) on a free port; returns a client for it."""
         port = free_port()
         settings = self.settings.model_copy(update=overrides)
-        server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+        )
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         deadline = time.monotonic() + 20
@@ -117,8 +126,13 @@ class Stack:
         self.store.engine.dispose()
 
 
-def wait_for(client: httpx.Client, job_id: str, *, timeout: float = 60, until: tuple[str, ...] = ("done", "cancelled"),
-             ) -> dict[str, Any]:
+def wait_for(
+    client: httpx.Client,
+    job_id: str,
+    *,
+    timeout: float = 60,
+    until: tuple[str, ...] = ("done", "cancelled"),
+) -> dict[str, Any]:
     """Poll GET /jobs/{id} until its state is in `until`."""
     deadline = time.monotonic() + timeout
     while True:

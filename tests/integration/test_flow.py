@@ -1,4 +1,4 @@
-"""Submit over HTTP -> a real worker runs the selftest probe -> outcome and findings in the store -> read back."""
+"""Submit over HTTP -> a real worker runs the selftest probe -> outcome/findings stored -> read back."""
 
 from __future__ import annotations
 
@@ -57,16 +57,18 @@ def test_findings_are_stored_and_listed(stack: Stack, api: httpx.Client) -> None
     assert "violated" in done["message"]
     findings = api.get(f"/jobs/{job['id']}/findings").json()
     assert findings["schema_version"] == 1 and len(findings["findings"]) >= 1
-    assert stack.store.findings(job["id"]) == [type(stack.store.findings(job["id"])[0]).model_validate(f)
-                                               for f in findings["findings"]]
+    assert stack.store.findings(job["id"]) == [
+        type(stack.store.findings(job["id"])[0]).model_validate(f) for f in findings["findings"]
+    ]
     result = CliRunner().invoke(cli_app(), ["results", job["id"], "--url", str(api.base_url)])
     assert result.exit_code == 1, result.output
     assert "findings" in result.output
 
 
 def test_cli_submit_wait_exits_with_the_outcome(api: httpx.Client) -> None:
-    result = CliRunner().invoke(cli_app(), ["submit", "selftest", "-p", "behaviour=raise", "--wait",
-                                            "--url", str(api.base_url)])
+    result = CliRunner().invoke(
+        cli_app(), ["submit", "selftest", "-p", "behaviour=raise", "--wait", "--url", str(api.base_url)]
+    )
     assert result.exit_code == 3, result.output
     assert "probe_error" in result.output
 

@@ -25,7 +25,9 @@ class RestartableRedis:
     def __init__(self, data_dir: Path, *, aof: bool) -> None:
         self.port = free_port()
         self.data_dir = data_dir
-        self.config = {"appendonly": "yes", "appendfsync": "always"} if aof else {"appendonly": "no", "save": ""}
+        self.config = (
+            {"appendonly": "yes", "appendfsync": "always"} if aof else {"appendonly": "no", "save": ""}
+        )
         self.server: ValkeyServer | None = None
 
     @property
@@ -46,8 +48,12 @@ class RestartableRedis:
 def restart_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Stack, RestartableRedis]]:
     server = RestartableRedis(tmp_path / "valkey", aof=request.param)
     server.start()
-    stack = Stack(f"restart-{request.param}", broker_url=server.url,
-                  database_url=f"sqlite:///{tmp_path / 'cuprobe.db'}", data_dir=tmp_path / "data")
+    stack = Stack(
+        f"restart-{request.param}",
+        broker_url=server.url,
+        database_url=f"sqlite:///{tmp_path / 'cuprobe.db'}",
+        data_dir=tmp_path / "data",
+    )
     stack.start_worker()
     try:
         yield stack, server
@@ -81,11 +87,15 @@ def test_redis_restart_loses_no_accepted_job(
     jobs = [wait_for(api, job_id, timeout=120) for job_id in ids + during]
     drained = time.monotonic() - restarted
     rows = [stack.store.get(job_id) for job_id in ids + during]
-    stored_results = {job_id: sum(r.outcome is not None for r in stack.store.runs(job_id)) for job_id in ids + during}
+    stored_results = {
+        job_id: sum(r.outcome is not None for r in stack.store.runs(job_id)) for job_id in ids + during
+    }
     outcomes = Counter(job["outcome"] for job in jobs)
     figures.record(
         f"redis restart ({request.node.callspec.id})",
-        accepted=len(jobs), accepted_while_down=JOBS_DURING, post_while_down_s=f"{max(post_s):.2f}",
+        accepted=len(jobs),
+        accepted_while_down=JOBS_DURING,
+        post_while_down_s=f"{max(post_s):.2f}",
         outcomes=dict(outcomes),
         sent_more_than_once=sum(1 for r in rows if r is not None and r.enqueues > 1),
         max_attempts=max(job["attempts"] for job in jobs),

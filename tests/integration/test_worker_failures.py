@@ -1,4 +1,4 @@
-"""Failure injection on a real worker: SIGKILL of the pool child and of the probe, repeated worker deaths, timeouts."""
+"""Failure injection on a real worker: SIGKILL of pool child and probe, repeated worker deaths, timeout."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ def _submit(api: httpx.Client, **spec: object) -> dict:
     return response.json()
 
 
-def test_sigkill_of_pool_child_reruns_the_job_once(postgres_stack: Stack, pg_api: httpx.Client, figures: Figures) -> None:
+def test_sigkill_of_pool_child_reruns_the_job_once(
+    postgres_stack: Stack, pg_api: httpx.Client, figures: Figures
+) -> None:
     job = _submit(pg_api, probe="selftest", params={"behaviour": "sleep", "seconds": 2})
     running = wait_running(pg_api, job["id"])
     pool_pid = _pid_of(running)
@@ -50,13 +52,20 @@ def test_sigkill_of_pool_child_reruns_the_job_once(postgres_stack: Stack, pg_api
     assert [r.outcome for r in runs] == [None, "clean"]  # the killed attempt stored nothing
     time.sleep(0.5)
     orphans = [pid for pid in probe_pids if os.path.exists(f"/proc/{pid}")]
-    figures.record("pool child SIGKILL mid-job", outcome=done["outcome"], attempts=done["attempts"],
-                   results_stored=sum(r.outcome is not None for r in runs), kill_to_outcome_s=f"{elapsed:.2f}",
-                   orphaned_probes=len(orphans))
+    figures.record(
+        "pool child SIGKILL mid-job",
+        outcome=done["outcome"],
+        attempts=done["attempts"],
+        results_stored=sum(r.outcome is not None for r in runs),
+        kill_to_outcome_s=f"{elapsed:.2f}",
+        orphaned_probes=len(orphans),
+    )
     assert orphans == []
 
 
-def test_sigkill_of_probe_subprocess_is_crashed(postgres_stack: Stack, pg_api: httpx.Client, figures: Figures) -> None:
+def test_sigkill_of_probe_subprocess_is_crashed(
+    postgres_stack: Stack, pg_api: httpx.Client, figures: Figures
+) -> None:
     job = _submit(pg_api, probe="selftest", params={"behaviour": "sleep", "seconds": 30})
     running = wait_running(pg_api, job["id"])
     deadline = time.monotonic() + 10
@@ -70,8 +79,13 @@ def test_sigkill_of_probe_subprocess_is_crashed(postgres_stack: Stack, pg_api: h
     assert (done["outcome"], done["exit_code"], done["attempts"]) == ("crashed", 3, 1)
     assert "SIGKILL" in done["message"]
     assert len(postgres_stack.store.runs(job["id"])) == 1
-    figures.record("probe subprocess SIGKILL", outcome=done["outcome"], attempts=done["attempts"],
-                   kill_to_outcome_s=f"{elapsed:.2f}", message=repr(done["message"]))
+    figures.record(
+        "probe subprocess SIGKILL",
+        outcome=done["outcome"],
+        attempts=done["attempts"],
+        kill_to_outcome_s=f"{elapsed:.2f}",
+        message=repr(done["message"]),
+    )
 
 
 def test_job_that_keeps_killing_its_worker_ends_crashed(
@@ -86,8 +100,13 @@ def test_job_that_keeps_killing_its_worker_ends_crashed(
     done = wait_for(pg_api, job["id"], timeout=60)
     assert (done["outcome"], done["attempts"]) == ("crashed", max_attempts)
     assert f"lost with its worker {max_attempts} times" in done["message"]
-    figures.record("job killing its worker repeatedly", max_attempts=max_attempts, outcome=done["outcome"],
-                   attempts=done["attempts"], seconds_to_give_up=f"{time.monotonic() - start:.2f}")
+    figures.record(
+        "job killing its worker repeatedly",
+        max_attempts=max_attempts,
+        outcome=done["outcome"],
+        attempts=done["attempts"],
+        seconds_to_give_up=f"{time.monotonic() - start:.2f}",
+    )
 
 
 def test_hanging_probe_ends_timeout(pg_api: httpx.Client, figures: Figures) -> None:

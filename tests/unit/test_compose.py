@@ -81,7 +81,9 @@ def test_dockerfile_default_command_parses(dockerfile: str) -> None:
     parse(dockerfile_cmds()[dockerfile])
 
 
-@pytest.mark.parametrize("argv", [["worker", "--no-such-flag"], ["serve", "--port", "eighty"], ["nosuchcommand"]])
+@pytest.mark.parametrize(
+    "argv", [["worker", "--no-such-flag"], ["serve", "--port", "eighty"], ["nosuchcommand"]]
+)
 def test_a_wrong_command_line_is_refused(argv: list[str]) -> None:
     with pytest.raises(UsageError):
         parse(argv)

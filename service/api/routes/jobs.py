@@ -47,8 +47,13 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobList:
     """Jobs, newest first, filtered by probe, outcome, state and creation time."""
-    found = store.jobs(probe=probe, outcome=outcome.value if outcome else None,
-                       state=state.value if state else None, since=since, limit=limit)
+    found = store.jobs(
+        probe=probe,
+        outcome=outcome.value if outcome else None,
+        state=state.value if state else None,
+        since=since,
+        limit=limit,
+    )
     counts = store.finding_counts([job.id for job in found])
     return JobList(jobs=[JobView.of(job, counts.get(job.id, 0), full=False) for job in found])
 
@@ -81,19 +86,31 @@ def list_artifacts(job_id: str, store: StoreDep) -> dict[str, object]:
     """Artifact names of the job's latest attempt that are still kept."""
     workdir = _latest_workdir(store, job_id)
     names = [name for name in NAMES if workdir and artifact_path(workdir, name)]
-    return {"schema_version": JobView.model_fields["schema_version"].default, "job_id": job_id, "artifacts": names}
+    return {
+        "schema_version": JobView.model_fields["schema_version"].default,
+        "job_id": job_id,
+        "artifacts": names,
+    }
 
 
 @router.get("/{job_id}/artifacts/{name}")
 def get_artifact(job_id: str, name: str, store: StoreDep) -> FileResponse:
     """One artifact (run.xml, stdout.txt, stderr.txt, result.json) of the job's latest attempt."""
     if name not in NAMES:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown artifact {name!r}; artifacts: {', '.join(NAMES)}")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"unknown artifact {name!r}; artifacts: {', '.join(NAMES)}"
+        )
     workdir = _latest_workdir(store, job_id)
     path = artifact_path(workdir, name) if workdir else None
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, or pruned)")
-    media = "application/xml" if name.endswith(".xml") else "application/json" if name.endswith(".json") else "text/plain"
+    media = (
+        "application/xml"
+        if name.endswith(".xml")
+        else "application/json"
+        if name.endswith(".json")
+        else "text/plain"
+    )
     return FileResponse(path, media_type=media, filename=name)
 
 

@@ -16,6 +16,13 @@ def list_probes() -> ProbeList:
     views = []
     for name in registry.available():
         probe = registry.get(name)
-        views.append(ProbeView(name=name, summary=probe.summary, needs_gpu=probe.needs_gpu, tools=list(probe.tools),
-                               params_schema=probe.Params.model_json_schema()))
+        views.append(
+            ProbeView(
+                name=name,
+                summary=probe.summary,
+                needs_gpu=probe.needs_gpu,
+                tools=list(probe.tools),
+                params_schema=probe.Params.model_json_schema(),
+            )
+        )
     return ProbeList(probes=views)
