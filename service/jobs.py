@@ -23,9 +23,13 @@ RUN_MARGIN_S = 30.0
 class JobSpec(ProbeRequest):
     """A ProbeRequest plus the GPU architecture, lane and pick-up deadline of its job."""
 
-    arch: str | None = Field(default=None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90")
+    arch: str | None = Field(
+        default=None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90"
+    )
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
-    deadline_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker")
+    deadline_s: float | None = Field(
+        default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker"
+    )
 
     def probe_request(self) -> ProbeRequest:
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
