@@ -26,14 +26,16 @@ def reconcile(
     store: Store,
     settings: Settings,
     *,
-    broker_ids: Callable[[set[str]], set[str]] | None,
+    broker_ids: Callable[[set[str]], dict[str, str]] | None,
     enqueue: Callable[[Job], object],
     now: datetime | None = None,
 ) -> ReconcileReport:
     """One pass: expire unpicked jobs past their deadline; resend jobs Redis no longer holds.
 
-    `broker_ids(queues)` returns the job ids Redis holds in those queues or unacked; None when the
-    broker cannot be read, in which case only deadlines are applied.
+    `broker_ids(queues)` maps each job id Redis holds to `waiting` (in a queue) or `unacked` (delivered);
+    None when the broker cannot be read, in which case only deadlines are applied. A running job whose
+    heartbeat stopped is resent even when its message sits unacked: Redis would only hand it back after
+    the visibility timeout, and a duplicate delivery stores nothing (store.claim).
     """
     now = now or utcnow()
     report = ReconcileReport(expired=store.expire_unpicked(now))
@@ -50,11 +52,19 @@ def reconcile(
     grace = now - timedelta(seconds=settings.requeue_grace_s)
     stale = now - timedelta(seconds=settings.stale_after_s)
     for job in unfinished:
-        if job.id in held:
-            continue
-        if job.state == JobState.QUEUED and _aware(job.enqueued_at or job.created_at) < grace:
+        where = held.get(job.id)
+        if (
+            job.state == JobState.QUEUED
+            and where is None
+            and _aware(job.enqueued_at or job.created_at) < grace
+        ):
             _resend(store, job, enqueue, report)
-        elif job.state == JobState.RUNNING and (job.heartbeat_at is None or _aware(job.heartbeat_at) < stale):
+        elif (
+            job.state == JobState.RUNNING
+            and where != "waiting"
+            and (job.heartbeat_at is None or _aware(job.heartbeat_at) < stale)
+            and _aware(job.enqueued_at or job.created_at) < stale
+        ):
             if job.attempts >= settings.max_attempts:
                 if store.give_up(
                     job, f"the job's worker went silent {job.attempts} times; not retried again"

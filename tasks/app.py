@@ -40,6 +40,8 @@ def make_celery(settings: Settings) -> Celery:
         # Task events on, so Flower and `celery inspect` see the workers and their jobs.
         worker_send_task_events=True,
         task_send_sent_event=True,
+        # A Redis blip must not kill a long sanitizer run: the store makes a later redelivery harmless.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         # Keep reconnecting to a Redis that restarts, forever: the store still holds every job.
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,

@@ -16,6 +16,8 @@ from tasks.app import TASK_RUN_PROBE
 _PRIORITY_SEP = "\x06\x16"
 _PRIORITY_STEPS = (3, 6, 9)
 _UNACKED = "unacked"
+WAITING = "waiting"
+UNACKED = "unacked"
 
 
 def enqueue(app: Celery, job: Job) -> None:
@@ -43,15 +45,15 @@ def _task_id(raw: bytes | str) -> str | None:
     return headers.get("id")
 
 
-def task_ids(client: redis.Redis, queues: Iterable[str]) -> set[str]:
-    """Job ids whose message Redis holds: waiting in one of `queues` or delivered but not yet acked."""
-    found: set[str] = set()
+def held_jobs(client: redis.Redis, queues: Iterable[str]) -> dict[str, str]:
+    """Job ids Redis holds a message for: `waiting` in one of `queues`, or `unacked` (delivered)."""
+    found: dict[str, str] = {}
+    for raw in client.hvals(_UNACKED):
+        if (task_id := _task_id(raw)) is not None:
+            found[task_id] = UNACKED
     for queue in set(queues):
         for key in [queue, *(f"{queue}{_PRIORITY_SEP}{step}" for step in _PRIORITY_STEPS)]:
             for raw in client.lrange(key, 0, -1):
                 if (task_id := _task_id(raw)) is not None:
-                    found.add(task_id)
-    for raw in client.hvals(_UNACKED):
-        if (task_id := _task_id(raw)) is not None:
-            found.add(task_id)
+                    found[task_id] = WAITING
     return found

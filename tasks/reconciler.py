@@ -4,32 +4,35 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import redis
 from celery import Celery
 
+from service.artifacts import prune
 from service.config import Settings
 from service.reconcile import ReconcileReport, reconcile
 from service.store import Store
-from tasks.broker import enqueue, task_ids
+from tasks.broker import enqueue, held_jobs
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "cuprobe:reconcile-lock"
+PRUNE_EVERY_S = 3600.0
 
 
 def _client(settings: Settings) -> redis.Redis:
     return redis.Redis.from_url(settings.broker, socket_timeout=5, socket_connect_timeout=2)
 
 
-def broker_reader(settings: Settings) -> Callable[[set[str]], set[str]]:
-    """A function returning the job ids the broker holds in the given queues (raises if Redis is down)."""
+def broker_reader(settings: Settings) -> Callable[[set[str]], dict[str, str]]:
+    """A function returning job id -> waiting/unacked for what Redis holds (raises if Redis is down)."""
 
-    def read(queues: set[str]) -> set[str]:
+    def read(queues: set[str]) -> dict[str, str]:
         client = _client(settings)
         try:
-            return task_ids(client, queues)
+            return held_jobs(client, queues)
         finally:
             client.close()
 
@@ -69,7 +72,12 @@ class ReconcilerThread(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        pruned_at = 0.0
         while not self.stopped.wait(self.settings.reconcile_interval_s):
+            if time.monotonic() - pruned_at > PRUNE_EVERY_S:
+                pruned_at = time.monotonic()
+                s = self.settings
+                prune(s.data_dir / "jobs", s.artifact_retention_days, s.artifact_max_total_bytes)
             try:
                 report = reconcile_once(self.settings, self.store, self.app)
             except Exception:  # keep reconciling: a store or broker outage is temporary

@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import httpx
-import typer
 from typer.testing import CliRunner
 
 from service.store import JobState
+from tests.cli_app import cli_app
 from tests.integration.stack import Stack, wait_for
-
-
-def cli_app() -> typer.Typer:
-    """The real `cuprobe` app when the lead's CLI is there, else one with the service commands alone."""
-    try:
-        from service.cli import app
-
-        return app
-    except ImportError:
-        from service.cli_jobs import register
-
-        app = typer.Typer()
-        register(app)
-        return app
 
 
 def submit(api: httpx.Client, **spec: object) -> dict:

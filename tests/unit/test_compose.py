@@ -10,6 +10,8 @@ import pytest
 import typer
 import yaml
 
+from tests.cli_app import cli_app
+
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
     from typer._click.exceptions import UsageError
 except ImportError:
@@ -19,15 +21,8 @@ DOCKER = Path(__file__).resolve().parents[2] / "docker"
 
 
 def cuprobe_cli() -> typer.core.TyperGroup:
-    """Click's view of the real `cuprobe` app (the service commands alone until service/cli.py exists)."""
-    try:
-        from service.cli import app
-    except ImportError:
-        from service.cli_jobs import register
-
-        app = typer.Typer()
-        register(app)
-    command = typer.main.get_command(app)
+    """Click's view of the real `cuprobe` app."""
+    command = typer.main.get_command(cli_app())
     assert isinstance(command, typer.core.TyperGroup)
     return command
 

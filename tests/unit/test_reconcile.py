@@ -31,7 +31,7 @@ def test_queued_job_redis_lost_is_resent_once_past_the_grace(store: Store) -> No
         report = reconcile(
             store,
             SETTINGS,
-            broker_ids=lambda queues: {held},
+            broker_ids=lambda queues: {held: "waiting"},
             enqueue=lambda job: sent.append(job.id),
             now=utcnow() + timedelta(seconds=at_s),
         )
@@ -47,7 +47,7 @@ def test_queued_job_redis_lost_is_resent_once_past_the_grace(store: Store) -> No
 def test_unreadable_broker_only_applies_deadlines(store: Store) -> None:
     job_id = create(JobSpec(probe="uninit-read", deadline_s=1), store, SETTINGS).id
 
-    def down(queues: set[str]) -> set[str]:
+    def down(queues: set[str]) -> dict[str, str]:
         raise ConnectionError("redis down")
 
     report = reconcile(
@@ -56,15 +56,16 @@ def test_unreadable_broker_only_applies_deadlines(store: Store) -> None:
     assert report.expired == [job_id] and report.resent == []
 
 
-def test_running_job_gone_silent_is_resent(store: Store) -> None:
+def test_running_job_gone_silent_is_resent_unless_a_copy_waits(store: Store) -> None:
     job_id = create(JobSpec(probe="selftest"), store, SETTINGS).id
     store.claim(job_id, "otherhost:1", max_attempts=3, stale_after_s=30, job_dir="/j")
     sent: list[Job] = []
+    later = utcnow() + timedelta(seconds=31)
+    waiting = reconcile(
+        store, SETTINGS, broker_ids=lambda q: {job_id: "waiting"}, enqueue=sent.append, now=later
+    )
+    assert waiting.resent == []  # already redelivered and waiting for a worker: no pile of copies
     report = reconcile(
-        store,
-        SETTINGS,
-        broker_ids=lambda queues: set(),
-        enqueue=sent.append,
-        now=utcnow() + timedelta(seconds=31),
+        store, SETTINGS, broker_ids=lambda q: {job_id: "unacked"}, enqueue=sent.append, now=later
     )
     assert report.resent == [job_id] and [j.id for j in sent] == [job_id]
