@@ -10,7 +10,7 @@ from service.models import SCHEMA_VERSION
 
 
 class BodySizeLimit:
-    """Refuses bodies over `limit` bytes: by Content-Length up front, else by reading at most that much first."""
+    """Refuses bodies over `limit` bytes: by Content-Length, else by reading at most that much first."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app

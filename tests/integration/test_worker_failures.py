@@ -114,3 +114,33 @@ def test_hanging_probe_ends_timeout(pg_api: httpx.Client, figures: Figures) -> N
     done = wait_for(pg_api, job["id"], timeout=30)
     assert done["outcome"] == "timeout" and done["exit_code"] == 3
     figures.record("hanging probe", outcome=done["outcome"], duration_s=done["result"]["duration_s"])
+
+
+def test_whole_worker_killed_job_finishes_on_a_new_worker(
+    postgres_stack: Stack, pg_api: httpx.Client, figures: Figures
+) -> None:
+    job = _submit(pg_api, probe="selftest", params={"behaviour": "sleep", "seconds": 3})
+    running = wait_running(pg_api, job["id"])
+    assert postgres_stack.worker is not None
+    doomed = [postgres_stack.worker.pid, *postgres_stack.pool_children()]
+    for pid in doomed:  # the host or container dies: main process and pool at once, nothing requeues
+        os.kill(pid, signal.SIGKILL)
+    postgres_stack.worker.wait()
+    killed = time.monotonic()
+    postgres_stack.start_worker()
+    # Redis keeps the message unacked until the visibility timeout; the reconciler resends it once the
+    # heartbeat is stale, and the new worker's claim sees the dead attempt and runs attempt 2.
+    done = wait_for(pg_api, job["id"], timeout=60)
+    elapsed = time.monotonic() - killed
+    assert (done["outcome"], done["attempts"]) == ("clean", 2), done
+    assert _pid_of(done) != _pid_of(running)
+    assert sum(r.outcome is not None for r in postgres_stack.store.runs(job["id"])) == 1
+    settings = postgres_stack.settings
+    figures.record(
+        "whole worker SIGKILLed, new worker started",
+        outcome=done["outcome"],
+        attempts=done["attempts"],
+        kill_to_outcome_s=f"{elapsed:.2f}",
+        stale_after_s=settings.stale_after_s,
+        visibility_timeout_s=settings.visibility_timeout_s,
+    )
