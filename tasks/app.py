@@ -52,7 +52,8 @@ def make_celery(settings: Settings) -> Celery:
             "reconcile": {
                 "task": TASK_RECONCILE,
                 "schedule": settings.reconcile_interval_s,
-                "options": {"queue": "cpu"},
+                # A pass nobody ran in time is dropped, not piled up behind a busy CPU worker.
+                "options": {"queue": "cpu", "expires": settings.reconcile_interval_s},
             },
         },
     )
