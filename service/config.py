@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -28,6 +29,61 @@ class Settings(BaseSettings):
     # Store and queue (used by the service; the embedded default needs neither set).
     database_url: str | None = None
     broker_url: str | None = None
+    # Celery result backend; the broker's Redis when unset (results that matter live in the store).
+    result_backend_url: str | None = None
+
+    # --- service: queue reliability (tasks/) ---
+    # A Redis message not acked within this is handed to another worker: every limit below stays under it.
+    visibility_timeout_s: float = 3600.0
+    # Soft limit: the task stops its probe and stores `timeout`; hard limit: the pool child is killed.
+    task_soft_time_limit_s: float = 1800.0
+    task_time_limit_s: float = 1860.0
+    # A job whose worker dies this many times (OOM, segfault in the worker) ends `crashed`.
+    max_attempts: int = 3
+    # A job no worker picks up within this ends `unavailable` (no worker serves its queue).
+    queue_deadline_s: float = 3600.0
+    # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
+    heartbeat_s: float = 5.0
+    stale_after_s: float = 60.0
+    # How often the reconciler compares the store with the broker; a queued job missing from Redis for
+    # longer than requeue_grace_s is sent again (Redis lost it).
+    reconcile_interval_s: float = 10.0
+    requeue_grace_s: float = 15.0
+    # GPU architecture a GPU probe is queued for when the request names none (queue gpu.<arch>).
+    default_gpu_arch: str = "sm90"
+    # Worker processes of the CPU worker (0: one per core).
+    cpu_concurrency: int = 0
+
+    # --- service: HTTP API ---
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    # Where the CLI finds the API.
+    api_url: str = "http://127.0.0.1:8000"
+    # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
+    api_token: str | None = None
+    command_probe_enabled: bool = False
+    max_request_bytes: int = 64 * 1024
+    # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
+    artifact_retention_days: float = 30.0
+    artifact_max_total_bytes: int = 20 * 1024**3
+
+    @property
+    def broker(self) -> str:
+        return self.broker_url or "redis://127.0.0.1:6379/0"
+
+    @property
+    def database(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'cuprobe.db'}"
+
+    @model_validator(mode="after")
+    def _limits_below_visibility(self) -> Settings:
+        # Redis hands an unacked job to a second worker after visibility_timeout: a job must end before.
+        if not self.task_soft_time_limit_s < self.task_time_limit_s < self.visibility_timeout_s:
+            raise ValueError(
+                "need task_soft_time_limit_s < task_time_limit_s < visibility_timeout_s, got "
+                f"{self.task_soft_time_limit_s} / {self.task_time_limit_s} / {self.visibility_timeout_s}"
+            )
+        return self
 
 
 settings = Settings()

@@ -1,1 +1,1 @@
-"""Celery app, queues and tasks: thin, they call service/."""
+"""Celery app, queues, tasks and beat schedule for cuprobe: thin, they call service/."""

@@ -1,0 +1,15 @@
+# cuprobe API (and beat): no CUDA, no GPU.
+FROM python:3.12-slim
+
+ENV PYTHONUNBUFFERED=1
+WORKDIR /src
+COPY pyproject.toml ./
+COPY service service
+COPY tasks tasks
+COPY probes probes
+COPY kernels kernels
+RUN pip install --no-cache-dir ".[server]"
+
+EXPOSE 8000
+ENTRYPOINT ["cuprobe"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]

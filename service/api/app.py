@@ -1,0 +1,84 @@
+"""The FastAPI application: routes, error bodies that name the bad field, body-size cap, reconciler."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import service
+from service.api.limits import BodySizeLimit
+from service.api.routes import health, jobs, probes
+from service.api.schemas import ErrorBody
+from service.config import Settings
+from service.store import Store
+from tasks.app import make_celery
+from tasks.reconciler import ReconcilerThread
+
+
+def _field_of(loc: Any) -> str:
+    parts = [str(part) for part in loc if part not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+async def _invalid(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [dict(e) for e in exc.errors()]
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    field = _field_of(first.get("loc", ()))
+    detail = [
+        {"field": _field_of(e.get("loc", ())), "message": str(e.get("msg")), "type": str(e.get("type"))}
+        for e in errors
+    ]
+    body = ErrorBody(error=f"invalid request: {field}: {first.get('msg')}", field=field, detail=detail)
+    return JSONResponse(body.model_dump(), status_code=422)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.detail, dict):
+        body = ErrorBody(error=f"{exc.detail['field']}: {exc.detail['message']}", field=exc.detail["field"])
+    else:
+        body = ErrorBody(error=str(exc.detail))
+    return JSONResponse(body.model_dump(), status_code=exc.status_code, headers=exc.headers)
+
+
+def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> FastAPI:
+    """The API for `settings`; refuses to build when the command probe is enabled without a token."""
+    settings = settings or Settings()
+    if settings.command_probe_enabled and not settings.api_token:
+        raise ValueError(
+            "the command probe is enabled: set CUPROBE_API_TOKEN so only token holders can run commands"
+        )
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(settings.database)
+    store.migrate()
+    celery = make_celery(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        thread = ReconcilerThread(settings, store, celery) if reconciler else None
+        if thread:
+            thread.start()
+        yield
+        if thread:
+            thread.stopped.set()
+
+    app = FastAPI(
+        title="cuprobe",
+        version=service.__version__,
+        lifespan=lifespan,
+        description="Sanitizer-driven correctness service for GPU kernels",
+    )
+    app.state.settings, app.state.store, app.state.celery = settings, store, celery
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    for module in (jobs, probes, health):
+        app.include_router(module.router)
+    app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
+    return app

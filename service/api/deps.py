@@ -1,0 +1,55 @@
+"""FastAPI dependencies: settings, store, Celery app and bearer-token auth, as Annotated aliases."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from celery import Celery
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from service.config import Settings
+from service.store import Store
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def get_celery(request: Request) -> Celery:
+    return request.app.state.celery
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+StoreDep = Annotated[Store, Depends(get_store)]
+CeleryDep = Annotated[Celery, Depends(get_celery)]
+
+
+def require_token(
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> None:
+    """Bearer-token check when a token is configured (create_app insists on one when `command` is enabled)."""
+    if settings.api_token is None:
+        return
+    if credentials is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing bearer token (Authorization: Bearer ...)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if not hmac.compare_digest(credentials.credentials.encode(), settings.api_token.encode()):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+        )
+
+
+Authorized = Depends(require_token)

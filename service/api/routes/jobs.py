@@ -1,0 +1,120 @@
+"""Routes for jobs: submit, read, list, findings, cancel, artifacts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+from fastapi.responses import FileResponse
+
+from service import jobs as job_service
+from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
+from service.api.schemas import FindingList, JobList, JobView
+from service.artifacts import NAMES, artifact_path
+from service.models import Outcome
+from service.store import Job, JobState
+from tasks.broker import enqueue
+
+router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
+
+
+def _job_or_404(store: StoreDep, job_id: str) -> Job:
+    job = store.get(job_id)
+    if job is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id}")
+    return job
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def submit(spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, celery: CeleryDep) -> JobView:
+    """Queue a probe run; the job id comes back at once, the outcome later (GET /jobs/{id})."""
+    try:
+        job = job_service.submit(spec, store, settings, lambda j: enqueue(celery, j))
+    except job_service.SubmissionError as exc:
+        raise HTTPException(exc.status, {"field": exc.field, "message": exc.message}) from exc
+    return JobView.of(job, 0)
+
+
+@router.get("")
+def list_jobs(
+    store: StoreDep,
+    probe: str | None = None,
+    outcome: Outcome | None = None,
+    state: JobState | None = None,
+    since: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobList:
+    """Jobs, newest first, filtered by probe, outcome, state and creation time."""
+    found = store.jobs(
+        probe=probe,
+        outcome=outcome.value if outcome else None,
+        state=state.value if state else None,
+        since=since,
+        limit=limit,
+    )
+    counts = store.finding_counts([job.id for job in found])
+    return JobList(jobs=[JobView.of(job, counts.get(job.id, 0), full=False) for job in found])
+
+
+@router.get("/{job_id}")
+def get_job(job_id: str, store: StoreDep) -> JobView:
+    job = _job_or_404(store, job_id)
+    return JobView.of(job, len(store.findings(job_id)))
+
+
+@router.get("/{job_id}/findings")
+def get_findings(job_id: str, store: StoreDep) -> FindingList:
+    _job_or_404(store, job_id)
+    return FindingList(job_id=job_id, findings=store.findings(job_id))
+
+
+@router.post("/{job_id}/cancel")
+def cancel(job_id: str, store: StoreDep, celery: CeleryDep) -> JobView:
+    """Cancel a queued job now, or stop a running one (its probe is killed); 409 once it has a result."""
+    job = _job_or_404(store, job_id)
+    if JobState(job.state).terminal:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id} already ended ({job.state})")
+    store.cancel(job_id)
+    job = _job_or_404(store, job_id)
+    return JobView.of(job)
+
+
+@router.get("/{job_id}/artifacts")
+def list_artifacts(job_id: str, store: StoreDep) -> dict[str, object]:
+    """Artifact names of the job's latest attempt that are still kept."""
+    workdir = _latest_workdir(store, job_id)
+    names = [name for name in NAMES if workdir and artifact_path(workdir, name)]
+    return {
+        "schema_version": JobView.model_fields["schema_version"].default,
+        "job_id": job_id,
+        "artifacts": names,
+    }
+
+
+@router.get("/{job_id}/artifacts/{name}")
+def get_artifact(job_id: str, name: str, store: StoreDep) -> FileResponse:
+    """One artifact (run.xml, stdout.txt, stderr.txt, result.json) of the job's latest attempt."""
+    if name not in NAMES:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"unknown artifact {name!r}; artifacts: {', '.join(NAMES)}"
+        )
+    workdir = _latest_workdir(store, job_id)
+    path = artifact_path(workdir, name) if workdir else None
+    if path is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, or pruned)")
+    media = (
+        "application/xml"
+        if name.endswith(".xml")
+        else "application/json"
+        if name.endswith(".json")
+        else "text/plain"
+    )
+    return FileResponse(path, media_type=media, filename=name)
+
+
+def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:
+    _job_or_404(store, job_id)
+    runs = store.runs(job_id)
+    return Path(runs[-1].workdir) if runs else None

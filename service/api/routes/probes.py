@@ -1,0 +1,28 @@
+"""GET /probes: the registered probes, their tools and parameter schemas."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from probes import registry
+from service.api.deps import Authorized
+from service.api.schemas import ProbeList, ProbeView
+
+router = APIRouter(prefix="/probes", tags=["probes"], dependencies=[Authorized])
+
+
+@router.get("")
+def list_probes() -> ProbeList:
+    views = []
+    for name in registry.available():
+        probe = registry.get(name)
+        views.append(
+            ProbeView(
+                name=name,
+                summary=probe.summary,
+                needs_gpu=probe.needs_gpu,
+                tools=list(probe.tools),
+                params_schema=probe.Params.model_json_schema(),
+            )
+        )
+    return ProbeList(probes=views)

@@ -1,0 +1,102 @@
+"""What the API returns: every body carries schema_version."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from service.models import SCHEMA_VERSION, Finding, Tool
+from service.store import Job, _aware
+
+
+class Versioned(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+
+
+class JobView(Versioned):
+    """A job as a user sees it: state, outcome, message and what it ran."""
+
+    id: str
+    probe: str
+    tool: str
+    params: dict[str, Any]
+    queue: str
+    lane: str
+    state: str
+    outcome: str | None
+    exit_code: int | None = Field(
+        description="CLI exit code: 0 clean, 1 findings, 3 could not run; null until done"
+    )
+    message: str
+    attempts: int
+    worker: str | None = Field(description="host:pid of the process running (or that ran) the last attempt")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    deadline_at: datetime
+    findings: int | None = Field(None, description="distinct findings stored for the job")
+    result: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, job: Job, findings: int | None = None, *, full: bool = True) -> JobView:
+        from service.models import Outcome
+
+        exit_code = (
+            Outcome(job.outcome).exit_code if job.outcome else (3 if job.state == "cancelled" else None)
+        )
+        return cls(
+            id=job.id,
+            probe=job.probe,
+            tool=job.tool,
+            params=job.request.get("params", {}),
+            queue=job.queue,
+            lane=job.lane,
+            state=job.state,
+            outcome=job.outcome,
+            exit_code=exit_code,
+            message=job.message,
+            attempts=job.attempts,
+            worker=job.worker,
+            created_at=_aware(job.created_at),
+            started_at=_aware(job.started_at) if job.started_at else None,
+            finished_at=_aware(job.finished_at) if job.finished_at else None,
+            deadline_at=_aware(job.deadline_at),
+            findings=findings,
+            result=job.result if full else None,
+        )
+
+
+class JobList(Versioned):
+    jobs: list[JobView]
+
+
+class FindingList(Versioned):
+    job_id: str
+    findings: list[Finding]
+
+
+class ProbeView(BaseModel):
+    name: str
+    summary: str
+    needs_gpu: bool
+    tools: list[Tool]
+    params_schema: dict[str, Any]
+
+
+class ProbeList(Versioned):
+    probes: list[ProbeView]
+
+
+class Health(Versioned):
+    ok: bool
+    redis: str
+    store: str
+    workers: dict[str, list[str]] = Field(description="worker name -> queues it serves")
+
+
+class ErrorBody(Versioned):
+    error: str
+    field: str | None = None
+    detail: list[dict[str, Any]] = Field(default_factory=list)

@@ -1,0 +1,56 @@
+"""A small HTTP client for the cuprobe API (the CLI is a thin shell over it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class ApiError(RuntimeError):
+    """The API refused a request or could not be reached; `status` is the HTTP status (0: unreachable)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Client:
+    """Calls the cuprobe API at `url` with an optional bearer token."""
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url
+        self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise ApiError(
+                0,
+                f"cannot reach the cuprobe API at {self.url} ({exc}); start it with `cuprobe up` "
+                "or `cuprobe serve`, or point CUPROBE_API_URL at it",
+            ) from exc
+        try:
+            body: dict[str, Any] = response.json()
+        except ValueError:
+            body = {"error": response.text}
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, str(body.get("error") or body))
+        return body
+
+    def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", "/jobs", json=spec)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/jobs/{job_id}")
+
+    def findings(self, job_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/jobs/{job_id}/findings")
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        return self._call("POST", f"/jobs/{job_id}/cancel")
+
+    def jobs(self, **filters: str) -> dict[str, Any]:
+        return self._call("GET", "/jobs", params={k: v for k, v in filters.items() if v})

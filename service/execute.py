@@ -1,0 +1,109 @@
+"""Running one queued job on a worker: claim it, run the probe with a heartbeat, store the result once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from service import runner
+from service.config import Settings
+from service.jobs import JobSpec
+from service.models import Outcome, RunResult, Tool
+from service.store import ClaimVerdict, Store, worker_identity
+
+log = logging.getLogger(__name__)
+
+
+def job_dir(settings: Settings, job_id: str) -> Path:
+    """Where a job's attempts keep their artifacts (shared by workers and the API)."""
+    return settings.data_dir / "jobs" / job_id
+
+
+def execute_job(
+    job_id: str,
+    *,
+    store: Store,
+    settings: Settings,
+    interrupts: tuple[type[BaseException], ...] = (),
+) -> dict[str, Any]:
+    """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`."""
+    base = job_dir(settings, job_id)
+    claim = store.claim(
+        job_id,
+        worker_identity(),
+        max_attempts=settings.max_attempts,
+        stale_after_s=settings.stale_after_s,
+        job_dir=str(base),
+    )
+    if claim.verdict is not ClaimVerdict.RUN:
+        job = store.get(job_id)
+        log.info("job %s not run: %s", job_id, claim.verdict)
+        return {
+            "job_id": job_id,
+            "ran": False,
+            "verdict": claim.verdict.value,
+            "state": job.state if job else None,
+            "outcome": job.outcome if job else None,
+        }
+    job = store.get(job_id)
+    assert job is not None
+    spec = JobSpec.model_validate(job.request)
+    workdir = base / f"attempt-{claim.attempt}"
+    cancel = threading.Event()
+    box: dict[str, RunResult | BaseException] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = runner.run_probe(
+                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
+            )
+        except BaseException as exc:  # reported as the job's result below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"probe-{job_id}", daemon=True)
+    thread.start()
+    cancelled = interrupted = False
+    try:
+        while thread.is_alive():
+            thread.join(settings.heartbeat_s)
+            if thread.is_alive() and store.heartbeat(job_id, claim.attempt):
+                cancelled = True
+                cancel.set()
+    except interrupts:
+        interrupted = True
+        cancel.set()
+        thread.join(30)
+    result = _result_of(box, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
+    stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
+    return {
+        "job_id": job_id,
+        "ran": True,
+        "attempt": claim.attempt,
+        "stored": stored,
+        "outcome": result.outcome.value,
+        "cancelled": cancelled,
+    }
+
+
+def _result_of(
+    box: dict[str, RunResult | BaseException], probe: str, tool: Tool, interrupted: bool, settings: Settings
+) -> RunResult:
+    if interrupted:
+        return RunResult(
+            probe=probe,
+            tool=tool,
+            outcome=Outcome.TIMEOUT,
+            message=f"the job hit the worker's soft time limit ({settings.task_soft_time_limit_s} s); "
+            "its probe was killed",
+        )
+    found = box.get("result")
+    if isinstance(found, RunResult):
+        return found
+    return RunResult(
+        probe=probe,
+        tool=tool,
+        outcome=Outcome.PROBE_ERROR,
+        message=f"cuprobe's runner failed before classifying the run: {box.get('error')!r}",
+    )

@@ -1,0 +1,96 @@
+"""Integration fixtures: real Redis (127.0.0.1:6379, DBs 11-12), real PostgreSQL and SQLite, real workers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+import redis
+
+from tests.integration.stack import REPO, Stack
+
+REDIS = "redis://127.0.0.1:6379"
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+FIGURES = REPO / "build" / "integration-figures.txt"
+
+pytestmark = pytest.mark.integration
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+class Figures:
+    """Numbers the failure tests measure: printed and appended to build/integration-figures.txt."""
+
+    def __init__(self) -> None:
+        FIGURES.parent.mkdir(exist_ok=True)
+        FIGURES.write_text("")
+
+    def record(self, test: str, **numbers: object) -> None:
+        line = f"{test}: " + ", ".join(f"{k}={v}" for k, v in numbers.items())
+        print(f"\nFIGURE {line}")
+        with FIGURES.open("a") as f:
+            f.write(line + "\n")
+
+
+@pytest.fixture(scope="session")
+def figures() -> Figures:
+    return Figures()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    schema = f"cuprobe_test_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _redis_db(db: int) -> str:
+    redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+    return f"{REDIS}/{db}"
+
+
+def _stack(name: str, db: int, database_url: str, data_dir: Path) -> Iterator[Stack]:
+    stack = Stack(name, broker_url=_redis_db(db), database_url=database_url, data_dir=data_dir)
+    stack.start_worker()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+        redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+
+
+@pytest.fixture(scope="session")
+def sqlite_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data = tmp_path_factory.mktemp("sqlite-stack")
+    yield from _stack("sqlite", 11, f"sqlite:///{data / 'cuprobe.db'}", data)
+
+
+@pytest.fixture(scope="session")
+def postgres_stack(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Stack]:
+    yield from _stack("postgres", 12, pg_url, tmp_path_factory.mktemp("pg-stack"))
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def stack(request: pytest.FixtureRequest) -> Stack:
+    found: Stack = request.getfixturevalue(f"{request.param}_stack")
+    return found
+
+
+@pytest.fixture(scope="session")
+def api(stack: Stack) -> httpx.Client:
+    """A client of the stack's API (one server per stack)."""
+    if not hasattr(stack, "api_client"):
+        stack.api_client = stack.start_api()  # type: ignore[attr-defined]
+    client: httpx.Client = stack.api_client  # type: ignore[attr-defined]
+    return client

@@ -1,0 +1,155 @@
+"""A running cuprobe for tests: API (uvicorn in a thread, free port) and a real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from service.api import create_app
+from service.config import Settings
+from service.store import Store
+from service.workers import worker_commands
+
+REPO = Path(__file__).resolve().parents[2]
+# Short limits so failure tests finish quickly; each keeps the ordering Settings checks.
+TEST_ENV = {
+    "CUPROBE_VISIBILITY_TIMEOUT_S": "40",
+    "CUPROBE_TASK_SOFT_TIME_LIMIT_S": "30",
+    "CUPROBE_TASK_TIME_LIMIT_S": "35",
+    "CUPROBE_TIMEOUT_S": "20",
+    "CUPROBE_HEARTBEAT_S": "0.5",
+    "CUPROBE_STALE_AFTER_S": "5",
+    "CUPROBE_RECONCILE_INTERVAL_S": "1",
+    "CUPROBE_REQUEUE_GRACE_S": "3",
+    "CUPROBE_MAX_ATTEMPTS": "3",
+    "CUPROBE_QUEUE_DEADLINE_S": "600",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def children(pid: int) -> list[int]:
+    """Direct child pids of `pid`, whichever of its threads started them (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+class Stack:
+    """Settings, store, API server and worker of one test deployment."""
+
+    def __init__(
+        self, name: str, *, broker_url: str, database_url: str, data_dir: Path, **extra: str
+    ) -> None:
+        self.name = name
+        self.env = {
+            **TEST_ENV,
+            "CUPROBE_BROKER_URL": broker_url,
+            "CUPROBE_DATABASE_URL": database_url,
+            "CUPROBE_DATA_DIR": str(data_dir),
+            **extra,
+        }
+        self.settings = Settings(**{k.removeprefix("CUPROBE_").lower(): v for k, v in self.env.items()})
+        self.store = Store(database_url)
+        self.store.migrate()
+        self.worker: subprocess.Popen[bytes] | None = None
+        self.worker_log = data_dir / f"worker-{name}.log"
+        self._servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+        data_dir.mkdir(parents=True, exist_ok=True)
+
+    # --- API ---
+
+    def start_api(self, **overrides: Any) -> httpx.Client:
+        """Serve the API for these settings (with overrides) on a free port; returns a client for it."""
+        port = free_port()
+        settings = self.settings.model_copy(update=overrides)
+        server = uvicorn.Server(
+            uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+        )
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "API did not start"
+            time.sleep(0.05)
+        self._servers.append((server, thread))
+        return httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+
+    # --- worker ---
+
+    def start_worker(self, concurrency: int = 2) -> subprocess.Popen[bytes]:
+        (command,) = worker_commands([], cpu_concurrency=concurrency, loglevel="INFO")
+        argv = [a.replace("cpu@%h", f"cpu-{self.name}@%h") for a in command.argv]
+        env = {**os.environ, **self.env, **command.env, "PYTHONPATH": str(REPO)}
+        with open(self.worker_log, "ab") as log:
+            self.worker = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        deadline = time.monotonic() + 60
+        while b"ready." not in self.worker_log.read_bytes():
+            assert self.worker.poll() is None, f"worker exited: {self.worker_log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, "worker did not become ready"
+            time.sleep(0.1)
+        return self.worker
+
+    def pool_children(self) -> list[int]:
+        assert self.worker is not None
+        return children(self.worker.pid)
+
+    def stop(self) -> None:
+        for server, thread in self._servers:
+            server.should_exit = True
+            thread.join(10)
+        if self.worker and self.worker.poll() is None:
+            self.worker.send_signal(signal.SIGTERM)
+            try:
+                self.worker.wait(20)
+            except subprocess.TimeoutExpired:
+                self.worker.kill()
+                self.worker.wait()
+        self.store.engine.dispose()
+
+
+def wait_for(
+    client: httpx.Client,
+    job_id: str,
+    *,
+    timeout: float = 60,
+    until: tuple[str, ...] = ("done", "cancelled"),
+) -> dict[str, Any]:
+    """Poll GET /jobs/{id} until its state is in `until`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = client.get(f"/jobs/{job_id}").json()
+        if job["state"] in until:
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} still {job['state']} after {timeout} s: {job}"
+        time.sleep(0.1)
+
+
+def wait_running(client: httpx.Client, job_id: str, attempt: int = 1, timeout: float = 30) -> dict[str, Any]:
+    """Poll until the job runs attempt `attempt` (its worker pid is then known)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = client.get(f"/jobs/{job_id}").json()
+        if job["state"] == "running" and job["attempts"] >= attempt:
+            return job
+        assert job["state"] != "done", f"job ended before it was seen running: {job}"
+        assert time.monotonic() < deadline, f"job {job_id} not running attempt {attempt}: {job}"
+        time.sleep(0.05)

@@ -1,0 +1,93 @@
+"""Bad requests get a 4xx whose message names the problem, and store nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from service.api import create_app
+from service.store import Job
+from tests.integration.stack import Stack
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="module")
+def guarded(sqlite_stack: Stack) -> Iterator[httpx.Client]:
+    """The SQLite stack's API again, this time with a bearer token configured."""
+    client = sqlite_stack.start_api(api_token=TOKEN)
+    client.headers["Authorization"] = f"Bearer {TOKEN}"
+    yield client
+
+
+def _jobs(stack: Stack) -> int:
+    with stack.store.session() as s:
+        return int(s.scalar(select(func.count()).select_from(Job)) or 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field", "says"),
+    [
+        ({"probe": "selftest", "timeout_s": "soon"}, 422, "timeout_s", "valid number"),
+        ({"probe": "selftest", "params": []}, 422, "params", "dictionary"),
+        ({"probe": 7}, 422, "probe", "string"),
+        ({"probe": "no-such-probe"}, 422, "probe", "unknown probe 'no-such-probe'"),
+        ({"probe": "selftest", "params": {"behaviour": "dance"}}, 422, "params.behaviour", "'ok'"),
+        ({"probe": "selftest", "params": {"seconds": -1}}, 422, "params.seconds", "greater than or equal"),
+        ({"probe": "selftest", "tool": "memcheck"}, 422, "tool", "runs under none"),
+        ({"probe": "selftest", "colour": "red"}, 422, "colour", "Extra inputs"),
+        ({"probe": "uninit-read", "arch": "hopper"}, 422, "arch", "pattern"),
+        ({"probe": "selftest", "timeout_s": 100_000}, 422, "timeout_s", "less than or equal"),
+        ({"probe": "command"}, 403, "probe", "command probe is disabled"),
+    ],
+)
+def test_bad_body_is_refused_naming_the_field(
+    sqlite_stack: Stack, guarded: httpx.Client, body: dict, status: int, field: str, says: str
+) -> None:
+    before = _jobs(sqlite_stack)
+    response = guarded.post("/jobs", json=body)
+    assert response.status_code == status, response.text
+    error = response.json()
+    assert error["schema_version"] == 1 and error["field"] == field
+    assert says in error["error"] and field in error["error"]
+    assert _jobs(sqlite_stack) == before
+
+
+def test_malformed_json_and_oversized_bodies(sqlite_stack: Stack, guarded: httpx.Client) -> None:
+    before = _jobs(sqlite_stack)
+    response = guarded.post("/jobs", content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "JSON" in response.json()["error"]
+    big = b'{"probe": "selftest", "params": {"x": "' + b"a" * 200_000 + b'"}}'
+    response = guarded.post("/jobs", content=big, headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "larger than" in response.json()["error"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the cap is enforced while reading
+        yield big[:100]
+        yield big[100:]
+
+    response = guarded.post("/jobs", content=chunks(), headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert _jobs(sqlite_stack) == before
+
+
+def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Client) -> None:
+    before = _jobs(sqlite_stack)
+    body = {"probe": "selftest"}
+    anonymous = httpx.Client(base_url=guarded.base_url)
+    missing = anonymous.post("/jobs", json=body)
+    assert missing.status_code == 401 and "missing bearer token" in missing.json()["error"]
+    wrong = anonymous.post("/jobs", json=body, headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and "wrong bearer token" in wrong.json()["error"]
+    assert anonymous.get("/jobs").status_code == 401
+    assert anonymous.get("/health").status_code == 200  # health stays open for probes and load balancers
+    assert _jobs(sqlite_stack) == before
+    assert guarded.get("/jobs/ffff").status_code == 404
+
+
+def test_command_probe_enabled_without_token_refuses_to_start(sqlite_stack: Stack) -> None:
+    settings = sqlite_stack.settings.model_copy(update={"command_probe_enabled": True, "api_token": None})
+    with pytest.raises(ValueError, match="CUPROBE_API_TOKEN"):
+        create_app(settings)

@@ -1,0 +1,98 @@
+"""Submit over HTTP -> a real worker runs the selftest probe -> outcome/findings stored -> read back."""
+
+from __future__ import annotations
+
+import httpx
+from typer.testing import CliRunner
+
+from service.store import JobState
+from tests.cli_app import cli_app
+from tests.integration.stack import Stack, wait_for
+
+
+def submit(api: httpx.Client, **spec: object) -> dict:
+    response = api.post("/jobs", json=spec)
+    assert response.status_code == 202, response.text
+    return response.json()
+
+
+def test_clean_run_is_stored_and_read_back_over_http_and_cli(stack: Stack, api: httpx.Client) -> None:
+    job = submit(api, probe="selftest", params={"behaviour": "ok"})
+    assert job["state"] == "queued" and job["queue"] == "cpu" and job["schema_version"] == 1
+    done = wait_for(api, job["id"])
+    assert (done["outcome"], done["exit_code"], done["findings"], done["attempts"]) == ("clean", 0, 0, 1)
+    row = stack.store.get(job["id"])
+    assert row is not None and row.state == JobState.DONE and row.outcome == "clean"
+    assert len(stack.store.runs(job["id"])) == 1
+    listed = api.get("/jobs", params={"probe": "selftest", "outcome": "clean"}).json()["jobs"]
+    assert job["id"] in [j["id"] for j in listed]
+    artifact = api.get(f"/jobs/{job['id']}/artifacts/result.json")
+    assert artifact.status_code == 200 and artifact.json()["complete"] is True
+    url = str(api.base_url)
+    result = CliRunner().invoke(cli_app(), ["results", job["id"], "--url", url])
+    assert result.exit_code == 0, result.output
+    assert "clean" in result.output
+    result = CliRunner().invoke(cli_app(), ["status", job["id"], "--url", url])
+    assert result.exit_code == 0 and "clean" in result.output
+
+
+def test_findings_are_stored_and_listed(stack: Stack, api: httpx.Client) -> None:
+    job = submit(api, probe="selftest", params={"behaviour": "violate"})
+    done = wait_for(api, job["id"])
+    assert done["outcome"] == "findings" and done["exit_code"] == 1
+    assert "violated" in done["message"]
+    findings = api.get(f"/jobs/{job['id']}/findings").json()
+    assert findings["schema_version"] == 1 and len(findings["findings"]) >= 1
+    assert stack.store.findings(job["id"]) == [
+        type(stack.store.findings(job["id"])[0]).model_validate(f) for f in findings["findings"]
+    ]
+    result = CliRunner().invoke(cli_app(), ["results", job["id"], "--url", str(api.base_url)])
+    assert result.exit_code == 1, result.output
+    assert "findings" in result.output
+
+
+def test_cli_submit_wait_exits_with_the_outcome(api: httpx.Client) -> None:
+    result = CliRunner().invoke(
+        cli_app(), ["submit", "selftest", "-p", "behaviour=raise", "--wait", "--url", str(api.base_url)]
+    )
+    assert result.exit_code == 3, result.output
+    assert "probe_error" in result.output
+
+
+def test_gpu_probe_without_gpu_worker_ends_unavailable(api: httpx.Client) -> None:
+    job = submit(api, probe="uninit-read", deadline_s=2)
+    assert job["queue"] == "gpu.sm90"
+    done = wait_for(api, job["id"], timeout=30)
+    assert done["outcome"] == "unavailable" and done["exit_code"] == 3
+    assert "gpu.sm90" in done["message"] and "cuprobe worker" in done["message"]
+
+
+def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None:
+    running = submit(api, probe="selftest", params={"behaviour": "hang"})
+    wait_for(api, running["id"], until=("running",))
+    assert api.post(f"/jobs/{running['id']}/cancel").status_code == 200
+    done = wait_for(api, running["id"], timeout=20)
+    assert done["state"] == "cancelled" and done["outcome"] is None and done["exit_code"] == 3
+    queued = submit(api, probe="uninit-read")  # no GPU worker: stays queued
+    cancelled = api.post(f"/jobs/{queued['id']}/cancel").json()
+    assert cancelled["state"] == "cancelled"
+    again = api.post(f"/jobs/{queued['id']}/cancel")
+    assert again.status_code == 409 and "already ended" in again.json()["error"]
+
+
+def test_redelivered_job_stores_no_second_result(stack: Stack, api: httpx.Client) -> None:
+    from tasks.app import make_celery
+    from tasks.broker import enqueue
+
+    job = submit(api, probe="selftest", params={"behaviour": "violate"})
+    wait_for(api, job["id"])
+    row = stack.store.get(job["id"])
+    assert row is not None
+    celery = make_celery(stack.settings)
+    for _ in range(3):  # what Redis does after a visibility timeout or a lost ack
+        enqueue(celery, row)
+    probe = submit(api, probe="selftest", params={"behaviour": "ok"})  # queued behind the duplicates
+    wait_for(api, probe["id"])
+    assert len(stack.store.runs(job["id"])) == 1
+    assert len(stack.store.findings(job["id"])) == 1
+    assert stack.store.get(job["id"]).finished_at == row.finished_at  # type: ignore[union-attr]
