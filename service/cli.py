@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import tempfile
@@ -16,6 +15,7 @@ from rich.table import Table
 
 from probes import registry
 from probes.contract import Tool
+from service import cli_jobs
 from service.config import Settings
 from service.environment import gpu_facts
 from service.models import Outcome, ProbeRequest, RunResult
@@ -193,9 +193,10 @@ def doctor() -> None:
     raise typer.Exit(0 if ready else 3)
 
 
+cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up
+
+
 def main() -> None:
-    if importlib.util.find_spec("service.cli_jobs") is not None:
-        importlib.import_module("service.cli_jobs").register(app)
     app()
 
 

@@ -18,7 +18,7 @@ def _refusal(settings: Settings | None = None, **spec: object) -> SubmissionErro
 
 def test_refusals_name_the_field() -> None:
     assert _refusal(probe="nope").field == "probe"
-    assert _refusal(probe="selftest", tool="memcheck").field == "tool"
+    assert _refusal(probe="determinism", tool="memcheck").field == "tool"  # bare only
     assert _refusal(probe="selftest", params={"behaviour": "dance"}).field == "params.behaviour"
     assert _refusal(probe="selftest", params={"extra": 1}).field == "params.extra"
     assert _refusal(probe="uninit-read", params={"n": 4, "k": 8}).field == "params"
