@@ -138,6 +138,35 @@ def parse(
     _emit(result, as_json)
 
 
+@app.command()
+def check(
+    strict: Annotated[bool, typer.Option(help="count probes that cannot run here as failures (exit 3)")] = False,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit per probe, seconds")] = 600,
+) -> None:
+    """Run every registered probe once here at its defaults: CPU probes for real, GPU ones say if they cannot."""
+    table = Table(title="cuprobe check")
+    for column in ("probe", "tool", "outcome", "what happened"):
+        table.add_column(column, overflow="fold")
+    results: list[RunResult] = []
+    with tempfile.TemporaryDirectory(prefix="cuprobe-check-") as tmp:
+        for name in registry.available():
+            console.print(f"running {name} ...", style="dim")
+            try:
+                result = run_probe(ProbeRequest(probe=name, timeout_s=timeout), workdir=Path(tmp) / name)
+            except BadRequest as exc:  # a probe with required parameters (command) has no default run
+                table.add_row(name, "-", "not run", escape(f"needs parameters: {exc}".splitlines()[0]))
+                continue
+            results.append(result)
+            style = "green" if result.outcome.ran else "yellow" if result.outcome is Outcome.UNAVAILABLE else "red"
+            table.add_row(name, result.tool.value, f"[{style}]{result.outcome.value}[/]", escape(result.message))
+    console.print(table)
+    skipped = [r.probe for r in results if r.outcome is Outcome.UNAVAILABLE]
+    if skipped:
+        console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
+    failed = [r for r in results if not r.outcome.ran and (strict or r.outcome is not Outcome.UNAVAILABLE)]
+    raise typer.Exit(3 if failed else 1 if any(r.outcome is Outcome.FINDINGS for r in results) else 0)
+
+
 @app.command("probes")
 def list_probes() -> None:
     """List the registered probes (cuprobe's own and plug-ins)."""
