@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from service.config import Settings
-from service.store import Job, JobState, Store, _aware, utcnow
+from service.store import Job, JobState, Store, as_utc, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,14 @@ def reconcile(
         if (
             job.state == JobState.QUEUED
             and where is None
-            and _aware(job.enqueued_at or job.created_at) < grace
+            and as_utc(job.enqueued_at or job.created_at) < grace
         ):
             _resend(store, job, enqueue, report)
         elif (
             job.state == JobState.RUNNING
             and where != "waiting"
-            and (job.heartbeat_at is None or _aware(job.heartbeat_at) < stale)
-            and _aware(job.enqueued_at or job.created_at) < stale
+            and (job.heartbeat_at is None or as_utc(job.heartbeat_at) < stale)
+            and as_utc(job.enqueued_at or job.created_at) < stale
         ):
             if job.attempts >= settings.max_attempts:
                 if store.give_up(

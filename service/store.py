@@ -1,4 +1,4 @@
-"""The durable store (SQLAlchemy 2): jobs, their runs (one per attempt) and findings; SQLite or PostgreSQL."""
+"""The durable store: job, run and finding operations as compare-and-sets; SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,19 +7,11 @@ import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 from sqlalchemy import (
-    JSON,
-    Boolean,
-    DateTime,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
     create_engine,
     event,
     func,
@@ -28,83 +20,23 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import CursorResult, Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from service.models import Finding, Outcome, RunResult
+from service.tables import Base, FindingRow, Job, JobState, Run, as_utc, utcnow
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class JobState(StrEnum):
-    """Where a job is; `done` jobs carry an Outcome, `cancelled` ones do not."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    CANCELLED = "cancelled"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (JobState.DONE, JobState.CANCELLED)
-
-
-class Base(DeclarativeBase):
-    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: DateTime(timezone=True), dict[str, Any]: JSON}
-
-
-class Job(Base):
-    __tablename__ = "jobs"
-
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    probe: Mapped[str] = mapped_column(String(100), index=True)
-    tool: Mapped[str] = mapped_column(String(20))
-    request: Mapped[dict[str, Any]]
-    queue: Mapped[str] = mapped_column(String(100))
-    lane: Mapped[str] = mapped_column(String(20))
-    state: Mapped[str] = mapped_column(String(20), index=True)
-    outcome: Mapped[str | None] = mapped_column(String(20), index=True)
-    message: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[datetime] = mapped_column(index=True)
-    deadline_at: Mapped[datetime]
-    enqueued_at: Mapped[datetime | None]
-    started_at: Mapped[datetime | None]
-    finished_at: Mapped[datetime | None]
-    heartbeat_at: Mapped[datetime | None]
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    enqueues: Mapped[int] = mapped_column(Integer, default=0)
-    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
-    worker: Mapped[str | None] = mapped_column(String(200))
-    result: Mapped[dict[str, Any] | None]
-
-
-class Run(Base):
-    __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("job_id", "attempt"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
-    attempt: Mapped[int]
-    worker: Mapped[str] = mapped_column(String(200))
-    workdir: Mapped[str] = mapped_column(Text)
-    started_at: Mapped[datetime]
-    finished_at: Mapped[datetime | None]
-    outcome: Mapped[str | None] = mapped_column(String(20))
-
-
-class FindingRow(Base):
-    __tablename__ = "findings"
-    # One row per distinct defect of a job: a second result for the same job cannot add rows.
-    __table_args__ = (UniqueConstraint("job_id", "signature"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
-    signature: Mapped[str] = mapped_column(String(200))
-    tool: Mapped[str] = mapped_column(String(20))
-    kind: Mapped[str] = mapped_column(String(100))
-    count: Mapped[int]
-    finding: Mapped[dict[str, Any]]
+__all__ = [
+    "Base",
+    "Claim",
+    "ClaimVerdict",
+    "FindingRow",
+    "Job",
+    "JobState",
+    "Run",
+    "Store",
+    "as_utc",
+    "utcnow",
+]
 
 
 def _changed(session: Session, statement: Any) -> int:
@@ -263,12 +195,12 @@ class Store:
             if JobState(job.state).terminal:
                 return Claim(ClaimVerdict.ALREADY_FINISHED)
             now = utcnow()
-            if job.state == JobState.QUEUED and _aware(job.deadline_at) < now:
+            if job.state == JobState.QUEUED and as_utc(job.deadline_at) < now:
                 self.expire_unpicked(now)
                 continue
             if job.state == JobState.RUNNING:
                 alive = _alive_here(job.worker)
-                fresh = job.heartbeat_at is not None and _aware(job.heartbeat_at) > now - timedelta(
+                fresh = job.heartbeat_at is not None and as_utc(job.heartbeat_at) > now - timedelta(
                     seconds=stale_after_s
                 )
                 if fresh and alive is not False and job.worker != worker:
@@ -430,8 +362,3 @@ def _how_to_serve(queue: str) -> str:
         arch = queue.split(".")[1]
         return f"Start `cuprobe worker` on a machine with an {arch} GPU, or submit for an arch that has one."
     return "Start `cuprobe worker` (it always starts a CPU worker)."
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes: read them as UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

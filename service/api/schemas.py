@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from service.models import SCHEMA_VERSION, Finding, Tool
-from service.store import Job, _aware
+from service.store import Job, as_utc
 
 
 class Versioned(BaseModel):
@@ -59,10 +59,10 @@ class JobView(Versioned):
             message=job.message,
             attempts=job.attempts,
             worker=job.worker,
-            created_at=_aware(job.created_at),
-            started_at=_aware(job.started_at) if job.started_at else None,
-            finished_at=_aware(job.finished_at) if job.finished_at else None,
-            deadline_at=_aware(job.deadline_at),
+            created_at=as_utc(job.created_at),
+            started_at=as_utc(job.started_at) if job.started_at else None,
+            finished_at=as_utc(job.finished_at) if job.finished_at else None,
+            deadline_at=as_utc(job.deadline_at),
             findings=findings,
             result=job.result if full else None,
         )

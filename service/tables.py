@@ -1,0 +1,89 @@
+"""The store's tables (SQLAlchemy 2 ORM): jobs, runs (one per attempt) and findings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobState(StrEnum):
+    """Where a job is; `done` jobs carry an Outcome, `cancelled` ones do not."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.DONE, JobState.CANCELLED)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: DateTime(timezone=True), dict[str, Any]: JSON}
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    probe: Mapped[str] = mapped_column(String(100), index=True)
+    tool: Mapped[str] = mapped_column(String(20))
+    request: Mapped[dict[str, Any]]
+    queue: Mapped[str] = mapped_column(String(100))
+    lane: Mapped[str] = mapped_column(String(20))
+    state: Mapped[str] = mapped_column(String(20), index=True)
+    outcome: Mapped[str | None] = mapped_column(String(20), index=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(index=True)
+    deadline_at: Mapped[datetime]
+    enqueued_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    enqueues: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    result: Mapped[dict[str, Any] | None]
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("job_id", "attempt"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int]
+    worker: Mapped[str] = mapped_column(String(200))
+    workdir: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    outcome: Mapped[str | None] = mapped_column(String(20))
+
+
+class FindingRow(Base):
+    __tablename__ = "findings"
+    # One row per distinct defect of a job: a second result for the same job cannot add rows.
+    __table_args__ = (UniqueConstraint("job_id", "signature"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    signature: Mapped[str] = mapped_column(String(200))
+    tool: Mapped[str] = mapped_column(String(20))
+    kind: Mapped[str] = mapped_column(String(100))
+    count: Mapped[int]
+    finding: Mapped[dict[str, Any]]
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes: read them as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
