@@ -13,7 +13,7 @@ from probes import registry
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.environment import PROJECT_ROOT, fingerprint, gpu_facts
-from service.models import Outcome, ProbeRequest, RunResult
+from service.models import Finding, Outcome, ProbeRequest, RunResult
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
@@ -184,7 +184,7 @@ def run_probe(
     outcome, message = verdict.outcome, verdict.message
     if done.cancelled:
         outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
-    findings = parsed.findings if parsed else []
+    findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
     return RunResult(
         probe=request.probe,
         tool=tool,
@@ -205,6 +205,24 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+
+
+def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:
+    """A probe's own violated expectations, as Findings (signature: tool|expectation-violation|probe|case)."""
+    out = []
+    for case in probe.cases if probe else []:
+        for violation in case.violations:
+            out.append(
+                Finding(
+                    signature=f"{tool.value}|expectation-violation|{probe_name}|{case.id}",
+                    tool=tool,
+                    kind="expectation-violation",
+                    message=violation,
+                    case=case.id,
+                    count=1,
+                )
+            )
+    return out
 
 
 def allocations_of(probe: ProbeResult) -> list[tuple[str, Allocation]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 POLL_S = 0.05
+PR_SET_PDEATHSIG = 1
 TERM_GRACE_S = 2.0
 
 
@@ -50,6 +52,11 @@ class CappedStream:
         return b"".join(self.tail)[-self.half :].decode("utf-8", errors="replace") or self.head.decode(
             "utf-8", errors="replace"
         )
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the supervising worker dies, so a killed worker leaves no orphan (Linux)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _pump(pipe: IO[bytes], sink: CappedStream) -> None:
@@ -118,6 +125,7 @@ def supervise(
         env=dict(env) if env is not None else None,
         cwd=cwd,
         start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
     pgid = proc.pid  # start_new_session makes the child a group leader
     out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)
