@@ -37,7 +37,7 @@ def _jobs(stack: Stack) -> int:
         ({"probe": "no-such-probe"}, 422, "probe", "unknown probe 'no-such-probe'"),
         ({"probe": "selftest", "params": {"behaviour": "dance"}}, 422, "params.behaviour", "'ok'"),
         ({"probe": "selftest", "params": {"seconds": -1}}, 422, "params.seconds", "greater than or equal"),
-        ({"probe": "selftest", "tool": "memcheck"}, 422, "tool", "runs under none"),
+        ({"probe": "determinism", "tool": "memcheck"}, 422, "tool", "runs under none"),
         ({"probe": "selftest", "colour": "red"}, 422, "colour", "Extra inputs"),
         ({"probe": "uninit-read", "arch": "hopper"}, 422, "arch", "pattern"),
         ({"probe": "selftest", "timeout_s": 100_000}, 422, "timeout_s", "less than or equal"),
