@@ -6,7 +6,7 @@ import importlib.util
 import json
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -38,20 +38,6 @@ ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
 
 
-def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """`k=v` pairs; each value is read as JSON when it parses (numbers, lists), else kept as a string."""
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--param")
-        try:
-            params[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key] = raw
-    return params
-
-
 def _emit(result: RunResult, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
@@ -75,7 +61,7 @@ def run(
         request = ProbeRequest(
             probe=probe,
             tool=tool,
-            params=parse_params(param or []),
+            params=cli_jobs.parse_params(param or [], None),
             timeout_s=timeout,
             kernel_filter=kernel or [],
         )
