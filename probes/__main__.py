@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_ERROR
+    if probe.gpu_needed(params):
+        from probes.gpu import cuda_devices
+
+        recorder.result.context["cuda_devices"] = cuda_devices()
     recorder.result.complete = True  # the completion sentinel: set only after every case ran
     recorder.write(args.out)
     return EXIT_OK

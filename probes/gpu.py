@@ -24,6 +24,26 @@ def cuda_device_count() -> int:
     return count.value
 
 
+def cuda_devices() -> dict[str, object]:
+    """The CUDA devices this process sees: their count and each one's UUID as nvidia-smi prints it.
+
+    Recorded with every GPU probe's result, so the store shows which GPU ran a job and that it saw
+    exactly one (a worker pinned with CUDA_VISIBLE_DEVICES).
+    """
+    if cuda_device_count() == 0:
+        return {"count": 0, "uuids": []}
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    uuids = []
+    for ordinal in range(cuda_device_count()):
+        device, raw = ctypes.c_int(0), ctypes.create_string_buffer(16)
+        if libcuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0 or libcuda.cuDeviceGetUuid(raw, device) != 0:
+            uuids.append(None)
+            continue
+        h = raw.raw.hex()
+        uuids.append(f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return {"count": len(uuids), "uuids": uuids}
+
+
 @contextmanager
 def cuda_context() -> Iterator[Any]:
     """Device 0's primary context through pycuda, pushed for the block (torch uses the same one)."""

@@ -179,9 +179,11 @@ def list_probes() -> None:
 def doctor() -> None:
     """What this machine has for running probes: GPU, driver, sanitizer, pycuda, torch (exit 3 if not ready)."""
     settings = Settings()
-    gpu, driver, cuda = gpu_facts()
+    gpu, driver, cuda, uuid = gpu_facts()
     ready = True
-    console.print(f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'}  driver: {driver or '-'}  CUDA: {cuda or '-'}")
+    console.print(
+        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
+    )
     ready &= gpu is not None
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import re
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import NamedTuple
 
 from service import __version__
 from service.models import Environment
@@ -30,16 +32,41 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+class GpuFacts(NamedTuple):
+    """The GPU this process may use (the first CUDA_VISIBLE_DEVICES names), its driver and CUDA version."""
+
+    name: str | None
+    driver: str | None
+    cuda: str | None
+    uuid: str | None
+
+
+def visible_rows(rows: list[list[str]], visible: str | None) -> list[list[str]]:
+    """nvidia-smi rows (index, uuid, ...) that CUDA_VISIBLE_DEVICES lets CUDA see, in its order."""
+    if visible is None:
+        return rows
+    picked = []
+    for token in (t.strip() for t in visible.split(",")):
+        match = [r for r in rows if token and (r[0] == token or r[1] == token or r[1].startswith(token))]
+        if not match:
+            break  # CUDA stops at the first entry it cannot resolve
+        picked.append(match[0])
+    return picked
+
+
 @functools.lru_cache(maxsize=1)
-def gpu_facts() -> tuple[str | None, str | None, str | None]:
-    """(GPU name, driver version, CUDA version) from nvidia-smi; Nones where there is none."""
-    query = _run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+def gpu_facts() -> GpuFacts:
+    """The visible GPU from nvidia-smi (which ignores CUDA_VISIBLE_DEVICES, so it is applied here)."""
+    query = _run(["nvidia-smi", "--query-gpu=index,uuid,name,driver_version", "--format=csv,noheader"])
     banner = _run(["nvidia-smi"]) or ""
-    cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
-    if not query:
-        return None, None, cuda.group(1) if cuda else None
-    name, _, driver = query.splitlines()[0].partition(",")
-    return name.strip(), driver.strip(), cuda.group(1) if cuda else None
+    found = re.search(r"CUDA Version:\s*([\d.]+)", banner)
+    cuda = found.group(1) if found else None
+    rows = [[part.strip() for part in line.split(",")] for line in (query or "").splitlines() if line.count(",") >= 3]
+    rows = visible_rows(rows, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if not rows:
+        return GpuFacts(None, None, cuda, None)
+    _index, uuid, name, driver = rows[0][:4]
+    return GpuFacts(name, driver, cuda, uuid)
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,9 +76,10 @@ def _commit() -> str | None:
 
 
 def fingerprint(sanitizer_version: str | None = None, sanitizer_path: str | None = None) -> Environment:
-    gpu, driver, cuda = gpu_facts()
+    gpu, driver, cuda, uuid = gpu_facts()
     return Environment(
         gpu=gpu,
+        gpu_uuid=uuid,
         driver=driver,
         cuda=cuda,
         sanitizer=sanitizer_version,

@@ -99,6 +99,7 @@ class Environment(BaseModel):
     """Where a result was measured: enough to tell whether two results are comparable."""
 
     gpu: str | None = None
+    gpu_uuid: str | None = Field(None, description="the GPU the worker was pinned to (CUDA_VISIBLE_DEVICES)")
     driver: str | None = None
     cuda: str | None = None
     sanitizer: str | None = None

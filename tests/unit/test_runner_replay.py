@@ -10,6 +10,7 @@ import pytest
 from probes.contract import Tool
 from service import runner
 from service.config import Settings
+from service.environment import GpuFacts
 from service.models import Outcome, ProbeRequest
 from service.runner import run_probe
 from service.sanitizer.locate import _version
@@ -20,7 +21,7 @@ from tests.processes import processes_mentioning
 @pytest.fixture
 def gpu_present(monkeypatch: pytest.MonkeyPatch) -> None:
     """This CPU machine has no GPU; the replayed runs came from one (the only mock in this file)."""
-    monkeypatch.setattr(runner, "gpu_facts", lambda: ("NVIDIA H200", "580.159.04", "13.0"))
+    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
 
 
 def replay(monkeypatch: pytest.MonkeyPatch, case: Path, run_target: bool = False) -> None:
