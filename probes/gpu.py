@@ -33,7 +33,7 @@ def cuda_devices() -> dict[str, object]:
     if cuda_device_count() == 0:
         return {"count": 0, "uuids": []}
     libcuda = ctypes.CDLL("libcuda.so.1")
-    uuids = []
+    uuids: list[str | None] = []
     for ordinal in range(cuda_device_count()):
         device, raw = ctypes.c_int(0), ctypes.create_string_buffer(16)
         if libcuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0 or libcuda.cuDeviceGetUuid(raw, device) != 0:
