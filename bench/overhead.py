@@ -29,12 +29,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from service.client import Client  # noqa: E402
-from service.config import Settings  # noqa: E402
-from service.models import ProbeRequest, Tool  # noqa: E402
-from service.runner import _probe_env, resolve  # noqa: E402
-from service.sanitizer.command import probe_command, sanitizer_command  # noqa: E402
-from service.sanitizer.locate import find_sanitizer  # noqa: E402
+from service.client import Client
+from service.config import Settings
+from service.models import ProbeRequest, Tool
+from service.runner import _probe_env, resolve
+from service.sanitizer.command import probe_command, sanitizer_command
+from service.sanitizer.locate import find_sanitizer
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = ("done", "cancelled")
