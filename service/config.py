@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     max_attempts: int = 3
     # A job no worker picks up within this ends `unavailable` (no worker serves its queue).
     queue_deadline_s: float = 3600.0
+    # A queued job older than this whose queue no live worker serves (`celery inspect active_queues`) ends
+    # `unavailable` without waiting for its deadline: a GPU probe sent where no GPU worker runs fails fast.
+    unserved_after_s: float = 120.0
     # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
     heartbeat_s: float = 5.0
     stale_after_s: float = 60.0

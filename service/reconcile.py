@@ -28,6 +28,7 @@ def reconcile(
     *,
     broker_ids: Callable[[set[str]], dict[str, str]] | None,
     enqueue: Callable[[Job], object],
+    served_queues: Callable[[], set[str] | None] | None = None,
     now: datetime | None = None,
 ) -> ReconcileReport:
     """One pass: expire unpicked jobs past their deadline; resend jobs Redis no longer holds.
@@ -35,10 +36,14 @@ def reconcile(
     `broker_ids(queues)` maps each job id Redis holds to `waiting` (in a queue) or `unacked` (delivered);
     None when the broker cannot be read, in which case only deadlines are applied. A running job whose
     heartbeat stopped is resent even when its message sits unacked: Redis would only hand it back after
-    the visibility timeout, and a duplicate delivery stores nothing (store.claim).
+    the visibility timeout, and a duplicate delivery stores nothing (store.claim). `served_queues()` gives
+    the queues live workers serve (None when that cannot be asked): queued jobs older than
+    `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline.
     """
     now = now or utcnow()
     report = ReconcileReport(expired=store.expire_unpicked(now))
+    if served_queues is not None:
+        report.expired += _expire_unserved(store, settings, served_queues, now)
     if broker_ids is None:
         return report
     unfinished = store.unfinished()
@@ -73,6 +78,20 @@ def reconcile(
             else:
                 _resend(store, job, enqueue, report)
     return report
+
+
+def _expire_unserved(
+    store: Store, settings: Settings, served_queues: Callable[[], set[str] | None], now: datetime
+) -> list[str]:
+    cutoff = now - timedelta(seconds=settings.unserved_after_s)
+    if not any(j.state == JobState.QUEUED and as_utc(j.created_at) < cutoff for j in store.unfinished()):
+        return []  # ask the workers only when some job has waited long enough to matter
+    try:
+        served = served_queues()
+    except Exception as exc:  # cannot ask: deadlines still apply
+        log.warning("cannot ask the workers which queues they serve: %s", exc)
+        return []
+    return [] if served is None else store.expire_unserved(served, cutoff, now)
 
 
 def _resend(store: Store, job: Job, enqueue: Callable[[Job], object], report: ReconcileReport) -> None:

@@ -328,26 +328,45 @@ class Store:
             rows = s.execute(
                 select(Job.id, Job.queue).where(Job.state == JobState.QUEUED, Job.deadline_at < now)
             ).all()
-            expired = []
-            for job_id, queue in rows:
-                message = (
-                    f"no worker picked this job up by its deadline: nothing is serving queue {queue}. "
-                    + _how_to_serve(queue)
+            return self._unavailable(
+                s, rows, now, "no worker picked this job up by its deadline: nothing is serving queue {queue}. "
+            )
+
+    def expire_unserved(self, served: set[str], older_than: datetime, now: datetime | None = None) -> list[str]:
+        """Queued jobs created before `older_than` whose queue no live worker serves end `unavailable`."""
+        now = now or utcnow()
+        with self.session() as s:
+            rows = s.execute(
+                select(Job.id, Job.queue).where(
+                    Job.state == JobState.QUEUED, Job.created_at < older_than, Job.queue.not_in(served)
                 )
-                changed = _changed(
-                    s,
-                    update(Job)
-                    .where(Job.id == job_id, Job.state == JobState.QUEUED)
-                    .values(
-                        state=JobState.DONE,
-                        outcome=Outcome.UNAVAILABLE.value,
-                        message=message,
-                        finished_at=now,
-                    ),
-                )
-                if changed:
-                    expired.append(job_id)
-            return expired
+            ).all()
+            return self._unavailable(
+                s,
+                rows,
+                now,
+                "no worker serves queue {queue} (no live worker answered for it when asked at "
+                f"{now:%H:%M:%S} UTC, and the job had waited since {older_than:%H:%M:%S} or earlier). ",
+            )
+
+    @staticmethod
+    def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str) -> list[str]:
+        expired = []
+        for job_id, queue in rows:
+            changed = _changed(
+                s,
+                update(Job)
+                .where(Job.id == job_id, Job.state == JobState.QUEUED)
+                .values(
+                    state=JobState.DONE,
+                    outcome=Outcome.UNAVAILABLE.value,
+                    message=why.format(queue=queue) + _how_to_serve(queue),
+                    finished_at=now,
+                ),
+            )
+            if changed:
+                expired.append(job_id)
+        return expired
 
     def unfinished(self) -> Sequence[Job]:
         with self.session() as s:

@@ -39,6 +39,21 @@ def broker_reader(settings: Settings) -> Callable[[set[str]], dict[str, str]]:
     return read
 
 
+def served_reader(app: Celery) -> Callable[[], set[str] | None]:
+    """A function returning the queues live workers consume from (None when the broker cannot be asked)."""
+
+    def read() -> set[str] | None:
+        try:
+            # No reply at all is an answer: no worker is alive (a busy prefork worker still replies).
+            replies = app.control.inspect(timeout=2.0).active_queues() or {}
+        except (redis.RedisError, OSError) as exc:
+            log.warning("celery inspect failed: %s", exc)
+            return None
+        return {queue["name"] for queues in replies.values() for queue in queues}
+
+    return read
+
+
 @contextmanager
 def locked(settings: Settings) -> Iterator[bool]:
     """Yields True when this process holds the reconcile lock (or Redis is down and nobody can)."""
@@ -59,7 +74,11 @@ def reconcile_once(settings: Settings, store: Store, app: Celery) -> ReconcileRe
         if not mine:
             return None
         return reconcile(
-            store, settings, broker_ids=broker_reader(settings), enqueue=lambda job: enqueue(app, job)
+            store,
+            settings,
+            broker_ids=broker_reader(settings),
+            enqueue=lambda job: enqueue(app, job),
+            served_queues=served_reader(app),
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 from typer.testing import CliRunner
 
@@ -65,6 +67,16 @@ def test_gpu_probe_without_gpu_worker_ends_unavailable(api: httpx.Client) -> Non
     done = wait_for(api, job["id"], timeout=30)
     assert done["outcome"] == "unavailable" and done["exit_code"] == 3
     assert "gpu.sm90" in done["message"] and "cuprobe worker" in done["message"]
+
+
+def test_gpu_probe_ends_unavailable_before_its_deadline_when_no_live_worker_serves_its_queue(stack: Stack) -> None:
+    fast = stack.start_api(unserved_after_s=1.0)
+    job = submit(fast, probe="uninit-read")  # the default deadline is minutes away
+    started = time.monotonic()
+    done = wait_for(fast, job["id"], timeout=60)
+    assert done["outcome"] == "unavailable" and done["exit_code"] == 3
+    assert "no worker serves queue gpu.sm90" in done["message"] and "cuprobe worker" in done["message"]
+    assert time.monotonic() - started < 30  # long before the deadline (CUPROBE_QUEUE_DEADLINE_S=600 here)
 
 
 def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None:

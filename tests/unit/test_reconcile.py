@@ -69,3 +69,33 @@ def test_running_job_gone_silent_is_resent_unless_a_copy_waits(store: Store) -> 
         store, SETTINGS, broker_ids=lambda q: {job_id: "unacked"}, enqueue=sent.append, now=later
     )
     assert report.resent == [job_id] and [j.id for j in sent] == [job_id]
+
+
+def test_queued_job_on_a_queue_no_worker_serves_ends_unavailable_after_the_grace(store: Store) -> None:
+    settings = Settings(requeue_grace_s=10, stale_after_s=30, unserved_after_s=60)
+    gpu = create(JobSpec(probe="uninit-read"), store, settings).id  # queue gpu.sm90, deadline an hour away
+    cpu = create(JobSpec(probe="selftest"), store, settings).id
+    asked: list[int] = []
+
+    def served() -> set[str]:
+        asked.append(1)
+        return {"cpu", "cpu.sweep"}
+
+    def run(at_s: float, answer: object = served) -> list[str]:
+        return reconcile(
+            store,
+            settings,
+            broker_ids=lambda queues: {gpu: "waiting", cpu: "waiting"},
+            enqueue=lambda job: None,
+            served_queues=answer,  # type: ignore[arg-type]
+            now=utcnow() + timedelta(seconds=at_s),
+        ).expired
+
+    assert run(30) == [] and asked == []  # nothing has waited long enough: the workers are not even asked
+    assert run(61, lambda: None) == []  # the workers could not be asked: only the deadline applies
+    assert run(61) == [gpu]
+    job = store.get(gpu)
+    assert job is not None and job.outcome == "unavailable"
+    assert "no worker serves queue gpu.sm90" in job.message and "cuprobe worker" in job.message
+    still = store.get(cpu)
+    assert still is not None and still.state == "queued"
