@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from service import runner
 from service.config import Settings
 from service.jobs import JobSpec
@@ -76,7 +78,14 @@ def execute_job(
         cancel.set()
         thread.join(30)
     result = _result_of(box, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
-    stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
+    try:
+        stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
+    except SQLAlchemyError as exc:
+        # The store refused this result (not an outage: a row it cannot hold). Left running, the job would
+        # be re-run until it ended `crashed` for a worker that never died; end it saying what happened.
+        log.exception("job %s: the store refused its result", job_id)
+        result = unstorable(result, exc, workdir)
+        stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
     return {
         "job_id": job_id,
         "ran": True,
@@ -85,6 +94,21 @@ def execute_job(
         "outcome": result.outcome.value,
         "cancelled": cancelled,
     }
+
+
+def unstorable(result: RunResult, exc: Exception, workdir: Path) -> RunResult:
+    """`result` without its findings, as a probe_error that says why they are not in the store."""
+    return result.model_copy(
+        update={
+            "outcome": Outcome.PROBE_ERROR,
+            "findings": [],
+            "message": (
+                f"cuprobe could not store this run's result ({type(exc).__name__}: {str(exc).splitlines()[0][:300]}); "
+                f"the run itself ended {result.outcome.value} with {len(result.findings)} finding(s): "
+                f"{result.message} — its artifacts are in {workdir}"
+            ),
+        }
+    )
 
 
 def _result_of(

@@ -16,6 +16,7 @@ from service.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.models import Finding, Outcome, ProbeRequest, RunResult
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
+from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import ParseResult, parse_xml
 from service.sanitizer.summary import read_summary
@@ -214,7 +215,7 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
         for violation in case.violations:
             out.append(
                 Finding(
-                    signature=f"{tool.value}|expectation-violation|{probe_name}|{case.id}",
+                    signature=bounded(f"{tool.value}|expectation-violation|{probe_name}|{case.id}"),
                     tool=tool,
                     kind="expectation-violation",
                     message=violation,

@@ -279,6 +279,7 @@ class Store:
                         signature=finding.signature,
                         tool=finding.tool.value,
                         kind=finding.kind,
+                        case_id=finding.case or "",
                         count=finding.count,
                         finding=finding.model_dump(mode="json"),
                     )

@@ -72,14 +72,17 @@ class Run(Base):
 
 class FindingRow(Base):
     __tablename__ = "findings"
-    # One row per distinct defect of a job: a second result for the same job cannot add rows.
-    __table_args__ = (UniqueConstraint("job_id", "signature"),)
+    # One row per distinct defect and case of a job (a batched run reports one signature in many cases):
+    # a second result for the same job cannot add rows.
+    __table_args__ = (UniqueConstraint("job_id", "signature", "case_id", name="uq_findings_job_signature_case"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
-    signature: Mapped[str] = mapped_column(String(200))
+    signature: Mapped[str] = mapped_column(String(500))  # at most SIGNATURE_MAX (400) characters
     tool: Mapped[str] = mapped_column(String(20))
     kind: Mapped[str] = mapped_column(String(100))
+    # The case the finding was attributed to; "" when it belongs to no single case.
+    case_id: Mapped[str] = mapped_column(String(500), default="", server_default="")
     count: Mapped[int]
     finding: Mapped[dict[str, Any]]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,18 @@ def _place(loc: Location, roots: Sequence[str]) -> str:
     return f"pc{loc.pc or '?'}"
 
 
+SIGNATURE_MAX = 400
+
+
+def bounded(signature: str) -> str:
+    """A signature of at most SIGNATURE_MAX characters: a long one (C++ template kernel names) keeps its
+    head and ends in a hash of the whole, so it stays distinct, stable and storable."""
+    if len(signature) <= SIGNATURE_MAX:
+        return signature
+    digest = hashlib.sha256(signature.encode()).hexdigest()[:16]
+    return f"{signature[: SIGNATURE_MAX - 18]}#{digest}"
+
+
 def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
     """tool:kind:kernel:file:line:access — stable across runs and machines (no addresses or thread ids)."""
     loc = user_location(rec)
@@ -91,7 +104,7 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
             f for f, m in rec.host_frames() if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
         ]
         parts.append("@" + (user[0] if user else "?"))
-    return "|".join(parts)
+    return bounded("|".join(parts))
 
 
 def case_of(address: str | None, allocations: Sequence[tuple[str, Allocation]]) -> str | None:

@@ -45,14 +45,25 @@ def figures() -> Figures:
     return Figures()
 
 
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
+def _pg_schema() -> Iterator[str]:
+    """A URL whose search_path is a new schema of the `test` database, dropped afterwards."""
     schema = f"cuprobe_test_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(POSTGRES, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     yield f"postgresql+psycopg://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
     with psycopg.connect(POSTGRES, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    yield from _pg_schema()
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    """A PostgreSQL schema of this test's own."""
+    yield from _pg_schema()
 
 
 def _redis_db(db: int) -> str:

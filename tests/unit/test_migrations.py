@@ -23,3 +23,4 @@ def test_migrate_twice_is_a_no_op(tmp_path: Path) -> None:
     store.migrate()
     store.migrate()
     assert store.jobs() == []
+
