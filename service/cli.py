@@ -16,6 +16,7 @@ from rich.table import Table
 from probes import registry
 from probes.contract import Tool
 from service import cli_jobs
+from service.check import check_local, check_service
 from service.config import Settings
 from service.environment import gpu_facts
 from service.models import Outcome, ProbeRequest, RunResult
@@ -128,29 +129,34 @@ def parse(
 def check(
     strict: Annotated[bool, typer.Option(help="count probes that cannot run here as failures (exit 3)")] = False,
     timeout: Annotated[float, typer.Option(help="wall-clock limit per probe, seconds")] = 600,
+    local: Annotated[
+        bool, typer.Option("--local", help="run the probes in this process, one by one, without the service")
+    ] = False,
 ) -> None:
-    """Run every registered probe once here at its defaults: CPU probes for real, GPU ones say if they cannot."""
-    table = Table(title="cuprobe check")
-    for column in ("probe", "tool", "outcome", "what happened"):
+    """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
+    broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
+    settings = Settings()
+    with console.status("cuprobe check") as status:
+
+        def progress(text: str) -> None:
+            status.update(f"cuprobe check: {escape(text)}")
+
+        rows = check_local(timeout, progress) if local else check_service(settings, timeout, progress)
+    table = Table(title="cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})"))
+    for column in ("probe", "tool", "outcome", "what happened", *(() if local else ("job",))):
         table.add_column(column, overflow="fold")
-    results: list[RunResult] = []
-    with tempfile.TemporaryDirectory(prefix="cuprobe-check-") as tmp:
-        for name in registry.available():
-            console.print(f"running {name} ...", style="dim")
-            try:
-                result = run_probe(ProbeRequest(probe=name, timeout_s=timeout), workdir=Path(tmp) / name)
-            except BadRequest as exc:  # a probe with required parameters (command) has no default run
-                table.add_row(name, "-", "not run", escape(f"needs parameters: {exc}".splitlines()[0]))
-                continue
-            results.append(result)
-            style = "green" if result.outcome.ran else "yellow" if result.outcome is Outcome.UNAVAILABLE else "red"
-            table.add_row(name, result.tool.value, f"[{style}]{result.outcome.value}[/]", escape(result.message))
+    for row in rows:
+        outcome = Outcome(row.outcome) if row.outcome in set(Outcome) else None
+        style = "green" if outcome and outcome.ran else "yellow" if outcome is Outcome.UNAVAILABLE else "red"
+        shown = f"[{style}]{row.outcome}[/]" if row.outcome else "not run"
+        table.add_row(row.probe, row.tool, shown, escape(row.message), *(() if local else (row.job or "-",)))
     console.print(table)
-    skipped = [r.probe for r in results if r.outcome is Outcome.UNAVAILABLE]
+    skipped = [r.probe for r in rows if r.outcome == Outcome.UNAVAILABLE]
     if skipped:
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
-    failed = [r for r in results if not r.outcome.ran and (strict or r.outcome is not Outcome.UNAVAILABLE)]
-    raise typer.Exit(3 if failed else 1 if any(r.outcome is Outcome.FINDINGS for r in results) else 0)
+    ran = [r for r in rows if r.outcome is not None]
+    failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
+    raise typer.Exit(3 if failed else 1 if any(r.outcome == "findings" for r in ran) else 0)
 
 
 @app.command("probes")

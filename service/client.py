@@ -54,3 +54,12 @@ class Client:
 
     def jobs(self, **filters: str) -> dict[str, Any]:
         return self._call("GET", "/jobs", params={k: v for k, v in filters.items() if v})
+
+    def health(self) -> dict[str, Any]:
+        """GET /health; a 503 body (Redis or store unreachable) is returned, not raised."""
+        try:
+            return self._call("GET", "/health")
+        except ApiError as exc:
+            if exc.status == 503:
+                return {"ok": False, "error": str(exc), "workers": {}}
+            raise

@@ -9,10 +9,17 @@ on SQLite polls and took about 10 s for one task. AOF is on, so queued jobs surv
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from rich.console import Console
 
@@ -67,8 +74,28 @@ def settings_env(settings: Settings) -> dict[str, str]:
     }
 
 
-def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
-    """Start broker, workers and API; serve until interrupted; stop everything."""
+@dataclass
+class EmbeddedStack:
+    """A running embedded deployment: its settings (broker, store), API URL and the GPUs it has workers for."""
+
+    settings: Settings
+    url: str
+    devices: list[GpuDevice]
+    server: Any
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def embedded_stack(
+    settings: Settings, *, host: str = "127.0.0.1", port: int = 0, cpu_concurrency: int = 0, quiet: bool = False
+) -> Iterator[EmbeddedStack]:
+    """Broker, store, workers and the API (in a thread) for the block; everything stopped after it."""
     import uvicorn
 
     from service.api import create_app
@@ -79,18 +106,30 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
         Store(settings.database).migrate()
         devices = discover_gpus()
         commands = worker_commands(devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING")
+        port = port or free_port(host)
+        url = f"http://{host}:{port}"
+        if not quiet:
+            console.print(f"cuprobe: broker {broker_url}, store {settings.database}, API {url}")
+            console.print(f"workers: {', '.join(c.name for c in commands)}")
         missing = gpu_probes_missing(devices)
-        console.print(f"cuprobe up: broker {broker_url}, store {settings.database}, API http://{host}:{port}")
-        console.print(f"workers: {', '.join(c.name for c in commands)}")
-        if missing:
+        if missing and not quiet:
             console.print(
                 f"[yellow]no GPU here: GPU probes ({', '.join(missing)}) will end `unavailable` when no "
-                "GPU worker picks them up by their deadline[/yellow]"
+                "GPU worker picks them up[/yellow]"
             )
-        procs = _start(commands, settings)
+        procs = _start(commands, settings, quiet=quiet)
+        server = uvicorn.Server(uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, name="cuprobe-api", daemon=True)
+        thread.start()
         try:
-            uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+            while not server.started:
+                if not thread.is_alive():
+                    raise RuntimeError(f"the API could not start on {host}:{port}")
+                time.sleep(0.05)
+            yield EmbeddedStack(settings, url, devices, server)
         finally:
+            server.should_exit = True
+            thread.join(30)
             for proc in procs:
                 proc.terminate()
             for proc in procs:
@@ -98,9 +137,26 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
+    """Start broker, workers and API; serve until interrupted (Ctrl-C or SIGTERM); stop everything."""
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency):
+        thread = next(t for t in threading.enumerate() if t.name == "cuprobe-api")
+        try:
+            while thread.is_alive():
+                thread.join(0.5)
+        except KeyboardInterrupt:
+            console.print("cuprobe up: stopping workers, API and broker")
     return 0
 
 
-def _start(commands: list[WorkerCommand], settings: Settings) -> list[subprocess.Popen[bytes]]:
+def _start(commands: list[WorkerCommand], settings: Settings, *, quiet: bool) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, **settings_env(settings)}
-    return [subprocess.Popen(c.argv, env={**env, **c.env}) for c in commands]
+    log = subprocess.DEVNULL if quiet else None
+    return [subprocess.Popen(c.argv, env={**env, **c.env}, stdout=log, stderr=log) for c in commands]

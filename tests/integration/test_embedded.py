@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from service.store import Store
 from tests.integration.stack import REPO, free_port, wait_for
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
@@ -64,3 +65,30 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
     finally:
         os.killpg(up.pid, signal.SIGTERM)  # its own session: up, its worker and its Valkey child
         up.wait(30)
+
+
+def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service(tmp_path: Path) -> None:
+    """README command 1 on a machine without a GPU: CPU probes run for real, GPU ones end unavailable, all stored."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250", "PATH": "/usr/bin:/bin"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "service.cli", "check"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines() if line.count("│") >= 6}
+    assert "clean" in rows["selftest"] and "clean" in rows["gradcheck"]
+    for gpu_probe in ("uninit-read", "narrow-matmul", "planted"):
+        assert "unavailable" in rows[gpu_probe] and "no worker serves queue gpu.sm90" in rows[gpu_probe]
+    assert "not run" in rows["command"]
+    assert "could not run here (unavailable):" in done.stdout and "uninit-read" in done.stdout
+    store = Store(f"sqlite:///{tmp_path / 'cuprobe-data' / 'cuprobe.db'}")
+    stored = {job.probe: job.outcome for job in store.jobs()}
+    assert stored["selftest"] == "clean" and stored["uninit-read"] == "unavailable"
+    assert "command" not in stored  # refused with 422: nothing stored
+    assert elapsed < 120  # GPU jobs end within seconds of the workers starting, not at their deadline

@@ -100,10 +100,10 @@ def test_console_script_entry_point(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["outcome"] == "clean" and (tmp_path / "result.json").exists()
 
 
-def test_check_runs_cpu_probes_and_names_the_gpu_ones_it_could_not_run() -> None:
-    result = cli.invoke(app, ["check"], env={"COLUMNS": "250"})
+def test_local_check_runs_cpu_probes_and_names_the_gpu_ones_it_could_not_run() -> None:
+    result = cli.invoke(app, ["check", "--local"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.stdout
     assert "could not run here (unavailable): uninit-read, planted" in result.stdout
     assert "selftest" in result.stdout and "clean" in result.stdout
-    strict = cli.invoke(app, ["check", "--strict"], env={"COLUMNS": "250"})
+    strict = cli.invoke(app, ["check", "--local", "--strict"], env={"COLUMNS": "250"})
     assert strict.exit_code == 3
