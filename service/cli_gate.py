@@ -11,7 +11,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from service.cli_jobs import TokenOpt, UrlOpt
 from service.client import Client
@@ -58,21 +57,10 @@ def _run(
 
 
 def _show(report: GateReport) -> None:
-    table = Table(title=f"cuprobe gate {report.suite.name}")
-    for column in ("status", "probe", "kind", "location", "seen", "signature"):
-        table.add_column(column, overflow="fold")
     for item in report.findings:
         style = "red" if item.status.fails else "dim"
-        table.add_row(
-            f"[{style}]{escape(item.label)}[/]",
-            item.entry,
-            item.finding.kind,
-            location(item.finding),
-            f"{item.seen}/{item.repeats}",
-            item.finding.signature,
-        )
-    if report.findings:
-        out.print(table)
+        where = f"{item.entry} {item.finding.kind} at {location(item.finding)}, seen {item.seen}/{item.repeats}"
+        out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
     for n in report.not_run:
         out.print(
             f"[red]could not run:[/] {n.entry} repeat {n.repeat + 1}: {n.result.outcome.value}: "

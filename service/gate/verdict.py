@@ -38,7 +38,8 @@ class GateFinding:
     repeats: int
     status: Status
     baseline: BaselineEntry | None = None
-    sanitizer_change: str | None = None  # "OLD -> NEW" when new and the tool's sanitizer differs from the baseline's
+    # "from OLD to NEW" when the finding is new and its tool's sanitizer is not the one the baseline was recorded with
+    sanitizer_change: str | None = None
 
     @property
     def label(self) -> str:
@@ -174,7 +175,7 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
                 status = Status.NEW
                 before = baseline.sanitizers.get(finding.tool.value)
                 if before and finding.sanitizer_version and before != finding.sanitizer_version:
-                    change = f"{before} -> {finding.sanitizer_version}"
+                    change = f"from {before} to {finding.sanitizer_version}"
             report.findings.append(GateFinding(entry.name, finding, seen, repeats, status, accepted, change))
     checked = {
         (r.entry.probe, r.entry.tool.value)
