@@ -11,7 +11,7 @@ from typing import Any
 from service import __version__
 from service.gate.verdict import GateFinding, GateReport, Status
 
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "cuprobeSignature/v1"
 
 

@@ -59,10 +59,18 @@ UNINIT_SIGNATURE = "initcheck|uninitialized-global-read|double_all|kernels/unini
 Gate = Callable[..., Result]
 
 
-@pytest.fixture
-def gpu_present(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This CPU machine has no GPU; the replayed runs came from one (the only mock here)."""
-    monkeypatch.setattr(runner, "gpu_facts", lambda: ("NVIDIA H200", "580.159.04", "13.0"))
+def use_replay(mp: pytest.MonkeyPatch, year: int = 2026, control: Path | None = None) -> None:
+    """Point cuprobe at the replay stand-in with the `year` sanitizer's captures (and a GPU, the only mock)."""
+    _version.cache_clear()
+    mp.setattr(runner, "gpu_facts", lambda: ("NVIDIA H200", "580.159.04", "13.0"))  # the captures' GPU
+    mp.setenv("CUPROBE_SANITIZER_PATH", str(REPLAY))
+    mp.setenv("CUPROBE_SOURCE_ROOTS", json.dumps([BOX_ROOT]))
+    mp.setenv("CUPROBE_REPLAY_CASE", str(CONTROL[year]))  # its version.txt answers --version
+    mapping = {
+        "uninit-read initcheck": {"case": str(control or CONTROL[year]), "target": False},
+        "selftest initcheck": {"case": str(INITCHECK_OK[year]), "target": True},
+    }
+    mp.setenv("CUPROBE_REPLAY_MAP", json.dumps(mapping))
 
 
 def broken_control(tmp_path: Path) -> Path:
@@ -74,36 +82,24 @@ def broken_control(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def replay(monkeypatch: pytest.MonkeyPatch, gpu_present: None) -> Callable[..., None]:
-    """Point cuprobe at the replay stand-in; `replay(year, control=FOLDER)` picks the captures."""
+def replay(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """The replay stand-in in place; call `replay(year, control=FOLDER)` to pick other captures."""
+    use_replay(monkeypatch)
+    return lambda year=2026, control=None: use_replay(monkeypatch, year, control)
 
-    def use(year: int = 2026, control: Path | None = None) -> None:
-        _version.cache_clear()
-        monkeypatch.setenv("CUPROBE_SANITIZER_PATH", str(REPLAY))
-        monkeypatch.setenv("CUPROBE_SOURCE_ROOTS", json.dumps([BOX_ROOT]))
-        monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(CONTROL[year]))  # its version.txt answers --version
-        mapping = {
-            "uninit-read initcheck": {"case": str(control or CONTROL[year]), "target": False},
-            "selftest initcheck": {"case": str(INITCHECK_OK[year]), "target": True},
-        }
-        monkeypatch.setenv("CUPROBE_REPLAY_MAP", json.dumps(mapping))
 
-    use()
-    return use
+def run_gate(where: Path, text: str, *args: str) -> Result:
+    """Write `text` as where/suite.toml and run `cuprobe gate SUITE --local --summary where/summary.md ARGS`."""
+    suite = where / "suite.toml"
+    suite.write_text(text)
+    return CliRunner().invoke(app, ["gate", str(suite), "--local", "--summary", str(where / "summary.md"), *args])
 
 
 @pytest.fixture
 def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gate:
-    """`gate(suite_text, *args)` writes the suite and runs `cuprobe gate SUITE --local --summary ... ARGS`."""
+    """`gate(suite_text, *args)`: run_gate in this test's tmp_path, outside GitHub Actions."""
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-
-    def run(text: str, *args: str, name: str = "suite.toml") -> Result:
-        suite = tmp_path / name
-        suite.write_text(text)
-        argv = ["gate", str(suite), "--local", "--summary", str(tmp_path / "summary.md"), *args]
-        return CliRunner().invoke(app, argv)
-
-    return run
+    return lambda text, *args: run_gate(tmp_path, text, *args)
 
 
 def summary(tmp_path: Path) -> str:
