@@ -28,7 +28,7 @@ err = Console(stderr=True)
 
 
 def _refuse(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(message)}")
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     return typer.Exit(USAGE_ERROR)
 
 

@@ -99,4 +99,4 @@ def render(report: GateReport) -> str:
         if controls
         else ["None.", ""]
     )
-    return "\n".join(out)
+    return "\n".join(out) + "\n"
