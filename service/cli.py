@@ -15,7 +15,7 @@ from rich.table import Table
 
 from probes import registry
 from probes.contract import Tool
-from service import cli_jobs
+from service import cli_gate, cli_jobs
 from service.check import check_local, check_service
 from service.config import Settings
 from service.environment import gpu_facts
@@ -217,6 +217,7 @@ def doctor() -> None:
 
 
 cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up
+cli_gate.register(app)  # cuprobe gate SUITE
 
 
 def main() -> None:

@@ -1,0 +1,78 @@
+"""Baselines: known findings by signature, each with a reason, an optional expiry and a flaky flag."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import date
+from pathlib import Path
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from probes.contract import Tool
+
+BASELINE_VERSION = 1
+
+
+class BaselineError(ValueError):
+    """A baseline file the gate cannot use; the message names the file and the problem."""
+
+
+class BaselineEntry(BaseModel):
+    """One known finding: accepted (until `expires`) for `reason`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    signature: str = Field(min_length=1)
+    reason: str = Field(min_length=1, description="why this finding does not block a merge")
+    expires: date | None = Field(None, description="from this day on the finding fails the gate again")
+    flaky: bool = Field(False, description="comes and goes between runs: not reported fixed when unseen")
+    probe: str | None = None
+    tool: Tool | None = None
+    kind: str | None = None
+    location: str | None = None
+    sanitizer_version: str | None = Field(None, description="the compute-sanitizer that recorded it")
+
+    def expired(self, today: date) -> bool:
+        return self.expires is not None and self.expires <= today
+
+
+class Baseline(BaseModel):
+    """A whole baseline file; `sanitizers` is the version each tool ran with when it was recorded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = BASELINE_VERSION
+    sanitizers: dict[str, str] = Field(default_factory=dict)
+    finding: list[BaselineEntry] = Field(default_factory=list)
+
+    def by_signature(self) -> dict[str, BaselineEntry]:
+        return {entry.signature: entry for entry in self.finding}
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read a baseline; BaselineError names what is wrong (bad TOML, a missing reason, a repeated signature)."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise BaselineError(f"baseline {path} is not valid TOML: {exc}") from exc
+    try:
+        baseline = Baseline.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise BaselineError(f"baseline {path}: {problems}") from exc
+    signatures = [entry.signature for entry in baseline.finding]
+    if repeated := sorted({s for s in signatures if signatures.count(s) > 1}):
+        raise BaselineError(f"baseline {path}: signature listed twice: {', '.join(repeated)}")
+    return baseline
+
+
+def write_baseline(baseline: Baseline, path: Path) -> None:
+    """Write `baseline` as TOML (dates as TOML dates), replacing the file atomically."""
+    body = baseline.model_dump(mode="python", exclude_none=True)
+    text = "# cuprobe gate baseline: known findings by signature; review changes like code.\n" + tomli_w.dumps(body)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

@@ -1,0 +1,80 @@
+"""JUnit XML: one testcase per probe case; could-not-run cases are errors (never skips), new findings failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
+from junitparser.junitparser import FinalResult
+
+from service.gate.verdict import GateFinding, GateReport, location
+
+RUN_CASE = "(run)"  # the testcase of a run that produced no cases (it could not start)
+UNATTRIBUTED = "(unattributed)"  # findings no case's allocations claimed
+
+
+def _describe(item: GateFinding) -> str:
+    f = item.finding
+    where = f"{location(f)} ({f.kernel or '-'})"
+    return (
+        f"{item.label}: {f.kind} at {where}, seen {item.seen}/{item.repeats}, count {f.count}: {f.message}\n"
+        f"  signature {f.signature}"
+    )
+
+
+def build(report: GateReport) -> JUnitXml:
+    """The JUnit document for `report` (one testsuite per suite entry)."""
+    xml = JUnitXml(report.suite.name)
+    for runs in report.runs:
+        entry = runs.entry
+        suite = TestSuite(f"{report.suite.name}.{entry.name}")
+        case_ids = list(dict.fromkeys(case.id for result in runs.results for case in result.cases)) or [RUN_CASE]
+        mine = [f for f in report.findings if f.entry == entry.name]
+        ids = set(case_ids)
+        by_case: dict[str, list[GateFinding]] = {}
+        for item in mine:
+            case = (
+                item.finding.case if item.finding.case in ids else case_ids[0] if len(case_ids) == 1 else UNATTRIBUTED
+            )
+            by_case.setdefault(case, []).append(item)
+        if UNATTRIBUTED in by_case:
+            case_ids.append(UNATTRIBUTED)
+        not_run = [n for n in report.not_run if n.entry == entry.name]
+        controls = [c for c in report.failed_controls if c.entry == entry.name]
+        for case_id in case_ids:
+            test = TestCase(
+                case_id, f"{entry.name} [{entry.probe} {entry.tool.value}]", sum(r.duration_s for r in runs.results)
+            )
+            results: list[FinalResult] = []
+            for n in not_run:
+                error = Error(
+                    f"repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}"[:500], n.result.outcome.value
+                )
+                error.text = n.result.message
+                results.append(error)
+            for c in controls:
+                if c.case in (case_id, "-"):
+                    results.append(
+                        Error(f"positive control came back clean: {c.reason}"[:500], "positive-control-clean")
+                    )
+            items = by_case.get(case_id, [])
+            failing = [i for i in items if i.status.fails]
+            if failing:
+                failure = Failure(
+                    f"{len(failing)} new or expired finding(s): "
+                    + "; ".join(i.label + " " + location(i.finding) for i in failing)[:400],
+                    "finding",
+                )
+                failure.text = "\n".join(_describe(i) for i in failing)
+                results.append(failure)
+            test.result = results
+            passing = [i for i in items if not i.status.fails]
+            if passing:
+                test.system_out = "\n".join(_describe(i) for i in passing)
+            suite.add_testcase(test)
+        xml.add_testsuite(suite)
+    return xml
+
+
+def write(report: GateReport, path: Path) -> None:
+    build(report).write(str(path), pretty=True)

@@ -1,0 +1,102 @@
+"""The gate's Markdown summary, fit for GitHub's step summary ($GITHUB_STEP_SUMMARY)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from service.gate.verdict import GateReport, Status, location
+
+
+def _cell(text: object) -> str:
+    """A table cell: pipes escaped, newlines folded, long text cut."""
+    flat = " ".join(str(text).split()).replace("|", "\\|")
+    return flat if len(flat) <= 300 else flat[:297] + "..."
+
+
+def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def render(report: GateReport) -> str:
+    """The whole summary: verdict, counts by outcome, new findings, fixed ones, what could not run and why."""
+    suite = report.suite
+    out = [f"## cuprobe gate: {suite.name} — exit {report.exit_code} ({report.verdict})", ""]
+    counts = report.outcome_counts()
+    out += ["### Runs by outcome", ""]
+    out += _table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
+    failing = [f for f in report.findings if f.status.fails]
+    out += [f"### New findings ({len(failing)})", ""]
+    if failing:
+        out += _table(
+            ["status", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
+            [
+                [
+                    f.label,
+                    f.entry,
+                    f.finding.kind,
+                    location(f.finding),
+                    f.finding.kernel or "-",
+                    f"{f.seen}/{f.repeats}",
+                    f.finding.count,
+                    f"`{f.finding.signature}`",
+                ]
+                for f in failing
+            ],
+        )
+    else:
+        out += ["None.", ""]
+    out += [f"### Fixed ({len(report.fixed)})", ""]
+    out += (
+        _table(
+            ["signature", "location", "reason it was baselined"],
+            [[f"`{e.signature}`", e.location or "-", e.reason] for e in report.fixed],
+        )
+        if report.fixed
+        else ["None.", ""]
+    )
+    problems = [[n.entry, n.repeat + 1, n.result.outcome.value, n.result.message] for n in report.not_run]
+    problems += [
+        [c.entry, "-", "positive control came back clean", f"case {c.case}: {c.reason}"] for c in report.failed_controls
+    ]
+    out += [f"### Could not run ({len(problems)})", ""]
+    out += _table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""]
+    known = report.by_status(Status.BASELINED)
+    if known:
+        out += [f"### Baselined ({len(known)})", ""]
+        out += _table(
+            ["status", "location", "seen", "reason", "expires", "signature"],
+            [
+                [
+                    f.label,
+                    location(f.finding),
+                    f"{f.seen}/{f.repeats}",
+                    f.baseline.reason if f.baseline else "-",
+                    f.baseline.expires if f.baseline and f.baseline.expires else "-",
+                    f"`{f.finding.signature}`",
+                ]
+                for f in known
+            ],
+        )
+    if report.flaky_unseen or report.unchecked:
+        out += ["### Baseline entries not seen", ""]
+        out += _table(
+            ["signature", "why not reported fixed"],
+            [[f"`{e.signature}`", "marked flaky: absence proves nothing"] for e in report.flaky_unseen]
+            + [[f"`{e.signature}`", "its probe and tool did not run cleanly in this suite"] for e in report.unchecked],
+        )
+    controls = report.by_status(Status.EXPECTED)
+    out += [f"### Positive controls fired ({len(controls)})", ""]
+    out += (
+        _table(
+            ["probe", "kind", "location", "seen", "count"],
+            [
+                [f.entry, f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}", f.finding.count]
+                for f in controls
+            ],
+        )
+        if controls
+        else ["None.", ""]
+    )
+    return "\n".join(out) + "\n"

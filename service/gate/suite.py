@@ -1,0 +1,112 @@
+"""Gate suites: TOML files naming probes, parameters, tools, repeats and the positive controls."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from probes import registry
+from probes.contract import Tool
+from service.models import ProbeRequest
+from service.runner import BadRequest, resolve
+
+# What to add when a suite uses a tool without a control: the catalog's control for each tool.
+CONTROL_HINTS: dict[Tool, str] = {
+    Tool.INITCHECK: 'probe = "uninit-read", tool = "initcheck", control = true',
+    Tool.MEMCHECK: 'probe = "planted", tool = "memcheck", params = { defect = "oob" }, control = true',
+    Tool.RACECHECK: 'probe = "planted", tool = "racecheck", params = { defect = "race" }, control = true',
+    Tool.SYNCCHECK: 'probe = "planted", tool = "synccheck", params = { defect = "syncwarp" }, control = true',
+}
+
+
+class SuiteError(ValueError):
+    """A suite the gate refuses; the message names the file, the entry and the problem."""
+
+
+class SuiteEntry(BaseModel):
+    """One probe run of the suite (repeated `repeats` times); `control` marks a positive control."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    probe: str = Field(min_length=1)
+    tool: Tool
+    params: dict[str, Any] = Field(default_factory=dict)
+    repeats: int = Field(1, ge=1, le=50)
+    control: bool = Field(False, description="a planted defect the tool must see; its expected findings never fail")
+    timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
+
+    def request(self) -> ProbeRequest:
+        return ProbeRequest(probe=self.probe, tool=self.tool, params=self.params, timeout_s=self.timeout_s)
+
+
+class Suite(BaseModel):
+    """A whole suite as written in its TOML file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    baseline: str | None = Field(None, description="baseline file, relative to the suite file")
+    arch: str | None = Field(None, description="GPU architecture for service runs, e.g. sm90")
+    deadline_s: float | None = Field(None, gt=0, description="seconds a service job may wait for a worker")
+    probe: list[SuiteEntry] = Field(min_length=1)
+    path: Path = Field(Path("suite.toml"), exclude=True)
+
+    @property
+    def entries(self) -> list[SuiteEntry]:
+        return self.probe
+
+    def baseline_path(self) -> Path:
+        """The suite's own baseline file: its `baseline` key, else SUITE.baseline.toml beside it."""
+        return self.path.parent / (self.baseline or f"{self.path.stem}.baseline.toml")
+
+
+def _check_entry(path: Path, entry: SuiteEntry) -> SuiteEntry:
+    where = f"{path}: [[probe]] {entry.name}"
+    try:
+        tool, params = resolve(entry.request())
+    except BadRequest as exc:
+        raise SuiteError(f"{where}: {exc}") from exc
+    probe = registry.get(entry.probe)
+    model = probe.Params.model_validate(params)
+    if (refusal := probe.refusal(model, tool)) is not None:
+        raise SuiteError(f"{where}: {refusal}")
+    if entry.control:
+        expectation = probe.expectation(model, tool)
+        if expectation.clean or expectation.tool is not tool:
+            raise SuiteError(
+                f"{where} is marked control = true, but probe {entry.probe} with these parameters plants "
+                f"no defect that {tool} must see"
+            )
+    return entry.model_copy(update={"params": params})
+
+
+def load_suite(path: Path) -> Suite:
+    """Read and check a suite; SuiteError says what is wrong, including a tool without a positive control."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path} is not valid TOML: {exc}") from exc
+    try:
+        suite = Suite.model_validate({**raw, "path": path})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise SuiteError(f"{path}: {problems}") from exc
+    names = [entry.name for entry in suite.entries]
+    if duplicates := sorted({n for n in names if names.count(n) > 1}):
+        raise SuiteError(f"{path}: probe names must be unique; repeated: {', '.join(duplicates)}")
+    suite.probe = [_check_entry(path, entry) for entry in suite.entries]
+    used = {entry.tool for entry in suite.entries} - {Tool.NONE}
+    controlled = {entry.tool for entry in suite.entries if entry.control}
+    if missing := sorted(used - controlled):
+        raise SuiteError(
+            f"{path}: no positive control for {', '.join(missing)}: a broken sanitizer tool would read as clean; "
+            + "; ".join(f"for {tool} add a [[probe]] with {CONTROL_HINTS[tool]}" for tool in missing)
+        )
+    return suite

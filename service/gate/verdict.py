@@ -1,0 +1,235 @@
+"""The gate verdict (DESIGN.md): 3 could not run or a control came back clean, 1 new or expired findings, else 0."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from enum import StrEnum
+
+from service.gate.baseline import Baseline, BaselineEntry
+from service.gate.runs import EntryRuns
+from service.gate.suite import Suite
+from service.models import CaseVerdict, Evidence, Finding, RunResult
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_NOT_RUN = 0, 1, 3
+
+
+class Status(StrEnum):
+    """What a finding means for the merge."""
+
+    NEW = "new"
+    EXPIRED = "expired"
+    BASELINED = "baselined"
+    EXPECTED = "control fired"
+
+    @property
+    def fails(self) -> bool:
+        return self in (Status.NEW, Status.EXPIRED)
+
+
+@dataclass
+class GateFinding:
+    """One distinct finding of one suite entry, over all its repeats."""
+
+    entry: str
+    finding: Finding
+    seen: int
+    repeats: int
+    status: Status
+    baseline: BaselineEntry | None = None
+    # "from OLD to NEW" when the finding is new and its tool's sanitizer is not the one the baseline was recorded with
+    sanitizer_change: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The status as every output shows it, with the sanitizer-version label when it applies."""
+        text = self.status.value
+        if self.baseline and self.baseline.flaky:
+            text += " (flaky)"
+        if self.sanitizer_change:
+            text += f" (sanitizer version changed {self.sanitizer_change}: may be the new sanitizer, not the code)"
+        return text
+
+
+@dataclass
+class NotRun:
+    entry: str
+    repeat: int
+    result: RunResult
+
+
+@dataclass
+class FailedControl:
+    entry: str
+    case: str
+    reason: str
+
+
+@dataclass
+class GateReport:
+    """Everything the outputs show; `exit_code` is the verdict."""
+
+    suite: Suite
+    runs: list[EntryRuns]
+    findings: list[GateFinding] = field(default_factory=list)
+    not_run: list[NotRun] = field(default_factory=list)
+    failed_controls: list[FailedControl] = field(default_factory=list)
+    fixed: list[BaselineEntry] = field(default_factory=list)
+    flaky_unseen: list[BaselineEntry] = field(default_factory=list)
+    unchecked: list[BaselineEntry] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.not_run or self.failed_controls:
+            return EXIT_NOT_RUN
+        return EXIT_FINDINGS if any(f.status.fails for f in self.findings) else EXIT_CLEAN
+
+    @property
+    def verdict(self) -> str:
+        return {EXIT_CLEAN: "pass", EXIT_FINDINGS: "fail: new or expired findings", EXIT_NOT_RUN: "could not run"}[
+            self.exit_code
+        ]
+
+    def outcome_counts(self) -> Counter[str]:
+        return Counter(result.outcome.value for runs in self.runs for result in runs.results)
+
+    def by_status(self, status: Status) -> list[GateFinding]:
+        return [f for f in self.findings if f.status is status]
+
+
+def _case_of(finding: Finding, result: RunResult) -> CaseVerdict | None:
+    for case in result.cases:
+        if case.id == finding.case or (finding.case is None and len(result.cases) == 1):
+            return case
+    return None
+
+
+def expected(finding: Finding, result: RunResult, control: bool) -> bool:
+    """A finding a positive control planted: in a control entry, of its case's expected tool and kind."""
+    case = _case_of(finding, result) if control else None
+    exp = case.expectation if case else None
+    return bool(exp and not exp.clean and exp.tool is result.tool and exp.kind == finding.kind)
+
+
+def _failed_controls(runs: EntryRuns) -> list[FailedControl]:
+    failed = []
+    for result in runs.results:
+        here = [
+            FailedControl(runs.entry.name, case.id, case.reason)
+            for case in result.cases
+            if not case.expectation.clean and case.expectation.tool is result.tool and not case.passed
+        ]
+        fired = any(expected(f, result, True) for f in result.findings)
+        if runs.entry.control and result.outcome.ran and not fired and not here:
+            here.append(FailedControl(runs.entry.name, "-", "positive control came back clean: no expected finding"))
+        failed += here
+    return failed
+
+
+def _merged(runs: EntryRuns) -> list[tuple[Finding, int, bool]]:
+    """(finding, repeats it was seen in, expected) per signature, first occurrence kept, counts summed."""
+    merged: dict[str, tuple[Finding, int, bool]] = {}
+    for result in runs.results:
+        for finding in {f.signature: f for f in result.findings if not f.fallout}.values():
+            is_expected = expected(finding, result, runs.entry.control)
+            if finding.signature in merged:
+                first, seen, was_expected = merged[finding.signature]
+                first = first.model_copy(update={"count": first.count + finding.count})
+                merged[finding.signature] = (first, seen + 1, was_expected and is_expected)
+            else:
+                version = finding.sanitizer_version or result.sanitizer_version
+                merged[finding.signature] = (finding.model_copy(update={"sanitizer_version": version}), 1, is_expected)
+    return list(merged.values())
+
+
+def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today: date | None = None) -> GateReport:
+    """The gate's report on `runs` of `suite` against `baseline` (None: every finding is new)."""
+    today = today or date.today()
+    baseline = baseline or Baseline()
+    known = baseline.by_signature()
+    report = GateReport(suite, runs)
+    seen_signatures: set[str] = set()
+    for entry_runs in runs:
+        entry = entry_runs.entry
+        report.failed_controls += _failed_controls(entry_runs)
+        report.not_run += [
+            NotRun(entry.name, i, result) for i, result in enumerate(entry_runs.results) if not result.outcome.ran
+        ]
+        repeats = len(entry_runs.results)
+        for finding, seen, is_expected in _merged(entry_runs):
+            seen_signatures.add(finding.signature)
+            finding = finding.model_copy(
+                update={
+                    "seen": f"{seen}/{repeats}",
+                    "evidence": Evidence.PROVEN if seen == repeats else Evidence.REPRODUCED,
+                }
+            )
+            accepted = known.get(finding.signature)
+            change = None
+            if is_expected:
+                status = Status.EXPECTED
+            elif accepted is not None:
+                status = Status.EXPIRED if accepted.expired(today) else Status.BASELINED
+            else:
+                status = Status.NEW
+                before = baseline.sanitizers.get(finding.tool.value)
+                if before and finding.sanitizer_version and before != finding.sanitizer_version:
+                    change = f"from {before} to {finding.sanitizer_version}"
+            report.findings.append(GateFinding(entry.name, finding, seen, repeats, status, accepted, change))
+    checked = {
+        (r.entry.probe, r.entry.tool.value)
+        for r in runs
+        if r.results and all(result.outcome.ran for result in r.results)
+    }
+    for accepted in baseline.finding:
+        if accepted.signature in seen_signatures:
+            continue
+        if (accepted.probe, accepted.tool.value if accepted.tool else None) not in checked:
+            report.unchecked.append(accepted)
+        elif accepted.flaky:
+            report.flaky_unseen.append(accepted)
+        else:
+            report.fixed.append(accepted)
+    return report
+
+
+def location(finding: Finding) -> str:
+    """file:line, else the kernel or pc, else `-` (one way to say where a finding is)."""
+    if finding.file:
+        return f"{finding.file}:{finding.line}" if finding.line else finding.file
+    return finding.kernel or finding.pc or "-"
+
+
+def updated_baseline(report: GateReport, old: Baseline | None, today: date | None = None) -> Baseline:
+    """What --update-baseline writes: every non-control finding (old reasons kept), fixed entries dropped."""
+    today = today or date.today()
+    old = old or Baseline()
+    known = old.by_signature()
+    entries: dict[str, BaselineEntry] = {}
+    probe_of = {r.entry.name: (r.entry.probe, r.entry.tool) for r in report.runs}
+    for item in report.findings:
+        if item.status is Status.EXPECTED or item.finding.signature in entries:
+            continue
+        finding = item.finding
+        kept = known.get(finding.signature)
+        probe, tool = probe_of[item.entry]
+        entries[finding.signature] = BaselineEntry(
+            signature=finding.signature,
+            reason=kept.reason if kept else f"recorded by cuprobe gate --update-baseline on {today}; review it",
+            expires=kept.expires if kept else None,
+            flaky=(kept.flaky if kept else False) or item.seen < item.repeats,
+            probe=probe,
+            tool=tool,
+            kind=finding.kind,
+            location=location(finding),
+            sanitizer_version=finding.sanitizer_version,
+        )
+    for kept in report.flaky_unseen + report.unchecked:
+        entries.setdefault(kept.signature, kept)
+    sanitizers = dict(old.sanitizers)
+    for runs in report.runs:
+        for result in runs.results:
+            if result.sanitizer_version:
+                sanitizers[result.tool.value] = result.sanitizer_version
+    return Baseline(sanitizers=sanitizers, finding=sorted(entries.values(), key=lambda e: e.signature))

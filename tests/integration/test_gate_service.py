@@ -1,0 +1,58 @@
+"""`cuprobe gate` without --local: jobs through the real API, queue and worker, judged like local runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from typer.testing import CliRunner
+
+from tests.cli_app import cli_app
+
+SUITE = """
+name = "service-gate"
+
+[[probe]]
+name = "ok"
+probe = "selftest"
+tool = "none"
+params = { behaviour = "ok" }
+
+[[probe]]
+name = "violates"
+probe = "selftest"
+tool = "none"
+repeats = 2
+params = { behaviour = "violate" }
+"""
+
+GPU = """
+[[probe]]
+name = "needs-a-gpu"
+probe = "bf16-matmul"
+tool = "none"
+params = { backends = ["torch-cuda"] }
+"""
+
+
+def gate(api: httpx.Client, tmp_path: Path, text: str) -> tuple[int, str]:
+    suite = tmp_path / "suite.toml"
+    suite.write_text(text)
+    summary = tmp_path / "summary.md"
+    argv = ["gate", str(suite), "--url", str(api.base_url), "--poll", "0.2", "--summary", str(summary)]
+    result = CliRunner().invoke(cli_app(), argv)
+    return result.exit_code, summary.read_text() if summary.exists() else result.output
+
+
+def test_new_findings_through_the_service_exit_1(api: httpx.Client, tmp_path: Path) -> None:
+    code, text = gate(api, tmp_path, SUITE)
+    assert code == 1, text
+    assert "| clean | 1 |" in text and "| findings | 2 |" in text
+    assert "| new | violates | expectation-violation | - | - | 2/2 |" in text
+
+
+def test_a_job_no_worker_takes_is_could_not_run_exit_3(api: httpx.Client, tmp_path: Path) -> None:
+    # No GPU worker here: the bf16 job waits for the gpu queue until the suite's deadline, then is unavailable.
+    code, text = gate(api, tmp_path, SUITE.replace('name = "service-gate"', 'name = "g"\ndeadline_s = 5') + GPU)
+    assert code == 3, text
+    assert "| needs-a-gpu | 1 | unavailable |" in text
