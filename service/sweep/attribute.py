@@ -25,6 +25,7 @@ def attribute(process: Process, result: RunResult) -> dict[str, CaseRepeat]:
                 outcome=result.outcome,
                 message=result.message,
                 findings=list(result.findings),
+                observations={v.id: v.observations for v in result.cases},
                 truncated=result.truncated,
             )
         }
@@ -54,11 +55,16 @@ def _one(case: PlannedCase, result: RunResult, order: list[str], cut: int | None
             message="the process hit its record cap before this case: not counted, not clean",
             truncated=True,
         )
+    seen = {str(case.probe_case): next(v.observations for v in result.cases if v.id == case.probe_case)}
     if real:
         partial = " (a lower bound: the record cap was hit here)" if truncated else ""
         message = f"{len(real)} finding(s), {sum(f.count for f in real)} record(s){partial}"
-        return CaseRepeat(outcome=Outcome.FINDINGS, message=message, findings=mine, truncated=truncated)
-    return CaseRepeat(outcome=Outcome.CLEAN, message="no records attributed to this case", findings=mine)
+        return CaseRepeat(
+            outcome=Outcome.FINDINGS, message=message, findings=mine, truncated=truncated, observations=seen
+        )
+    return CaseRepeat(
+        outcome=Outcome.CLEAN, message="no records attributed to this case", findings=mine, observations=seen
+    )
 
 
 def unattributed(result: RunResult) -> list[str]:

@@ -139,6 +139,7 @@ def assemble(
                     flaky=flaky,
                     truncated=any(r.truncated for r in per_case[case.key]),
                     findings=merge_findings(per_case[case.key]),
+                    observations=next((r.observations for r in reversed(per_case[case.key]) if r.observations), {}),
                 )
             )
         stray = sorted({s for r in runs if process.batched for s in unattributed(r)})

@@ -17,6 +17,7 @@ class CaseRepeat(BaseModel):
     message: str = ""
     findings: list[Finding] = Field(default_factory=list)
     truncated: bool = False
+    observations: dict[str, dict[str, Any]] = Field(default_factory=dict, description="probe case id -> observations")
 
 
 class SweepCase(BaseModel):
@@ -38,6 +39,9 @@ class SweepCase(BaseModel):
     flaky: bool = False
     truncated: bool = False
     findings: list[Finding] = Field(default_factory=list)
+    observations: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="the probe's observations per probe case (last repeat that ran)"
+    )
 
     @property
     def records(self) -> int:
