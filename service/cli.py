@@ -211,6 +211,11 @@ def doctor() -> None:
 cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up
 
 
+from service import cli_sweep  # noqa: E402  # the sub-app registers after every top-level command
+
+app.add_typer(cli_sweep.app, name="sweep")
+
+
 def main() -> None:
     app()
 
