@@ -26,7 +26,7 @@ def findings_by_out_features(sweep: Sweep) -> str | None:
 
     lines: dict[str, list[tuple[int, int]]] = {}
     for case in sweep.cases:
-        if "n" in case.point and "variant" in case.point and not case.control and case.outcome.ran:
+        if "n" in case.point and "variant" in case.point and not case.added and case.outcome.ran:
             lines.setdefault(f"{case.tool} {case.point['variant']}", []).append((int(case.point["n"]), case.records))
     if not lines:
         return None

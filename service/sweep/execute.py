@@ -130,6 +130,7 @@ def assemble(
                     point=case.point,
                     probe_case=case.probe_case,
                     control=case.control,
+                    added=case.added,
                     process=process.index,
                     batched=process.batched,
                     reason=process.reason,

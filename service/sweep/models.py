@@ -29,7 +29,8 @@ class SweepCase(BaseModel):
     tool: Tool
     point: dict[str, Any] = Field(default_factory=dict)
     probe_case: str | None = None
-    control: bool = False
+    control: bool = Field(False, description="a positive control case")
+    added: bool = Field(False, description="not a grid case: run only to carry its batch's positive control")
     process: int
     batched: bool
     reason: str = Field("", description="why this case ran in a process of its own")

@@ -24,6 +24,7 @@ class PlannedCase:
     point: dict[str, Any]
     probe_case: str | None = None
     control: bool = False
+    added: bool = False  # not a grid case: run only to carry the batch's positive control
 
 
 @dataclass
@@ -150,6 +151,7 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
                     control,
                     control_label,
                     control=True,
+                    added=True,
                 )
             )
         else:

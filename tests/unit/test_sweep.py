@@ -12,8 +12,8 @@ from service.config import Settings
 from service.models import Outcome, RunResult
 from service.reports.html import html
 from service.reports.markdown import markdown
-from service.store import Store, utcnow
 from service.sanitizer.locate import _version
+from service.store import Store, utcnow
 from service.sweep.definition import DefinitionError, load_definition, parse_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, assemble, run_sweep
@@ -124,7 +124,9 @@ def test_repeats_that_disagree_are_flaky(on_h200: None, monkeypatch: pytest.Monk
 def test_reports_render_plots_and_counts(on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     sweep = replayed_sweep(monkeypatch, tmp_path, "2026.4.0.0")
     page = html(sweep, diff(sweep, None))
-    assert page.count("<svg") == 1 and "initcheck unguarded" in page and "unguarded-n33" in page
+    assert page.count("<svg") == 1 and "unguarded-n33" in page
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert all(f"initcheck {v}" in svg for v in ("unguarded", "guarded", "torch"))
     summary = markdown(sweep, diff(sweep, None))
     assert "| findings | 10 |" in summary and "| clean | 29 |" in summary
 
@@ -143,11 +145,11 @@ def test_a_batch_without_a_control_case_gets_one() -> None:
     text = CAPTURED.replace('["unguarded", "guarded", "torch"]', '["guarded"]')
     (only,) = plan(parse_definition(text))
     assert only.control == "unguarded-n1" and "unguarded" in only.params["variants"]
-    assert any(c.control and c.key.endswith("control-unguarded-n1@0") for c in only.cases)
+    assert [c.key for c in only.cases if c.added] == ["narrow-matmul/initcheck/control-unguarded-n1@0"]
 
 
 def test_bad_definitions_name_the_problem(tmp_path: Path) -> None:
-    with pytest.raises(DefinitionError, match="entry.0: .*matmul-throughput does not run under initcheck"):
+    with pytest.raises(DefinitionError, match=r"entry\.0: .*matmul-throughput does not run under initcheck"):
         parse_definition('name = "x"\n[[entry]]\nprobe = "matmul-throughput"\ntools = ["initcheck"]\n')
     with pytest.raises(DefinitionError, match="unknown probe"):
         parse_definition('name = "x"\n[[entry]]\nprobe = "nope"\ntools = ["none"]\n')
