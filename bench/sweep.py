@@ -59,26 +59,30 @@ def per_case(sweep: Sweep) -> dict[str, tuple[str, tuple[tuple[str, int], ...]]]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="also run the full n = 1..128 grid batched")
+    parser.add_argument("--skip-compare", action="store_true", help="skip the 48-case batched vs per-case run")
     parser.add_argument("--out", type=Path, default=Path("build/sweep-bench"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
-    batched, t_batched = timed("bench48-batched", 16, True, work)
-    single, t_single = timed("bench48-per-case", 16, False, work)
-    a, b = per_case(batched), per_case(single)
-    same = a == b
-    ran = all(c.outcome.ran for c in batched.cases + single.cases)
-    print(f"\n48-case sweep: {len(batched.processes)} batched process(es) vs {len(single.processes)} processes")
-    print(f"{'run':<12}{'cases':>7}{'procs':>7}{'wall_s':>10}{'records':>10}")
-    for label, sweep, wall in (("batched", batched, t_batched), ("per-case", single, t_single)):
-        records = sum(c.records for c in sweep.cases if not c.added)
-        print(f"{label:<12}{len(a):>7}{len(sweep.processes):>7}{wall:>10.1f}{records:>10}")
-    print(f"ratio per-case / batched: {t_single / t_batched:.1f}x  (target >= 10x)")
-    print(f"per-case findings identical: {same}; every case ran: {ran}")
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            print(f"  DIFFERS {key}: batched {a.get(key)} per-case {b.get(key)}")
-    last = batched
+    same = ran = True
+    last: Sweep | None = None
+    if not args.skip_compare:
+        batched, t_batched = timed("bench48-batched", 16, True, work)
+        single, t_single = timed("bench48-per-case", 16, False, work)
+        a, b = per_case(batched), per_case(single)
+        same = a == b
+        ran = all(c.outcome.ran for c in batched.cases + single.cases)
+        print(f"\n48-case sweep: {len(batched.processes)} batched process(es) vs {len(single.processes)} processes")
+        print(f"{'run':<12}{'cases':>7}{'procs':>7}{'wall_s':>10}{'records':>10}")
+        for label, sweep, wall in (("batched", batched, t_batched), ("per-case", single, t_single)):
+            records = sum(c.records for c in sweep.cases if not c.added)
+            print(f"{label:<12}{len(a):>7}{len(sweep.processes):>7}{wall:>10.1f}{records:>10}")
+        print(f"ratio per-case / batched: {t_single / t_batched:.1f}x  (target >= 10x)")
+        print(f"per-case findings identical: {same}; every case ran: {ran}")
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                print(f"  DIFFERS {key}: batched {a.get(key)} per-case {b.get(key)}")
+        last = batched
     if args.full:
         full, t_full = timed("nightly-narrow-matmul", 128, True, work)
         cases = sum(1 for c in full.cases if not c.added)
@@ -88,6 +92,9 @@ def main() -> int:
             f"outcomes {full.counts()}; truncated cases {sum(c.truncated for c in full.cases)}"
         )
         last = full
+        ran = ran and all(c.outcome.ran for c in full.cases)
+    if last is None:
+        return 0
     changes = diff(last, None)
     (args.out / "report.html").write_text(html(last, changes))
     (args.out / "summary.md").write_text(markdown(last, changes))
