@@ -220,6 +220,11 @@ cli_jobs.register(app)  # the service commands: submit, status, results, cancel,
 cli_gate.register(app)  # cuprobe gate SUITE
 
 
+from service import cli_sweep  # noqa: E402  # the sub-app registers after every top-level command
+
+app.add_typer(cli_sweep.app, name="sweep")
+
+
 def main() -> None:
     app()
 

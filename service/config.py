@@ -57,6 +57,18 @@ class Settings(BaseSettings):
     # Worker processes of the CPU worker (0: one per core).
     cpu_concurrency: int = 0
 
+    # --- sweeps (service/sweep) ---
+    # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
+    # full narrow-matmul grid produces about 63,000 initcheck records in one process.
+    sweep_max_records: int = 1_000_000
+    # The beat's sweep: the definition file and a crontab line (minute hour day month weekday); none when unset.
+    sweep_definition: Path = Path("suites/nightly.toml")
+    sweep_schedule: str | None = None
+    # A sweep's running lock expires after this (a beat whose sweep died must not block the next forever).
+    sweep_lock_ttl_s: float = 24 * 3600.0
+    # Where a non-empty diff is POSTed as JSON (a chat or issue-tracker webhook); none when unset.
+    sweep_webhook_url: str | None = None
+
     # --- service: HTTP API ---
     api_host: str = "127.0.0.1"
     api_port: int = 8000

@@ -134,6 +134,9 @@ class RunResult(BaseModel):
     records: int = 0
     summary_count: int | None = Field(None, description="errors the sanitizer's summary line counted")
     truncated: bool = False
+    truncated_at_case: str | None = Field(
+        None, description="when truncated: the case of the last record kept; its count and later cases' are partial"
+    )
     suppressed: int = 0
     filtered: bool = False
     sanitizer_version: str | None = None

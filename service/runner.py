@@ -195,6 +195,7 @@ def run_probe(
         records=parsed.records if parsed else 0,
         summary_count=summary.errors if summary else None,
         truncated=bool(parsed and parsed.truncated) or done.xml_capped,
+        truncated_at_case=parsed.truncated_at_case if parsed else None,
         filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK,
         sanitizer_version=version,
         environment=fingerprint(version, str(sanitizer) if sanitizer else None),

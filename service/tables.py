@@ -1,4 +1,4 @@
-"""The store's tables (SQLAlchemy 2 ORM): jobs, runs (one per attempt) and findings."""
+"""The store's tables (SQLAlchemy 2 ORM): jobs, runs (one per attempt), findings, and sweeps with their cases."""
 
 from __future__ import annotations
 
@@ -90,3 +90,46 @@ class FindingRow(Base):
 def as_utc(moment: datetime) -> datetime:
     """SQLite returns naive datetimes: read them as UTC."""
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class SweepRow(Base):
+    """One run of a sweep definition; its processes and environment live in `summary`."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    definition: Mapped[str] = mapped_column(String(100), index=True)
+    state: Mapped[str] = mapped_column(String(20), index=True)
+    started_at: Mapped[datetime] = mapped_column(index=True)
+    finished_at: Mapped[datetime | None]
+    sanitizer_version: Mapped[str | None] = mapped_column(String(50))
+    driver: Mapped[str | None] = mapped_column(String(50))
+    summary: Mapped[dict[str, Any]]
+
+
+class SweepCaseRow(Base):
+    __tablename__ = "sweep_cases"
+    __table_args__ = (UniqueConstraint("sweep_id", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    sweep_id: Mapped[str] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(300))
+    probe: Mapped[str] = mapped_column(String(100))
+    tool: Mapped[str] = mapped_column(String(20))
+    outcome: Mapped[str] = mapped_column(String(20))
+    flaky: Mapped[bool] = mapped_column(Boolean, default=False)
+    case: Mapped[dict[str, Any]]
+
+
+class SweepFindingRow(Base):
+    __tablename__ = "sweep_findings"
+    # One row per defect per case: diffs across sweeps key on (signature, case).
+    __table_args__ = (UniqueConstraint("sweep_id", "case_key", "signature"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    sweep_id: Mapped[str] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
+    case_key: Mapped[str] = mapped_column(String(300))
+    signature: Mapped[str] = mapped_column(String(500))
+    count: Mapped[int]
+    seen: Mapped[str | None] = mapped_column(String(20))
+    finding: Mapped[dict[str, Any]]

@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Celery
+from celery.schedules import crontab
 
 from service.config import Settings
 
 TASK_RUN_PROBE = "cuprobe.run_probe"
 TASK_RECONCILE = "cuprobe.reconcile"
+TASK_RUN_SWEEP = "cuprobe.run_sweep"
+
+
+def sweep_schedule(settings: Settings) -> dict[str, Any]:
+    """The beat entry for the scheduled sweep (empty when CUPROBE_SWEEP_SCHEDULE is unset)."""
+    if not settings.sweep_schedule:
+        return {}
+    fields = settings.sweep_schedule.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"CUPROBE_SWEEP_SCHEDULE must be a crontab line of 5 fields (minute hour day month weekday), "
+            f"got {settings.sweep_schedule!r}"
+        )
+    minute, hour, day_of_month, month_of_year, day_of_week = fields
+    return {
+        f"sweep:{settings.sweep_definition}": {
+            "task": TASK_RUN_SWEEP,
+            "schedule": crontab(minute, hour, day_of_week, day_of_month, month_of_year),
+            "args": [str(settings.sweep_definition)],
+            # The sweep task only submits jobs to the sweep lanes and waits for them: it runs on the CPU queue.
+            "options": {"queue": "cpu"},
+        }
+    }
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -55,9 +81,10 @@ def make_celery(settings: Settings) -> Celery:
                 # A pass nobody ran in time is dropped, not piled up behind a busy CPU worker.
                 "options": {"queue": "cpu", "expires": settings.reconcile_interval_s},
             },
+            **sweep_schedule(settings),
         },
     )
-    app.conf.include = ["tasks.probe", "tasks.maintenance"]
+    app.conf.include = ["tasks.probe", "tasks.maintenance", "tasks.sweep"]
     return app
 
 

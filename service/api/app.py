@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import service
 from service.api.limits import BodySizeLimit
-from service.api.routes import health, jobs, probes
+from service.api.routes import health, jobs, probes, sweeps
 from service.api.schemas import ErrorBody
 from service.config import Settings
 from service.store import Store
@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> 
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    for module in (jobs, probes, health):
+    for module in (jobs, probes, health, sweeps):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
     return app

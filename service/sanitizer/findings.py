@@ -163,10 +163,13 @@ class FindingGrouper:
         self.filtered = filtered
         self.groups: dict[tuple[str, str | None], _Group] = {}
         self._context_dead = False
+        # The case of the latest record: when parsing stops at the record cap, counts from here on are partial.
+        self.last_case: str | None = None
 
     def add(self, rec: RawRecord) -> None:
         signature = signature_of(rec, self.roots)
         case = case_of(rec.address, self.allocations) or self.single_case
+        self.last_case = case or self.last_case
         group = self.groups.get((signature, case))
         if group is None:
             group = self._new_group(rec, signature, case)

@@ -24,6 +24,8 @@ class ParseResult:
     error: str | None = None
     hostile: bool = False
     tool: Tool | None = None
+    # When truncated: the case the last kept record belonged to (its count and later cases' are partial).
+    truncated_at_case: str | None = None
 
 
 def parse_xml(
@@ -62,4 +64,6 @@ def parse_xml(
     result.truncated = result.truncated or state.capped
     result.bytes_read = state.bytes_read
     result.findings = grouper.findings()
+    if result.truncated:
+        result.truncated_at_case = grouper.last_case
     return result

@@ -1,0 +1,1 @@
+"""Sweep reports: an HTML page with plots and a Markdown summary."""

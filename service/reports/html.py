@@ -1,0 +1,79 @@
+"""The HTML report of a sweep: summary, diff, plots (inline SVG) and the per-case table."""
+
+from __future__ import annotations
+
+from html import escape
+
+from service.reports.plots import findings_by_out_features, throughput_by_dtype
+from service.sweep.diff import SweepDiff
+from service.sweep.models import Sweep
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;font-size:13px}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.findings{background:#fde}"
+    ".clean{background:#efe}.bad{background:#fc8}"
+)
+
+
+def _row(cells: list[object], cls: str = "") -> str:
+    attr = f' class="{cls}"' if cls else ""
+    return f"<tr{attr}>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>"
+
+
+def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
+    """A self-contained page: no scripts, no external files."""
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(sweep.counts().items()))
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>cuprobe sweep {escape(sweep.definition)}</title>"
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>Sweep {escape(sweep.definition)} <small>{escape(sweep.id)}</small></h1>",
+        f"<p>{len(sweep.cases)} cases in {len(sweep.processes)} processes; wall {sweep.wall_s} s; "
+        f"sanitizer {escape(str(sweep.sanitizer_version))}; driver {escape(str(sweep.driver))}; {escape(counts)}</p>",
+    ]
+    if diff is not None:
+        parts.append(f"<h2>Changes since {escape(diff.previous or 'nothing (first sweep)')}</h2>")
+        if diff.version_change:
+            parts.append(f"<p><b>Versions changed:</b> {escape(diff.version_change)}</p>")
+        parts.append("<table><tr><th>change</th><th>case</th><th>signature</th><th>count</th><th>note</th></tr>")
+        for name in ("new", "fixed", "flaky", "unverified", "persisting"):
+            for item in getattr(diff, name):
+                parts.append(_row([name, item.case, item.signature, item.count, item.note]))
+        parts.append("</table>")
+    for title, svg in (
+        ("Sanitizer records per case against out_features", findings_by_out_features(sweep)),
+        ("Throughput per dtype", throughput_by_dtype(sweep)),
+    ):
+        if svg:
+            parts += [f"<h2>{title}</h2>", svg]
+    parts.append(
+        "<h2>Processes</h2><table><tr><th>#</th><th>probe</th><th>tool</th><th>cases</th><th>batched</th>"
+        "<th>control fired</th><th>outcomes</th><th>seconds</th><th>why one case</th></tr>"
+    )
+    for p in sweep.processes:
+        fired = "/".join("yes" if f else "NO" for f in p.control_fired) or "-"
+        parts.append(
+            _row(
+                [
+                    p.index,
+                    p.probe,
+                    p.tool,
+                    p.cases,
+                    p.batched,
+                    fired,
+                    " ".join(o.value for o in p.outcomes),
+                    " ".join(f"{d:.1f}" for d in p.durations_s),
+                    p.reason,
+                ],
+                "bad" if "NO" in fired else "",
+            )
+        )
+    parts.append(
+        "</table><h2>Cases</h2><table><tr><th>case</th><th>outcome</th><th>records</th><th>findings</th>"
+        "<th>flaky</th><th>truncated</th><th>message</th></tr>"
+    )
+    for c in sweep.cases:
+        cls = "clean" if c.outcome == "clean" else "findings" if c.outcome == "findings" else "bad"
+        sigs = "; ".join(f"{f.signature} x{f.count}" + (f" ({f.seen})" if f.seen else "") for f in c.findings)
+        parts.append(_row([c.key, c.outcome.value, c.records, sigs, c.flaky, c.truncated, c.message], cls))
+    parts.append("</table></body></html>")
+    return "\n".join(parts)

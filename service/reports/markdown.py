@@ -1,0 +1,58 @@
+"""A Markdown summary of a sweep and its diff, for a CI job summary or an issue."""
+
+from __future__ import annotations
+
+from service.sweep.diff import SweepDiff
+from service.sweep.models import Sweep
+
+
+def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
+    """Counts by outcome, the processes that ran one case each and why, the diff, then every finding."""
+    counts = sweep.counts()
+    batched = [p for p in sweep.processes if p.batched]
+    single = [p for p in sweep.processes if not p.batched]
+    lines = [
+        f"# Sweep {sweep.definition} ({sweep.id[:12]})",
+        "",
+        f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
+        f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
+        "",
+        "| outcome | cases |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
+        "",
+    ]
+    dead = [p for p in batched if p.control_fired and not all(p.control_fired)]
+    if dead:
+        lines += [
+            "**Batches whose positive control did not fire (could not run, not clean):** "
+            + ", ".join(f"#{p.index}" for p in dead),
+            "",
+        ]
+    reasons: dict[str, int] = {}
+    for p in single:
+        reasons[f"{p.probe}/{p.tool}: {p.reason}"] = reasons.get(f"{p.probe}/{p.tool}: {p.reason}", 0) + 1
+    if reasons:
+        lines += ["## One process per case", "", *[f"- {r} ({n} process(es))" for r, n in sorted(reasons.items())], ""]
+    truncated = [c.key for c in sweep.cases if c.truncated]
+    if truncated:
+        lines += [f"**Record cap hit; counts are lower bounds or missing for:** {', '.join(truncated)}", ""]
+    if diff is not None:
+        lines += [
+            f"## Changes since {diff.previous[:12] if diff.previous else 'nothing (first sweep)'}",
+            "",
+            *([f"Versions changed: {diff.version_change}", ""] if diff.version_change else []),
+        ]
+        for name in ("new", "fixed", "flaky", "unverified"):
+            for item in getattr(diff, name):
+                lines.append(f"- **{name}** `{item.case}` `{item.signature}` {item.note}".rstrip())
+        lines.append(f"- persisting: {len(diff.persisting)}")
+        lines.append("")
+    not_run = [c for c in sweep.cases if not c.outcome.ran]
+    if not_run:
+        lines += ["## Could not run", "", *[f"- `{c.key}`: {c.outcome} — {c.message}" for c in not_run[:50]], ""]
+    lines += ["## Findings", "", "| case | signature | records | seen |", "|---|---|---|---|"]
+    for case in sweep.cases:
+        for f in case.findings:
+            lines.append(f"| {case.key} | `{f.signature}` | {f.count} | {f.seen or ''} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,180 @@
+"""Run a planned sweep, here (run_probe per process) or through the service (jobs on the sweep lane queues)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from service.config import Settings
+from service.models import Outcome, ProbeRequest, RunResult
+from service.runner import run_probe
+from service.store import Job, Store, utcnow
+from service.sweep.attribute import attribute, control_fired, unattributed
+from service.sweep.definition import SweepDefinition
+from service.sweep.flaky import merge_findings, merge_outcome
+from service.sweep.models import CaseRepeat, ProcessRecord, Sweep, SweepCase
+from service.sweep.plan import Process, plan
+from tasks.queues import Lane
+
+Progress = Callable[[int, int, str], None]
+
+
+class ProcessRunner(Protocol):
+    """Runs probe requests and yields (slot, RunResult) as each finishes, in any order."""
+
+    def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]: ...
+
+
+class LocalRunner:
+    """One process after another on this machine, each with the sweep's record cap."""
+
+    def __init__(self, workdir: Path, settings: Settings | None = None) -> None:
+        settings = settings or Settings()
+        self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
+        self.workdir = workdir
+
+    def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
+        for slot, request in enumerate(requests):
+            yield slot, run_probe(request, workdir=self.workdir / f"slot{slot:04d}", settings=self.settings)
+
+
+class ServiceRunner:
+    """Submits every process as a job on the sweep lane (gate jobs never wait behind it) and waits for each."""
+
+    def __init__(self, store: Store, settings: Settings, enqueue: Callable[[Job], Any], poll_s: float = 1.0) -> None:
+        self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
+
+    def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
+        from service.jobs import JobSpec, submit
+
+        pending = {}
+        for slot, request in enumerate(requests):
+            spec = JobSpec.model_validate({**request.model_dump(), "lane": Lane.SWEEP})
+            pending[submit(spec, self.store, self.settings, self.enqueue).id] = slot
+        while pending:
+            for job_id, slot in list(pending.items()):
+                job = self.store.get(job_id)
+                if job is None or job.state in ("done", "cancelled"):
+                    del pending[job_id]
+                    yield slot, _result_of(job, requests[slot])
+            if pending:
+                time.sleep(self.poll_s)
+
+
+def _result_of(job: Job | None, request: ProbeRequest) -> RunResult:
+    if job is not None and job.result:
+        return RunResult.model_validate(job.result)
+    outcome = Outcome(job.outcome) if job is not None and job.outcome else Outcome.PROBE_ERROR
+    message = job.message if job is not None else "the job vanished from the store"
+    return RunResult(probe=request.probe, tool=request.tool or "none", outcome=outcome, message=message)
+
+
+def requests_of(processes: list[Process]) -> list[tuple[Process, ProbeRequest]]:
+    """One request per process per repeat, in plan order."""
+    return [
+        (p, ProbeRequest(probe=p.probe, tool=p.tool, params=p.params, timeout_s=p.timeout_s))
+        for p in processes
+        for _ in range(p.repeats)
+    ]
+
+
+def run_sweep(
+    definition: SweepDefinition,
+    runner: ProcessRunner,
+    *,
+    sweep_id: str | None = None,
+    progress: Progress | None = None,
+) -> Sweep:
+    """Run every planned process (each `repeats` times), attribute findings to cases, merge the repeats."""
+    started, clock = utcnow(), time.monotonic()
+    processes = plan(definition)
+    slots = requests_of(processes)
+    results: dict[int, list[RunResult]] = {p.index: [] for p in processes}
+    for done, (slot, result) in enumerate(runner.run_all([r for _, r in slots]), start=1):
+        process = slots[slot][0]
+        results[process.index].append(result)
+        if progress:
+            progress(done, len(slots), f"{process.probe}/{process.tool} ({len(process.cases)} case(s))")
+    return assemble(
+        definition.name, processes, results, sweep_id or uuid.uuid4().hex, started, time.monotonic() - clock
+    )
+
+
+def assemble(
+    name: str,
+    processes: list[Process],
+    results: dict[int, list[RunResult]],
+    sweep_id: str,
+    started: Any,
+    wall_s: float,
+) -> Sweep:
+    """The Sweep from each process's results: per-case attribution, then repeats merged."""
+    records, cases = [], []
+    for process in processes:
+        runs = results[process.index]
+        per_case: dict[str, list[CaseRepeat]] = {c.key: [] for c in process.cases}
+        for result in runs:
+            for key, repeat in attribute(process, result).items():
+                per_case[key].append(repeat)
+        for case in process.cases:
+            outcome, flaky, message = merge_outcome(per_case[case.key])
+            cases.append(
+                SweepCase(
+                    key=case.key,
+                    entry=case.entry,
+                    probe=case.probe,
+                    tool=case.tool,
+                    point=case.point,
+                    probe_case=case.probe_case,
+                    control=case.control,
+                    added=case.added,
+                    process=process.index,
+                    batched=process.batched,
+                    reason=process.reason,
+                    outcome=outcome,
+                    outcomes=[r.outcome for r in per_case[case.key]],
+                    message=message,
+                    flaky=flaky,
+                    truncated=any(r.truncated for r in per_case[case.key]),
+                    findings=merge_findings(per_case[case.key]),
+                    observations=next((r.observations for r in reversed(per_case[case.key]) if r.observations), {}),
+                )
+            )
+        stray = sorted({s for r in runs if process.batched for s in unattributed(r)})
+        records.append(
+            ProcessRecord(
+                index=process.index,
+                probe=process.probe,
+                tool=process.tool,
+                params=process.params,
+                batched=process.batched,
+                reason=process.reason,
+                cases=len(process.cases),
+                control=process.control,
+                control_fired=[control_fired(process, r) for r in runs] if process.batched else [],
+                extra_cases=process.extra_cases,
+                outcomes=[r.outcome for r in runs],
+                messages=[r.message for r in runs]
+                + ([f"{len(stray)} finding(s) in no case's allocations: {stray[0]}"] if stray else []),
+                durations_s=[r.duration_s for r in runs],
+                truncated=any(r.truncated for r in runs),
+            )
+        )
+    versioned = next((r for rs in results.values() for r in rs if r.sanitizer_version), None)
+    first = versioned or next((r for rs in results.values() for r in rs), None)
+    return Sweep(
+        id=sweep_id,
+        definition=name,
+        state="done",
+        started_at=started,
+        finished_at=utcnow(),
+        wall_s=round(wall_s, 3),
+        sanitizer_version=versioned.sanitizer_version if versioned else None,
+        driver=first.environment.driver if first else None,
+        environment=first.environment.model_dump() if first else {},
+        processes=records,
+        cases=cases,
+    )

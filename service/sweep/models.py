@@ -1,0 +1,91 @@
+"""What a sweep stores: each process it ran, each case with its merged findings, and the sweep itself."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from service.models import Finding, Outcome, Tool
+
+
+class CaseRepeat(BaseModel):
+    """One case in one repeat: its outcome and the findings attributed to it."""
+
+    outcome: Outcome
+    message: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    truncated: bool = False
+    observations: dict[str, dict[str, Any]] = Field(default_factory=dict, description="probe case id -> observations")
+
+
+class SweepCase(BaseModel):
+    """One grid case over all repeats: outcome, whether repeats disagreed, findings with seen k/n."""
+
+    key: str
+    entry: str
+    probe: str
+    tool: Tool
+    point: dict[str, Any] = Field(default_factory=dict)
+    probe_case: str | None = None
+    control: bool = Field(False, description="a positive control case")
+    added: bool = Field(False, description="not a grid case: run only to carry its batch's positive control")
+    process: int
+    batched: bool
+    reason: str = Field("", description="why this case ran in a process of its own")
+    outcome: Outcome
+    outcomes: list[Outcome] = Field(default_factory=list, description="one per repeat")
+    message: str = ""
+    flaky: bool = False
+    truncated: bool = False
+    findings: list[Finding] = Field(default_factory=list)
+    observations: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="the probe's observations per probe case (last repeat that ran)"
+    )
+
+    @property
+    def records(self) -> int:
+        return sum(f.count for f in self.findings if not f.fallout)
+
+
+class ProcessRecord(BaseModel):
+    """One planned process: what it ran, whether it was batched (and why not), its control and timings."""
+
+    index: int
+    probe: str
+    tool: Tool
+    params: dict[str, Any]
+    batched: bool
+    reason: str = ""
+    cases: int
+    control: str | None = None
+    control_fired: list[bool] = Field(default_factory=list, description="one per repeat (batched only)")
+    extra_cases: list[str] = Field(default_factory=list, description="cases run only to carry the control")
+    outcomes: list[Outcome] = Field(default_factory=list)
+    messages: list[str] = Field(default_factory=list)
+    durations_s: list[float] = Field(default_factory=list)
+    truncated: bool = False
+
+
+class Sweep(BaseModel):
+    """A stored sweep: one run of a definition."""
+
+    id: str
+    definition: str
+    state: str = "running"
+    started_at: datetime
+    finished_at: datetime | None = None
+    wall_s: float | None = None
+    sanitizer_version: str | None = None
+    driver: str | None = None
+    environment: dict[str, Any] = Field(default_factory=dict)
+    processes: list[ProcessRecord] = Field(default_factory=list)
+    cases: list[SweepCase] = Field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for case in self.cases:
+            out[case.outcome.value] = out.get(case.outcome.value, 0) + 1
+        out["flaky"] = sum(c.flaky for c in self.cases)
+        return out

@@ -1,0 +1,202 @@
+"""Expand a definition into cases and group them into processes: batched where findings can be attributed."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from probes.contract import Tool
+from probes.narrow_matmul import NarrowMatmulParams, expected_uninit_reads
+from service.sweep.definition import Entry, SweepDefinition
+
+Point = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PlannedCase:
+    """One grid point of one entry under one tool; `probe_case` is the probe's case id inside a batch."""
+
+    key: str
+    entry: str
+    probe: str
+    tool: Tool
+    point: dict[str, Any]
+    probe_case: str | None = None
+    control: bool = False
+    added: bool = False  # not a grid case: run only to carry the batch's positive control
+
+
+@dataclass
+class Process:
+    """One probe process (run `repeats` times): its parameters and the cases whose findings it holds."""
+
+    index: int
+    probe: str
+    tool: Tool
+    params: dict[str, Any]
+    cases: list[PlannedCase]
+    batched: bool
+    reason: str = ""
+    control: str | None = None
+    repeats: int = 1
+    timeout_s: float | None = None
+    extra_cases: list[str] = field(default_factory=list)
+
+
+class NarrowMatmulBatching:
+    """narrow-matmul records every case's device buffers, so one process can run many (variant, n) cases."""
+
+    probe = "narrow-matmul"
+    axes = frozenset({"n", "variant"})
+    control_point: ClassVar[Point] = {
+        "variant": "unguarded",
+        "n": 1,
+    }  # 31 padding rows at tile 32: always reads padding
+
+    def why_not(self, tool: Tool, axes: set[str]) -> str | None:
+        if tool is not Tool.INITCHECK:
+            return f"narrow-matmul has no positive control under {tool}, and every batched process needs one"
+        if not axes <= self.axes:
+            return f"only the n and variant axes batch; this grid also varies {', '.join(sorted(axes - self.axes))}"
+        return None
+
+    @staticmethod
+    def label(point: Point) -> str:
+        return f"{point['variant']}-n{point['n']}"
+
+    @staticmethod
+    def params(fixed: dict[str, Any], points: list[Point]) -> dict[str, Any]:
+        ns = list(dict.fromkeys(int(p["n"]) for p in points))
+        variants = list(dict.fromkeys(str(p["variant"]) for p in points))
+        return {**fixed, "n": ns, "variants": variants}
+
+    @staticmethod
+    def is_control(fixed: dict[str, Any], point: Point) -> bool:
+        p = NarrowMatmulParams.model_validate({**fixed, "n": [point["n"]]})
+        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variant"]) > 0
+
+
+BATCHING = {NarrowMatmulBatching.probe: NarrowMatmulBatching()}
+
+
+def _points(entry: Entry) -> list[Point]:
+    axes = entry.axes()
+    if not axes:
+        return [{}]
+    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
+def _generic_label(point: Point) -> str:
+    return ",".join(f"{k}={v}" for k, v in point.items()) or "default"
+
+
+def _singles(entry: Entry, tool: Tool, points: list[Point], reason: str, start: int, repeats: int) -> list[Process]:
+    batching = BATCHING.get(entry.probe)
+    out = []
+    for offset, point in enumerate(points):
+        if batching is not None and set(point) <= batching.axes and point:
+            label, params = batching.label(point), batching.params(entry.params, [point])
+            probe_case: str | None = label
+        else:
+            label, params, probe_case = _generic_label(point), {**entry.params, **point}, None
+        case = PlannedCase(f"{entry.name}/{tool}/{label}", entry.name, entry.probe, tool, point, probe_case)
+        out.append(
+            Process(start + offset, entry.probe, tool, params, [case], False, reason, None, repeats, entry.timeout_s)
+        )
+    return out
+
+
+def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats: int) -> list[Process]:
+    """Chunk along n (every variant in each chunk, so the probe's n x variants product is exactly the chunk)."""
+    batching = BATCHING[entry.probe]
+    ns = list(dict.fromkeys(p["n"] for p in points))
+    variants = list(dict.fromkeys(p["variant"] for p in points))
+    per_chunk = max(1, entry.batch_size // len(variants))
+    out: list[Process] = []
+    for i in range(0, len(ns), per_chunk):
+        chunk = [{"variant": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
+        cases = [
+            PlannedCase(
+                f"{entry.name}/{tool}/{batching.label(p)}",
+                entry.name,
+                entry.probe,
+                tool,
+                p,
+                batching.label(p),
+                control=batching.is_control(entry.params, p),
+            )
+            for p in chunk
+        ]
+        run_points, extra = list(chunk), []
+        if not any(c.control for c in cases):
+            # No grid case here is a positive control: add one, so a silent instrument cannot read as clean.
+            control = dict(batching.control_point)
+            run_points.append(control)
+            params = batching.params(entry.params, run_points)
+            grid_labels = {c.probe_case for c in cases}
+            extra = [
+                batching.label({"variant": v, "n": n})
+                for v in params["variants"]
+                for n in params["n"]
+                if batching.label({"variant": v, "n": n}) not in grid_labels
+            ]
+            control_label = batching.label(control)
+            cases.append(
+                PlannedCase(
+                    f"{entry.name}/{tool}/control-{control_label}@{len(out)}",
+                    entry.name,
+                    entry.probe,
+                    tool,
+                    control,
+                    control_label,
+                    control=True,
+                    added=True,
+                )
+            )
+        else:
+            params = batching.params(entry.params, run_points)
+            control_label = next(c.probe_case for c in cases if c.control) or ""
+        out.append(
+            Process(
+                start + len(out),
+                entry.probe,
+                tool,
+                params,
+                cases,
+                True,
+                "",
+                control_label,
+                repeats,
+                entry.timeout_s,
+                [e for e in extra if e != control_label],
+            )
+        )
+    return out
+
+
+def plan(definition: SweepDefinition) -> list[Process]:
+    """Every process the sweep runs, in order; each case appears in exactly one process."""
+    processes: list[Process] = []
+    for entry in definition.entries:
+        points = _points(entry)
+        repeats = entry.repeats or definition.repeats
+        for tool in entry.tools:
+            batching = BATCHING.get(entry.probe)
+            if not entry.batch:
+                why: str | None = "batching turned off for this entry"
+            elif batching is None:
+                why = f"{entry.probe} records no per-case allocation map: findings could not be attributed"
+            else:
+                why = batching.why_not(tool, set(entry.grid))
+            if tool is Tool.RACECHECK and batching is not None:
+                why = "racecheck reports shared-memory addresses, which no allocation map holds"
+            if why is None and len(points) > 1:
+                processes += _batches(entry, tool, points, len(processes), repeats)
+            else:
+                processes += _singles(entry, tool, points, why or "a single case", len(processes), repeats)
+    return processes
+
+
+def cases_of(processes: list[Process]) -> list[PlannedCase]:
+    return [c for p in processes for c in p.cases]

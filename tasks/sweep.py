@@ -1,0 +1,61 @@
+"""The scheduled sweep task: beat sends it; it submits the sweep's processes as jobs on the sweep lanes."""
+
+from __future__ import annotations
+
+import uuid
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from service.config import Settings
+from service.store import Store, utcnow
+from service.sweep.definition import load_definition
+from service.sweep.diff import diff
+from service.sweep.execute import ServiceRunner, run_sweep
+from service.sweep.models import Sweep
+from service.sweep.notify import notify
+from service.sweep.schedule import start_once
+from service.sweep.store import SweepStore
+from tasks.app import TASK_RUN_SWEEP, app
+from tasks.broker import enqueue
+
+
+@cache
+def _settings() -> Settings:
+    return Settings()
+
+
+def run_and_store(definition_path: Path, store: Store, settings: Settings, runner: Any) -> Sweep:
+    """Run the definition, store it, diff it against the previous sweep, and tell the webhook if it changed."""
+    definition = load_definition(definition_path)
+    sweeps = SweepStore(store)
+    sweep_id = uuid.uuid4().hex
+    sweeps.start(sweep_id, definition.name)
+    try:
+        sweep = run_sweep(definition, runner, sweep_id=sweep_id)
+    except Exception as exc:
+        sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+        raise
+    sweeps.save(sweep)
+    notify(diff(sweep, sweeps.previous(sweep)), settings.sweep_webhook_url)
+    return sweep
+
+
+@app.task(name=TASK_RUN_SWEEP, acks_late=False, max_retries=0)  # type: ignore[untyped-decorator]  # celery is untyped
+def scheduled_sweep(definition_path: str) -> dict[str, Any]:
+    """Run the beat's sweep once for this due minute; skip it while the previous one still runs."""
+    settings = _settings()
+    store = Store(settings.database)
+    store.migrate()
+    definition = load_definition(Path(definition_path))
+    runner = ServiceRunner(store, settings, lambda job: enqueue(app, job))
+    status, sweep = start_once(
+        redis.Redis.from_url(settings.broker),
+        definition.name,
+        utcnow(),
+        lambda: run_and_store(Path(definition_path), store, settings, runner),
+        lock_ttl_s=settings.sweep_lock_ttl_s,
+    )
+    return {"status": status, "sweep": sweep.id if sweep else None}

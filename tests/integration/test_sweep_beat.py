@@ -1,0 +1,71 @@
+"""The scheduled sweep against real Redis (once per due time, never twice at once) and a real PostgreSQL store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import redis
+
+from service.models import Outcome
+from service.store import Store, utcnow
+from service.sweep.models import Sweep, SweepCase
+from service.sweep.schedule import running_key, start_once
+from service.sweep.store import SweepStore
+from tests.integration.conftest import REDIS
+
+DUE = datetime(2026, 12, 3, 2, 0, 17, tzinfo=UTC)
+
+
+def _client() -> redis.Redis:
+    client = redis.Redis.from_url(f"{REDIS}/13")
+    client.flushdb()
+    return client
+
+
+def _sweep(sweep_id: str) -> Sweep:
+    case = SweepCase(
+        key="selftest/none/default",
+        entry="selftest",
+        probe="selftest",
+        tool="none",
+        process=0,
+        batched=False,
+        outcome=Outcome.CLEAN,
+    )
+    return Sweep(id=sweep_id, definition="nightly", state="done", started_at=utcnow(), cases=[case])
+
+
+def test_a_second_beat_at_the_same_due_time_does_not_start_it_again() -> None:
+    client, ran = _client(), []
+    first = start_once(client, "nightly", DUE, lambda: ran.append(1) or _sweep("a"), lock_ttl_s=60)
+    second = start_once(client, "nightly", DUE.replace(second=59), lambda: ran.append(2) or _sweep("b"), lock_ttl_s=60)
+    assert first[0] == "ran" and second == ("skipped: another beat already started the sweep due at this time", None)
+    assert ran == [1] and client.get(running_key("nightly")) is None  # released when the sweep ended
+
+
+def test_a_sweep_still_running_is_not_started_twice() -> None:
+    client, ran = _client(), []
+
+    def long_sweep() -> Sweep:
+        # While this one runs, the next day's beat fires.
+        ran.append("outer")
+        inner = start_once(
+            client, "nightly", DUE.replace(day=4), lambda: ran.append("inner") or _sweep("b"), lock_ttl_s=60
+        )
+        assert inner == ("skipped: the previous sweep of this definition is still running", None)
+        return _sweep("a")
+
+    assert start_once(client, "nightly", DUE, long_sweep, lock_ttl_s=60)[0] == "ran"
+    assert ran == ["outer"]
+
+
+def test_sweeps_round_trip_through_postgres(pg_url: str) -> None:
+    store = Store(pg_url)
+    store.migrate()
+    sweeps = SweepStore(store)
+    sweeps.start("pg1", "nightly")
+    assert sweeps.running("nightly") == ["pg1"]
+    sweep = _sweep("pg1")
+    sweeps.save(sweep)
+    loaded = sweeps.get("pg1")
+    assert loaded is not None and loaded.cases == sweep.cases and sweeps.running("nightly") == []
