@@ -37,12 +37,12 @@ grid = {{ n = {{ first = 1, last = {last} }}, variant = ["unguarded", "guarded",
 """
 
 
-def timed(name: str, last: int, batch: bool, workdir: Path) -> tuple[Sweep, float]:
+def timed(name: str, last: int, batch: bool, workdir: Path, settings: Settings) -> tuple[Sweep, float]:
     definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
     start = time.monotonic()
     sweep = run_sweep(
         definition,
-        LocalRunner(workdir / name, Settings()),
+        LocalRunner(workdir / name, settings),
         progress=lambda done, total, what: print(f"  {name}: {done}/{total} {what}", flush=True),
     )
     return sweep, time.monotonic() - start
@@ -61,14 +61,21 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="also run the full n = 1..128 grid batched")
     parser.add_argument("--skip-compare", action="store_true", help="skip the 48-case batched vs per-case run")
     parser.add_argument("--out", type=Path, default=Path("build/sweep-bench"))
+    parser.add_argument(
+        "--show-backtrace",
+        choices=["yes", "host", "device", "no"],
+        help="compute-sanitizer --show-backtrace for every run (default: the sanitizer's own, yes)",
+    )
     args = parser.parse_args()
+    settings = Settings(show_backtrace=args.show_backtrace)
+    print(f"compute-sanitizer --show-backtrace {args.show_backtrace or 'default (yes)'}")
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
     same = ran = True
     last: Sweep | None = None
     if not args.skip_compare:
-        batched, t_batched = timed("bench48-batched", 16, True, work)
-        single, t_single = timed("bench48-per-case", 16, False, work)
+        batched, t_batched = timed("bench48-batched", 16, True, work, settings)
+        single, t_single = timed("bench48-per-case", 16, False, work, settings)
         a, b = per_case(batched), per_case(single)
         same = a == b
         ran = all(c.outcome.ran for c in batched.cases + single.cases)
@@ -84,7 +91,7 @@ def main() -> int:
                 print(f"  DIFFERS {key}: batched {a.get(key)} per-case {b.get(key)}")
         last = batched
     if args.full:
-        full, t_full = timed("nightly-narrow-matmul", 128, True, work)
+        full, t_full = timed("nightly-narrow-matmul", 128, True, work, settings)
         cases = sum(1 for c in full.cases if not c.added)
         print(
             f"\nfull grid: {cases} cases in {len(full.processes)} process(es), wall {t_full:.1f} s, "

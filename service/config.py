@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,6 +16,9 @@ class Settings(BaseSettings):
     sanitizer_path: Path | None = None
     # Sanitizer exit code that means "errors detected" (distinct from any code a probe exits with).
     error_exitcode: int = 86
+    # compute-sanitizer --show-backtrace (yes|host|device|no); None keeps its default (yes). Host backtraces
+    # are most of initcheck's cost per record; initcheck signatures need only the device location.
+    show_backtrace: Literal["yes", "host", "device", "no"] | None = None
     timeout_s: float = 600.0
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = 10_000

@@ -2,7 +2,7 @@
 # Issue 4 (and issue 7's one-GPU half) on the GPU box, in one command: the whole service path — API, Redis,
 # GPU worker, compute-sanitizer, store — for uninit-read and narrow-matmul under initcheck with the findings
 # read back over HTTP and the CLI; 16 narrow-matmul jobs drained on one GPU; bench/overhead.py against that
-# stack and against the embedded `cuprobe up`. From the project root on the box:
+# stack. From the project root on the box:
 #   source .device/setup.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/service.sh
 # Writes to $OUT/service/: service.log (everything, in order), worker.log, api.log, *.json bodies.
 set -uo pipefail
@@ -66,17 +66,13 @@ curl -s "$CUPROBE_API_URL/jobs?probe=narrow-matmul&outcome=findings" | python3 -
   "import json,sys; b=json.load(sys.stdin); print(len(b['jobs']), 'job(s):', [(j['id'][:8], j['outcome']) for j in b['jobs']])"
 
 step "16 narrow-matmul jobs under initcheck on $(nvidia-smi -L | wc -l) GPU(s): drain time, where each ran"
-python3 tests/gpu/drain.py --url "$CUPROBE_API_URL" --jobs 16 --json-out "$out/drain-1gpu.json"; echo "exit=$?"
+# Small jobs (n = 64: the padded width, so clean; no torch) keep the drain cheap in device time.
+python3 tests/gpu/drain.py --url "$CUPROBE_API_URL" --jobs 16 --params '{"n": [64], "variants": ["unguarded", "guarded"]}' \
+  --json-out "$out/drain-1gpu.json"; echo "exit=$?"
 
 step "bench/overhead.py uninit-read initcheck, against this stack (Redis, SQLite, cuprobe worker/serve)"
-python3 bench/overhead.py --url "$CUPROBE_API_URL" --probe uninit-read --tool initcheck --repeats 6 \
+python3 bench/overhead.py --url "$CUPROBE_API_URL" --probe uninit-read --tool initcheck --repeats 5 \
   --json-out "$out/overhead-uninit-read.json"; echo "exit=$?"
-step "bench/overhead.py narrow-matmul initcheck, against this stack"
-python3 bench/overhead.py --url "$CUPROBE_API_URL" --probe narrow-matmul --tool initcheck --repeats 4 \
-  --json-out "$out/overhead-narrow-matmul.json"; echo "exit=$?"
 kill $worker_pid $api_pid 2>/dev/null; wait $worker_pid $api_pid 2>/dev/null
-step "bench/overhead.py uninit-read initcheck, embedded stack (cuprobe up: Valkey, SQLite)"
-python3 bench/overhead.py --probe uninit-read --tool initcheck --repeats 4 \
-  --json-out "$out/overhead-embedded.json"; echo "exit=$?"
 step "done"
 ls -la "$out"
