@@ -4,7 +4,8 @@ Runs n = 1..16 x {unguarded, guarded, torch} (m = k = tile = 32) batched (one sa
 process per case, checks every case's findings (signature, count) are identical, prints both wall times
 and their ratio. With --full, runs the nightly narrow-matmul grid (n = 1..128 x 3 variants) batched and
 prints its wall time and cases per GPU-hour. Writes report.html and summary.md of the last sweep to --out.
-    python bench/sweep.py [--full] [--out DIR]
+    python bench/sweep.py [--full] [--out DIR] [--show-backtrace device]
+    python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
 
 from __future__ import annotations
@@ -66,10 +67,14 @@ def main() -> int:
         choices=["yes", "host", "device", "no"],
         help="compute-sanitizer --show-backtrace for every run (default: the sanitizer's own, yes)",
     )
+    parser.add_argument("--render", type=Path, help="only write the report of a sweep saved as JSON")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.render:
+        write_report(Sweep.model_validate_json(args.render.read_text()), args.out)
+        return 0
     settings = Settings(show_backtrace=args.show_backtrace)
     print(f"compute-sanitizer --show-backtrace {args.show_backtrace or 'default (yes)'}")
-    args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
     same = ran = True
     last: Sweep | None = None
@@ -102,11 +107,19 @@ def main() -> int:
         ran = ran and all(c.outcome.ran for c in full.cases)
     if last is None:
         return 0
-    changes = diff(last, None)
-    (args.out / "report.html").write_text(html(last, changes))
-    (args.out / "summary.md").write_text(markdown(last, changes))
-    print(f"report: {args.out / 'report.html'}")
+    (args.out / "sweep.json").write_text(last.model_dump_json())
+    try:
+        write_report(last, args.out)
+    except ImportError as exc:  # the GPU box may lack matplotlib: render from sweep.json elsewhere
+        print(f"no report here ({exc}); render it with: python bench/sweep.py --render {args.out / 'sweep.json'}")
     return 0 if same and ran else 1
+
+
+def write_report(sweep: Sweep, out: Path) -> None:
+    changes = diff(sweep, None)
+    (out / "report.html").write_text(html(sweep, changes))
+    (out / "summary.md").write_text(markdown(sweep, changes))
+    print(f"report: {out / 'report.html'}")
 
 
 if __name__ == "__main__":
