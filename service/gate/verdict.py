@@ -131,8 +131,7 @@ def _merged(runs: EntryRuns) -> list[tuple[Finding, int, bool]]:
     """(finding, repeats it was seen in, expected) per signature, first occurrence kept, counts summed."""
     merged: dict[str, tuple[Finding, int, bool]] = {}
     for result in runs.results:
-        for finding in {f.signature: f for f in result.findings if not f.fallout}.values():
-            is_expected = expected(finding, result, runs.entry.control)
+        for finding, is_expected in _by_signature(result, runs.entry.control):
             if finding.signature in merged:
                 first, seen, was_expected = merged[finding.signature]
                 first = first.model_copy(update={"count": first.count + finding.count})
@@ -141,6 +140,23 @@ def _merged(runs: EntryRuns) -> list[tuple[Finding, int, bool]]:
                 version = finding.sanitizer_version or result.sanitizer_version
                 merged[finding.signature] = (finding.model_copy(update={"sanitizer_version": version}), 1, is_expected)
     return list(merged.values())
+
+
+def _by_signature(result: RunResult, control: bool) -> list[tuple[Finding, bool]]:
+    """One finding per signature of one run: a batched run reports a defect once per case; counts are summed
+    and the cases named together (a signature is expected only if it is expected in every case)."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in result.findings:
+        if not finding.fallout:
+            groups.setdefault(finding.signature, []).append(finding)
+    merged = []
+    for same in groups.values():
+        cases = sorted({f.case for f in same if f.case})
+        finding = same[0].model_copy(
+            update={"count": sum(f.count for f in same), "case": ", ".join(cases) if cases else same[0].case}
+        )
+        merged.append((finding, all(expected(f, result, control) for f in same)))
+    return merged
 
 
 def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today: date | None = None) -> GateReport:

@@ -22,7 +22,8 @@ python3 -c "import redis; redis.Redis.from_url('$CUPROBE_BROKER_URL').flushdb()"
 step "start: cuprobe worker (one per GPU + CPU) and cuprobe serve on :$port"
 cli worker --loglevel WARNING > "$out/worker.log" 2>&1 & worker_pid=$!
 cli serve --port $port > "$out/api.log" 2>&1 & api_pid=$!
-trap 'kill $worker_pid $api_pid 2>/dev/null; wait' EXIT
+# Wait for these two only: a bare `wait` would also wait for the tee above, forever (it hung the H200 run).
+trap 'kill $worker_pid $api_pid 2>/dev/null; wait $worker_pid $api_pid 2>/dev/null' EXIT
 for _ in $(seq 120); do
   curl -sf "$CUPROBE_API_URL/health" > "$out/health.json" && grep -q 'gpu.sm' "$out/health.json" && break
   sleep 1

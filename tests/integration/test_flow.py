@@ -20,7 +20,8 @@ def submit(api: httpx.Client, **spec: object) -> dict:
 
 def test_clean_run_is_stored_and_read_back_over_http_and_cli(stack: Stack, api: httpx.Client) -> None:
     job = submit(api, probe="selftest", params={"behaviour": "ok"})
-    assert job["state"] == "queued" and job["queue"] == "cpu" and job["schema_version"] == 1
+    # The response re-reads the job after enqueueing it: a fast worker may already have claimed it.
+    assert job["state"] in ("queued", "running", "done") and job["queue"] == "cpu" and job["schema_version"] == 1
     done = wait_for(api, job["id"])
     assert (done["outcome"], done["exit_code"], done["findings"], done["attempts"]) == ("clean", 0, 0, 1)
     row = stack.store.get(job["id"])

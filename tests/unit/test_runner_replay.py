@@ -113,9 +113,7 @@ def test_program_that_never_touches_cuda(
     replay_settings: Settings,
 ) -> None:
     replay(monkeypatch, capture(version, "memcheck_not_cuda"), run_target=True)
-    result = run_probe(
-        ProbeRequest(probe="selftest", tool=Tool.MEMCHECK), workdir=tmp_path, settings=replay_settings
-    )
+    result = run_probe(ProbeRequest(probe="selftest", tool=Tool.MEMCHECK), workdir=tmp_path, settings=replay_settings)
     assert result.outcome is Outcome.SANITIZER_ERROR and result.exit_code == 255
     assert "before its first CUDA call" in result.message
 
@@ -129,9 +127,7 @@ def test_missing_program(
     replay_settings: Settings,
 ) -> None:
     replay(monkeypatch, capture(version, "memcheck_missing_program"))
-    result = run_probe(
-        ProbeRequest(probe="selftest", tool=Tool.MEMCHECK), workdir=tmp_path, settings=replay_settings
-    )
+    result = run_probe(ProbeRequest(probe="selftest", tool=Tool.MEMCHECK), workdir=tmp_path, settings=replay_settings)
     assert result.outcome is Outcome.PROBE_ERROR and "does not exist" in result.message
 
 
@@ -198,9 +194,7 @@ def test_more_records_than_the_cap_is_truncated(
 ) -> None:
     replay(monkeypatch, capture(VERSIONS[0], "initcheck_many"))
     settings = replay_settings.model_copy(update={"max_records": 100})
-    result = run_probe(
-        ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK), workdir=tmp_path, settings=settings
-    )
+    result = run_probe(ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK), workdir=tmp_path, settings=settings)
     assert result.truncated and result.records == 100 and result.summary_count == 300
     assert result.outcome is Outcome.FINDINGS
 
@@ -265,3 +259,16 @@ def test_bare_cpu_probe_runs_for_real(tmp_path: Path) -> None:
 
 def test_captures_folder_is_what_the_tests_read() -> None:
     assert sorted(p.name for p in CAPTURES.iterdir() if p.is_dir()) == list(VERSIONS)
+
+
+def test_show_backtrace_reaches_the_sanitizer_command_and_the_reproducing_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_present: None, replay_settings: Settings
+) -> None:
+    replay(monkeypatch, RUNS / f"uninit-read-initcheck-{VERSIONS[1]}")
+    request = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, show_backtrace="device")
+    result = run_probe(request, workdir=tmp_path, settings=replay_settings)
+    assert result.outcome is Outcome.FINDINGS
+    flag = result.command.index("--show-backtrace")
+    assert result.command[flag + 1] == "device" and flag < result.command.index("--")
+    default = run_probe(request.model_copy(update={"show_backtrace": None}), workdir=tmp_path, settings=replay_settings)
+    assert "--show-backtrace" not in default.command

@@ -172,3 +172,12 @@ def test_a_result_without_its_control_is_could_not_run(on_h200: None, tmp_path: 
     broken = RunResult(probe="narrow-matmul", tool=process.tool, outcome=Outcome.CLEAN, message="0 errors")
     sweep = assemble("captured", [process], {0: [broken]}, "x", utcnow(), 1.0)
     assert all(c.outcome is Outcome.SANITIZER_ERROR and "did not fire" in c.message for c in sweep.cases)
+
+
+def test_initcheck_processes_skip_host_backtraces_and_others_keep_them() -> None:
+    from service.sweep.execute import requests_of
+
+    requests = [r for _, r in requests_of(plan(load_definition(Path("suites/nightly.toml"))))]
+    by_tool = {(r.tool, r.show_backtrace) for r in requests}
+    assert ("initcheck", "device") in by_tool and ("memcheck", None) in by_tool
+    assert not any(r.tool == "initcheck" and r.show_backtrace != "device" for r in requests)

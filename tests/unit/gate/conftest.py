@@ -69,6 +69,8 @@ def use_replay(mp: pytest.MonkeyPatch, year: int = 2026, control: Path | None = 
     mapping = {
         "uninit-read initcheck": {"case": str(control or CONTROL[year]), "target": False},
         "selftest initcheck": {"case": str(INITCHECK_OK[year]), "target": True},
+        # 13 values of n x 3 variants in one process: one signature in 10 cases (2026 sanitizer only).
+        "narrow-matmul initcheck": {"case": str(RUNS / f"narrow-matmul-initcheck-{VERSIONS[1]}"), "target": False},
     }
     mp.setenv("CUPROBE_REPLAY_MAP", json.dumps(mapping))
 

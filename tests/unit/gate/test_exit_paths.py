@@ -57,6 +57,26 @@ def test_new_finding(gate: Gate, replay: Callable[..., None], tmp_path: Path) ->
     assert row in new
 
 
+BATCHED = """
+[[probe]]
+name = "narrow-matmul-batched"
+probe = "narrow-matmul"
+tool = "initcheck"
+params = { m = 32, k = 32, tile = 32, n = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128] }
+"""
+
+
+def test_one_defect_in_many_cases_of_a_batched_run_is_one_new_finding_with_every_case_counted(
+    gate: Gate, replay: Callable[..., None], tmp_path: Path
+) -> None:
+    # On the H200 the defect run's summary showed one case's count (992) for a finding seen in two cases.
+    result = gate(BASE_SUITE + BATCHED)
+    assert result.exit_code == 1, result.output
+    new = section(summary(tmp_path), "New findings (1)")
+    assert "| new | narrow-matmul-batched | uninitialized-global-read | kernels/narrow_matmul.cu:23 |" in new
+    assert "| 1/1 | 6624 |" in new  # the sanitizer's ERROR SUMMARY: every case's records, not the last case's
+
+
 def test_baselined_finding(gate: Gate, replay: Callable[..., None], tmp_path: Path) -> None:
     suite = BASE_SUITE + VIOLATE + PRODUCT
     written = gate(suite, "--update-baseline")
