@@ -55,10 +55,16 @@ def run_cmd(
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
 
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings)
-        sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
+        try:
+            sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
+        except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
+            sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+            raise
     sweeps.save(sweep)
     changes = diff(sweep, sweeps.previous(sweep))
-    notify(changes, settings.sweep_webhook_url)
+    told = notify(changes, settings.sweep_webhook_url)
+    if told:
+        console.print(told, markup=False, highlight=False)
     summary = markdown(sweep, changes)
     if report:
         report.mkdir(parents=True, exist_ok=True)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx
 
 from service.sweep.diff import SweepDiff
+
+log = logging.getLogger(__name__)
 
 
 def payload(diff: SweepDiff, report_url: str | None = None) -> dict[str, Any]:
@@ -31,10 +34,19 @@ def payload(diff: SweepDiff, report_url: str | None = None) -> dict[str, Any]:
     }
 
 
-def notify(diff: SweepDiff, url: str | None, *, timeout_s: float = 10.0) -> int | None:
-    """POST the diff to `url` when it changed anything; the HTTP status, or None when nothing was sent."""
+def notify(diff: SweepDiff, url: str | None, *, timeout_s: float = 10.0) -> str | None:
+    """POST the diff to `url` when it changed anything; what happened, or None when nothing was sent.
+
+    Never raises: the sweep is stored before this runs, and a webhook that is down must not lose or fail it.
+    """
     if not url or not diff.changed:
         return None
-    response = httpx.post(url, json=payload(diff), timeout=timeout_s)
-    response.raise_for_status()
-    return response.status_code
+    try:
+        response = httpx.post(url, json=payload(diff), timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        log.warning("sweep webhook %s unreachable: %s", url, exc)
+        return f"webhook {url} unreachable: {exc}"
+    if response.is_error:
+        log.warning("sweep webhook %s answered %s", url, response.status_code)
+        return f"webhook {url} answered HTTP {response.status_code}: {response.text[:200]}"
+    return f"webhook {url} notified (HTTP {response.status_code})"
