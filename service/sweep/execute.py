@@ -59,14 +59,15 @@ class ServiceRunner:
                 job = self.store.get(job_id)
                 if job is None or job.state in ("done", "cancelled"):
                     del pending[job_id]
-                    yield slot, _result_of(job, requests[slot])
+                    yield slot, _result_of(job, requests[slot], self.store)
             if pending:
                 time.sleep(self.poll_s)
 
 
-def _result_of(job: Job | None, request: ProbeRequest) -> RunResult:
+def _result_of(job: Job | None, request: ProbeRequest, store: Store) -> RunResult:
     if job is not None and job.result:
-        return RunResult.model_validate(job.result)
+        # The job row keeps the result without its findings: they live in the findings table.
+        return RunResult.model_validate({**job.result, "findings": store.findings(job.id)})
     outcome = Outcome(job.outcome) if job is not None and job.outcome else Outcome.PROBE_ERROR
     message = job.message if job is not None else "the job vanished from the store"
     return RunResult(probe=request.probe, tool=request.tool or "none", outcome=outcome, message=message)

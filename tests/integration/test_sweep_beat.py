@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import redis
 
 from service.models import Outcome
 from service.store import Store, utcnow
+from service.sweep.execute import ServiceRunner
 from service.sweep.models import Sweep, SweepCase
 from service.sweep.schedule import running_key, start_once
 from service.sweep.store import SweepStore
 from tests.integration.conftest import REDIS
+from tests.integration.stack import Stack
 
 DUE = datetime(2026, 12, 3, 2, 0, 17, tzinfo=UTC)
 
@@ -69,3 +72,30 @@ def test_sweeps_round_trip_through_postgres(pg_url: str) -> None:
     sweeps.save(sweep)
     loaded = sweeps.get("pg1")
     assert loaded is not None and loaded.cases == sweep.cases and sweeps.running("nightly") == []
+
+
+def test_the_scheduled_sweep_runs_its_processes_as_sweep_lane_jobs_on_a_real_worker(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """What beat's task runs: every process a job on `cpu.sweep`, run by the stack's Celery worker, then stored."""
+    from tasks.app import make_celery
+    from tasks.broker import enqueue
+    from tasks.sweep import run_and_store
+
+    definition = tmp_path / "lane.toml"
+    definition.write_text(
+        'name = "lane-test"\n[[entry]]\nprobe = "selftest"\ntools = ["none"]\n'
+        'grid = { behaviour = ["ok", "violate"] }\n'
+    )
+    celery = make_celery(stack.settings)
+    runner = ServiceRunner(stack.store, stack.settings, lambda job: enqueue(celery, job), poll_s=0.2)
+    sweep = run_and_store(definition, stack.store, stack.settings, runner)
+    outcomes = {case.key.rsplit("/", 1)[-1]: case.outcome for case in sweep.cases}
+    assert len(outcomes) == 2 and set(outcomes.values()) == {Outcome.CLEAN, Outcome.FINDINGS}, outcomes
+    (violated,) = [c for c in sweep.cases if c.outcome is Outcome.FINDINGS]
+    assert [f.signature for f in violated.findings] == ["none|expectation-violation|selftest|violate"]
+    jobs = stack.store.jobs(probe="selftest", limit=1000)
+    mine = [j for j in jobs if j.lane == "sweep"]
+    assert len(mine) >= 2 and {j.queue for j in mine} == {"cpu.sweep"} and all(j.state == "done" for j in mine)
+    stored = SweepStore(stack.store).get(sweep.id)
+    assert stored is not None and stored.state == "done" and len(stored.cases) == 2
