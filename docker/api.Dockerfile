@@ -8,6 +8,7 @@ COPY service service
 COPY tasks tasks
 COPY probes probes
 COPY kernels kernels
+COPY suites suites
 RUN pip install --no-cache-dir ".[server]"
 
 EXPOSE 8000

@@ -14,6 +14,7 @@ COPY service service
 COPY tasks tasks
 COPY probes probes
 COPY kernels kernels
+COPY suites suites
 # pycuda builds against the CUDA toolkit in this image.
 RUN pip install --no-cache-dir ".[server,gpu]"
 

@@ -82,3 +82,16 @@ def test_dockerfile_default_command_parses(dockerfile: str) -> None:
 def test_a_wrong_command_line_is_refused(argv: list[str]) -> None:
     with pytest.raises(UsageError):
         parse(argv)
+
+
+def test_the_compose_sweep_schedule_is_a_beat_entry_and_its_definition_is_in_the_images() -> None:
+    from service.config import Settings
+    from tasks.app import TASK_RUN_SWEEP, sweep_schedule
+
+    env = yaml.safe_load((DOCKER / "compose.yaml").read_text())["x-cuprobe-env"]
+    default = re.fullmatch(r"\$\{CUPROBE_SWEEP_SCHEDULE:-(.+)\}", env["CUPROBE_SWEEP_SCHEDULE"])
+    assert default, env["CUPROBE_SWEEP_SCHEDULE"]
+    (entry,) = sweep_schedule(Settings(sweep_schedule=default.group(1))).values()
+    assert entry["task"] == TASK_RUN_SWEEP and entry["args"] == ["suites/nightly.toml"]
+    for dockerfile in ("api.Dockerfile", "worker.Dockerfile"):
+        assert "COPY suites suites" in (DOCKER / dockerfile).read_text()
