@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from service.config import Settings
+from service.expiry import expire_unpicked, expire_unserved
 from service.store import Job, JobState, Store, as_utc, utcnow
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def reconcile(
     `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline.
     """
     now = now or utcnow()
-    report = ReconcileReport(expired=store.expire_unpicked(now))
+    report = ReconcileReport(expired=expire_unpicked(store, now))
     if served_queues is not None:
         report.expired += _expire_unserved(store, settings, served_queues, now)
     if broker_ids is None:
@@ -91,7 +92,7 @@ def _expire_unserved(
     except Exception as exc:  # cannot ask: deadlines still apply
         log.warning("cannot ask the workers which queues they serve: %s", exc)
         return []
-    return [] if served is None else store.expire_unserved(served, cutoff, now)
+    return [] if served is None else expire_unserved(store, served, cutoff, now)
 
 
 def _resend(store: Store, job: Job, enqueue: Callable[[Job], object], report: ReconcileReport) -> None:

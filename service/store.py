@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def _changed(session: Session, statement: Any) -> int:
+def changed_rows(session: Session, statement: Any) -> int:
     """Rows an UPDATE changed (the compare-and-set succeeded when > 0)."""
     return cast(CursorResult[Any], session.execute(statement)).rowcount
 
@@ -134,9 +134,7 @@ class Store:
 
     def mark_enqueued(self, job_id: str) -> None:
         with self.session() as s:
-            s.execute(
-                update(Job).where(Job.id == job_id).values(enqueued_at=utcnow(), enqueues=Job.enqueues + 1)
-            )
+            s.execute(update(Job).where(Job.id == job_id).values(enqueued_at=utcnow(), enqueues=Job.enqueues + 1))
 
     def get(self, job_id: str) -> Job | None:
         with self.session() as s:
@@ -184,9 +182,7 @@ class Store:
 
     # --- the worker side ---
 
-    def claim(
-        self, job_id: str, worker: str, *, max_attempts: int, stale_after_s: float, job_dir: str
-    ) -> Claim:
+    def claim(self, job_id: str, worker: str, *, max_attempts: int, stale_after_s: float, job_dir: str) -> Claim:
         """Decide whether this delivery runs the job; when it does, record the attempt (compare-and-set)."""
         for _ in range(10):
             job = self.get(job_id)
@@ -196,7 +192,9 @@ class Store:
                 return Claim(ClaimVerdict.ALREADY_FINISHED)
             now = utcnow()
             if job.state == JobState.QUEUED and as_utc(job.deadline_at) < now:
-                self.expire_unpicked(now)
+                from service.expiry import expire_unpicked  # expiry builds on the store
+
+                expire_unpicked(self, now)
                 continue
             if job.state == JobState.RUNNING:
                 alive = _alive_here(job.worker)
@@ -215,7 +213,7 @@ class Store:
                 continue
             attempt = job.attempts + 1
             with self.session() as s:
-                changed = _changed(
+                changed = changed_rows(
                     s,
                     update(Job)
                     .where(Job.id == job_id, Job.state == job.state, Job.attempts == job.attempts)
@@ -264,7 +262,7 @@ class Store:
                 )
             else:
                 values.update(state=JobState.DONE, outcome=result.outcome.value)
-            changed = _changed(
+            changed = changed_rows(
                 s,
                 update(Job)
                 .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.attempts == attempt)
@@ -295,13 +293,11 @@ class Store:
         """End a job with `outcome` if it is still in `state` at `attempts` (no run result attached)."""
         with self.session() as s:
             return bool(
-                _changed(
+                changed_rows(
                     s,
                     update(Job)
                     .where(Job.id == job_id, Job.state == state, Job.attempts == attempts)
-                    .values(
-                        state=JobState.DONE, outcome=outcome.value, message=message, finished_at=utcnow()
-                    ),
+                    .values(state=JobState.DONE, outcome=outcome.value, message=message, finished_at=utcnow()),
                 )
             )
 
@@ -315,59 +311,8 @@ class Store:
                 .where(Job.id == job_id, Job.state == JobState.QUEUED)
                 .values(state=JobState.CANCELLED, message="cancelled before it ran", finished_at=utcnow())
             )
-            s.execute(
-                update(Job)
-                .where(Job.id == job_id, Job.state == JobState.RUNNING)
-                .values(cancel_requested=True)
-            )
+            s.execute(update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING).values(cancel_requested=True))
             return s.scalar(select(Job.state).where(Job.id == job_id))
-
-    def expire_unpicked(self, now: datetime | None = None) -> list[str]:
-        """Queued jobs past their deadline end `unavailable`; returns their ids."""
-        now = now or utcnow()
-        with self.session() as s:
-            rows = s.execute(
-                select(Job.id, Job.queue).where(Job.state == JobState.QUEUED, Job.deadline_at < now)
-            ).all()
-            return self._unavailable(
-                s, rows, now, "no worker picked this job up by its deadline: nothing is serving queue {queue}. "
-            )
-
-    def expire_unserved(self, served: set[str], older_than: datetime, now: datetime | None = None) -> list[str]:
-        """Queued jobs created before `older_than` whose queue no live worker serves end `unavailable`."""
-        now = now or utcnow()
-        with self.session() as s:
-            rows = s.execute(
-                select(Job.id, Job.queue).where(
-                    Job.state == JobState.QUEUED, Job.created_at < older_than, Job.queue.not_in(served)
-                )
-            ).all()
-            return self._unavailable(
-                s,
-                rows,
-                now,
-                "no worker serves queue {queue} (no live worker answered for it when asked at "
-                f"{now:%H:%M:%S} UTC, and the job had waited since {older_than:%H:%M:%S} or earlier). ",
-            )
-
-    @staticmethod
-    def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str) -> list[str]:
-        expired = []
-        for job_id, queue in rows:
-            changed = _changed(
-                s,
-                update(Job)
-                .where(Job.id == job_id, Job.state == JobState.QUEUED)
-                .values(
-                    state=JobState.DONE,
-                    outcome=Outcome.UNAVAILABLE.value,
-                    message=why.format(queue=queue) + _how_to_serve(queue),
-                    finished_at=now,
-                ),
-            )
-            if changed:
-                expired.append(job_id)
-        return expired
 
     def unfinished(self) -> Sequence[Job]:
         with self.session() as s:
@@ -375,10 +320,3 @@ class Store:
 
     def give_up(self, job: Job, message: str) -> bool:
         return self._finish_if(job.id, job.attempts, job.state, Outcome.CRASHED, message)
-
-
-def _how_to_serve(queue: str) -> str:
-    if queue.startswith("gpu."):
-        arch = queue.split(".")[1]
-        return f"Start `cuprobe worker` on a machine with an {arch} GPU, or submit for an arch that has one."
-    return "Start `cuprobe worker` (it always starts a CPU worker)."

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings
+from service.expiry import expire_unpicked
 from service.jobs import JobSpec, create
 from service.models import Outcome, RunResult, Tool
 from service.store import ClaimVerdict, JobState, Store, utcnow
@@ -76,8 +77,8 @@ def test_job_lost_with_its_worker_too_often_ends_crashed(store: Store) -> None:
 
 def test_unpicked_job_past_its_deadline_is_unavailable(store: Store) -> None:
     job_id = _job(store, probe="uninit-read", deadline_s=5)
-    assert store.expire_unpicked(utcnow()) == []
-    assert store.expire_unpicked(utcnow() + timedelta(seconds=6)) == [job_id]
+    assert expire_unpicked(store, utcnow()) == []
+    assert expire_unpicked(store, utcnow() + timedelta(seconds=6)) == [job_id]
     job = store.get(job_id)
     assert job is not None and job.outcome == "unavailable" and "gpu.sm90" in job.message
 
