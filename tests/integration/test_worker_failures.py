@@ -11,6 +11,7 @@ import pytest
 
 from tests.integration.conftest import Figures
 from tests.integration.stack import Stack, children, wait_for, wait_running
+from tests.processes import processes_mentioning
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +64,7 @@ def test_sigkill_of_pool_child_reruns_the_job_once(
     assert orphans == []
 
 
-def test_sigkill_of_probe_subprocess_is_crashed(
-    postgres_stack: Stack, pg_api: httpx.Client, figures: Figures
-) -> None:
+def test_sigkill_of_probe_subprocess_is_crashed(postgres_stack: Stack, pg_api: httpx.Client, figures: Figures) -> None:
     job = _submit(pg_api, probe="selftest", params={"behaviour": "sleep", "seconds": 30})
     running = wait_running(pg_api, job["id"])
     deadline = time.monotonic() + 10
@@ -144,3 +143,45 @@ def test_whole_worker_killed_job_finishes_on_a_new_worker(
         stale_after_s=settings.stale_after_s,
         visibility_timeout_s=settings.visibility_timeout_s,
     )
+
+
+def test_soft_time_limit_stops_the_probe_and_stores_timeout(
+    tmp_path_factory: pytest.TempPathFactory, figures: Figures
+) -> None:
+    """A worker whose probe limit (60 s) is above its soft limit (3 s), a misconfiguration the API would refuse for
+    its own settings: the soft limit still stops the probe and the job ends `timeout`, once."""
+    import redis
+
+    from tests.integration.conftest import REDIS
+
+    redis.Redis.from_url(f"{REDIS}/14").flushdb()
+    data = tmp_path_factory.mktemp("soft-limit")
+    stack = Stack(
+        "soft",
+        broker_url=f"{REDIS}/14",
+        database_url=f"sqlite:///{data / 'cuprobe.db'}",
+        data_dir=data,
+        CUPROBE_TASK_SOFT_TIME_LIMIT_S="3",
+        CUPROBE_TASK_TIME_LIMIT_S="8",
+        CUPROBE_TIMEOUT_S="60",
+    )
+    try:
+        stack.start_worker(concurrency=1)
+        api = stack.start_api(timeout_s=1.0)  # the API accepts the job; the worker applies its own 60 s
+        job = _submit(api, probe="selftest", params={"behaviour": "hang"})
+        start = time.monotonic()
+        wait_running(api, job["id"])
+        while not processes_mentioning(job["id"]):  # the probe subprocess is up (its --out names the job)
+            assert time.monotonic() - start < 10, "the probe never started"
+            time.sleep(0.1)
+        done = wait_for(api, job["id"], timeout=40)
+        elapsed = time.monotonic() - start
+        assert done["outcome"] == "timeout" and done["exit_code"] == 3, done
+        assert "soft time limit (3.0 s)" in done["message"] and done["attempts"] == 1
+        assert elapsed < 15  # the soft limit, not the probe's 60 s, ended it
+        time.sleep(1)
+        assert processes_mentioning(job["id"]) == []  # the hanging probe's process group was killed
+        figures.record("soft time limit", outcome=done["outcome"], seconds_to_outcome=f"{elapsed:.2f}")
+    finally:
+        stack.stop()
+        redis.Redis.from_url(f"{REDIS}/14").flushdb()
