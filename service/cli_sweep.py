@@ -81,9 +81,12 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List stored sweeps, or show one (Markdown, JSON, or an HTML report)."""
-    sweeps, _ = _sweeps()
+    sweeps, settings = _sweeps()
     if sweep_id is None:
-        for row in sweeps.list():
+        rows = sweeps.list()
+        if not rows:
+            console.print(f"no sweeps stored in {settings.database} yet: `cuprobe sweep run DEFINITION` runs one")
+        for row in rows:
             console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
         return
     sweep = sweeps.get(sweep_id)

@@ -85,3 +85,15 @@ def test_a_failing_webhook_neither_loses_the_sweep_nor_fails_the_run(tmp_path: P
     assert len(broken.bodies) == 1 and "answered HTTP 500" in result.output
     sweeps = SweepStore(Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")).list()
     assert [(s.definition, s.state) for s in sweeps] == [("webhook-test", "done")]
+
+
+def test_show_lists_stored_sweeps_and_says_when_there_are_none(tmp_path: Path) -> None:
+    env = {"CUPROBE_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"}
+    empty = CliRunner().invoke(app, ["sweep", "show"], env=env)
+    assert empty.exit_code == 0 and "no sweeps stored" in empty.output
+    assert _sweep(tmp_path, "").exit_code == 1  # no webhook configured: nothing posted, the sweep stored
+    listed = CliRunner().invoke(app, ["sweep", "show"], env=env)
+    assert "webhook-test" in listed.output and "done" in listed.output
+    sweep_id = listed.output.split()[0]
+    shown = CliRunner().invoke(app, ["sweep", "show", sweep_id], env=env)
+    assert shown.exit_code == 0 and "none|expectation-violation|selftest|violate" in shown.output
