@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from service.client import Client
 from service.config import Settings
+from service.embedded import free_port
 from service.models import ProbeRequest, Tool
 from service.runner import _probe_env, resolve
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -38,13 +38,6 @@ from service.sanitizer.locate import find_sanitizer
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = ("done", "cancelled")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start_stack(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:

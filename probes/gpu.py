@@ -30,11 +30,12 @@ def cuda_devices() -> dict[str, object]:
     Recorded with every GPU probe's result, so the store shows which GPU ran a job and that it saw
     exactly one (a worker pinned with CUDA_VISIBLE_DEVICES).
     """
-    if cuda_device_count() == 0:
+    count = cuda_device_count()
+    if count == 0:
         return {"count": 0, "uuids": []}
     libcuda = ctypes.CDLL("libcuda.so.1")
     uuids: list[str | None] = []
-    for ordinal in range(cuda_device_count()):
+    for ordinal in range(count):
         device, raw = ctypes.c_int(0), ctypes.create_string_buffer(16)
         if libcuda.cuDeviceGet(ctypes.byref(device), ordinal) != 0 or libcuda.cuDeviceGetUuid(raw, device) != 0:
             uuids.append(None)

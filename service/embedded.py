@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from rich.console import Console
 
@@ -76,15 +75,17 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 @dataclass
 class EmbeddedStack:
-    """A running embedded deployment: its settings (broker, store), API URL and the GPUs it has workers for."""
+    """A running embedded deployment: its settings (broker, store), API URL, the GPUs it has workers for, and
+    the thread serving the API."""
 
     settings: Settings
     url: str
     devices: list[GpuDevice]
-    server: Any
+    api_thread: threading.Thread
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
     with socket.socket() as sock:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
@@ -126,7 +127,7 @@ def embedded_stack(
                 if not thread.is_alive():
                     raise RuntimeError(f"the API could not start on {host}:{port}")
                 time.sleep(0.05)
-            yield EmbeddedStack(settings, url, devices, server)
+            yield EmbeddedStack(settings, url, devices, thread)
         finally:
             server.should_exit = True
             thread.join(30)
@@ -146,11 +147,10 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency):
-        thread = next(t for t in threading.enumerate() if t.name == "cuprobe-api")
+    with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
         try:
-            while thread.is_alive():
-                thread.join(0.5)
+            while stack.api_thread.is_alive():
+                stack.api_thread.join(0.5)
         except KeyboardInterrupt:
             console.print("cuprobe up: stopping workers, API and broker")
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -16,6 +15,7 @@ import uvicorn
 
 from service.api import create_app
 from service.config import Settings
+from service.embedded import free_port
 from service.store import Store
 from service.workers import worker_commands
 
@@ -33,13 +33,6 @@ TEST_ENV = {
     "CUPROBE_MAX_ATTEMPTS": "3",
     "CUPROBE_QUEUE_DEADLINE_S": "600",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def children(pid: int) -> list[int]:
