@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from service.models import Backtrace
 
 
 class Settings(BaseSettings):
@@ -18,7 +19,7 @@ class Settings(BaseSettings):
     error_exitcode: int = 86
     # compute-sanitizer --show-backtrace (yes|host|device|no); None keeps its default (yes). Host backtraces
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
-    show_backtrace: Literal["yes", "host", "device", "no"] | None = None
+    show_backtrace: Backtrace | None = None
     timeout_s: float = 600.0
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = 10_000

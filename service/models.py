@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from probes.contract import CaseResult, Expectation, Tool
 
 SCHEMA_VERSION = 1
+# compute-sanitizer --show-backtrace values.
+Backtrace = Literal["yes", "host", "device", "no"]
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -63,7 +65,7 @@ class ProbeRequest(BaseModel):
     timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
     kernel_filter: list[str] = Field(default_factory=list, description="kernel names to check (--kernel-name)")
     suppressions: str | None = Field(None, description="path of a compute-sanitizer suppressions file")
-    show_backtrace: Literal["yes", "host", "device", "no"] | None = Field(
+    show_backtrace: Backtrace | None = Field(
         None,
         description="compute-sanitizer --show-backtrace; host backtraces are most of initcheck's cost per record "
         "(measured on the H200: 6,624 records took 21.6 s with them, 9.3 s with device only)",

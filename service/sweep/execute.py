@@ -6,10 +6,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
+from service.models import Backtrace, Outcome, ProbeRequest, RunResult
 from service.runner import run_probe
 from service.store import Job, Store, utcnow
 from service.sweep.attribute import attribute, control_fired, unattributed
@@ -76,7 +76,7 @@ def _result_of(job: Job | None, request: ProbeRequest, store: Store) -> RunResul
 # initcheck signatures need only the device location; host backtraces cost more than half of a batched
 # narrow-matmul run (H200: 21.6 s -> 9.3 s for 6,624 records; docs/sweep.md). Other tools keep them: memcheck's
 # API-error and leak signatures name the first user host frame.
-SWEEP_BACKTRACE: dict[str, Literal["yes", "host", "device", "no"]] = {"initcheck": "device"}
+SWEEP_BACKTRACE: dict[str, Backtrace] = {"initcheck": "device"}
 
 
 def requests_of(processes: list[Process]) -> list[tuple[Process, ProbeRequest]]:
