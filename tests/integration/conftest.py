@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ import redis
 
 from tests.integration.stack import REPO, Stack
 
-REDIS = "redis://127.0.0.1:6379"
+# CUPROBE_TEST_REDIS lets parallel checkouts on one machine each use a Redis server of their own.
+REDIS = os.environ.get("CUPROBE_TEST_REDIS", "redis://127.0.0.1:6379")
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 FIGURES = REPO / "build" / "integration-figures.txt"
 
