@@ -28,11 +28,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from service.cli.embedded import free_port
 from service.client import Client
 from service.config import Settings
-from service.embedded import free_port
 from service.models import ProbeRequest, Tool
-from service.runner import _probe_env, resolve
+from service.probing.runner import _probe_env, resolve
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.locate import find_sanitizer
 
@@ -46,7 +46,7 @@ def start_stack(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "CUPROBE_DATA_DIR": str(data_dir)}
     data_dir.mkdir(parents=True, exist_ok=True)
     log = (data_dir / "up.log").open("wb")
-    cmd = [sys.executable, "-m", "service.cli", "up", "--port", str(port)]
+    cmd = [sys.executable, "-m", "service.cli.main", "up", "--port", str(port)]
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}"
 

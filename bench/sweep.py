@@ -20,12 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from service.config import Settings  # noqa: E402
+from service.models.sweep import Sweep  # noqa: E402
 from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
 from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, run_sweep  # noqa: E402
-from service.sweep.models import Sweep  # noqa: E402
 
 GRID = """
 name = "{name}"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.artifacts import prune
+from service.db.artifacts import prune
+from service.queue.reconciler import reconcile_once
 from tasks.app import TASK_RECONCILE, app
 from tasks.probe import _settings, _store
-from tasks.reconciler import reconcile_once
 
 
 @app.task(name=TASK_RECONCILE, acks_late=False, ignore_result=True)  # type: ignore[untyped-decorator]

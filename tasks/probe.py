@@ -8,8 +8,8 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from service.config import Settings
-from service.execute import execute_job
-from service.store import Store
+from service.db.store import Store
+from service.worker.execute import execute_job
 from tasks.app import TASK_RUN_PROBE, app
 
 

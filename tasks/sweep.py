@@ -10,16 +10,16 @@ from typing import Any
 import redis
 
 from service.config import Settings
-from service.store import Store, utcnow
+from service.db.store import Store, utcnow
+from service.db.sweeps import SweepStore
+from service.models.sweep import Sweep
+from service.queue.broker import enqueue
 from service.sweep.definition import load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import ServiceRunner, run_sweep
-from service.sweep.models import Sweep
 from service.sweep.notify import notify
 from service.sweep.schedule import start_once
-from service.sweep.store import SweepStore
 from tasks.app import TASK_RUN_SWEEP, app
-from tasks.broker import enqueue
 
 
 @cache

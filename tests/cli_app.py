@@ -1,4 +1,4 @@
-"""The `cuprobe` Typer app for tests: service.cli's when it exists, else one with the service commands alone.
+"""The `cuprobe` Typer app for tests: service.cli.main's when it exists, else one with the service commands alone.
 
 `python -m tests.cli_app ARGS` runs it as the `cuprobe` console script would.
 """
@@ -10,9 +10,9 @@ import typer
 
 def cli_app() -> typer.Typer:
     try:
-        from service.cli import app
+        from service.cli.main import app
     except ImportError:
-        from service.cli_jobs import register
+        from service.cli.jobs import register
 
         app = typer.Typer()
         register(app)

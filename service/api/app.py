@@ -16,9 +16,9 @@ from service.api.limits import BodySizeLimit
 from service.api.routes import health, jobs, probes, sweeps
 from service.api.schemas import ErrorBody
 from service.config import Settings
-from service.store import Store
-from tasks.app import make_celery
-from tasks.reconciler import ReconcilerThread
+from service.db.store import Store
+from service.queue.celery_app import make_celery
+from service.queue.reconciler import ReconcilerThread
 
 
 def _field_of(loc: Any) -> str:

@@ -10,7 +10,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.config import Settings
-from service.store import Store
+from service.db.store import Store
 
 _bearer = HTTPBearer(auto_error=False)
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from service.db.store import Job, as_utc
 from service.models import SCHEMA_VERSION, Finding, Tool
-from service.store import Job, as_utc
 
 
 class Versioned(BaseModel):

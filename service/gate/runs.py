@@ -12,7 +12,7 @@ from service.client import ApiError, Client
 from service.config import Settings
 from service.gate.suite import Suite, SuiteEntry
 from service.models import Finding, Outcome, RunResult
-from service.runner import run_probe
+from service.probing.runner import run_probe
 
 # Called after each run finishes: (entry, repeat index, result).
 OnResult = Callable[[SuiteEntry, int, RunResult], None]

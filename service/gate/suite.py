@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from probes import registry
 from probes.contract import Tool
 from service.models import ProbeRequest
-from service.runner import BadRequest, resolve
+from service.probing.runner import BadRequest, resolve
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
 CONTROL_HINTS: dict[Tool, str] = {

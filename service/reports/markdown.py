@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from service.models.sweep import Sweep
 from service.sweep.diff import SweepDiff
-from service.sweep.models import Sweep
 
 
 def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from service.sweep.models import Sweep
+from service.models.sweep import Sweep
 
 
 def _svg(figure: object) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from service.models import Outcome, RunResult
-from service.sweep.models import CaseRepeat
+from service.models.sweep import CaseRepeat
 from service.sweep.plan import PlannedCase, Process
 
 

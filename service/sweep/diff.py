@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from service.sweep.models import Sweep, SweepCase
+from service.models.sweep import Sweep, SweepCase
 
 
 class DiffItem(BaseModel):

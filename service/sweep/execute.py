@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from service.config import Settings
+from service.db.store import Job, Store, utcnow
 from service.models import Backtrace, Outcome, ProbeRequest, RunResult
-from service.runner import run_probe
-from service.store import Job, Store, utcnow
+from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
+from service.probing.runner import run_probe
+from service.queue.names import Lane
 from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
 from service.sweep.flaky import merge_findings, merge_outcome
-from service.sweep.models import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from service.sweep.plan import Process, plan
-from tasks.queues import Lane
 
 Progress = Callable[[int, int, str], None]
 
@@ -48,7 +48,7 @@ class ServiceRunner:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
-        from service.jobs import JobSpec, submit
+        from service.queue.submit import JobSpec, submit
 
         pending = {}
         for slot, request in enumerate(requests):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from service.models import Evidence, Finding, Outcome
-from service.sweep.models import CaseRepeat
+from service.models.sweep import CaseRepeat
 
 
 def merge_findings(repeats: list[CaseRepeat]) -> list[Finding]:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import redis
 
-from service.sweep.models import Sweep
+from service.models.sweep import Sweep
 
 
 def due_key(definition: str, due: datetime) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings
-from service.environment import gpu_facts
+from service.probing.environment import gpu_facts
 from service.sanitizer.locate import candidates
 
 

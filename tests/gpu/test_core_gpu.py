@@ -9,7 +9,7 @@ import pytest
 from probes.contract import Tool
 from service.config import Settings
 from service.models import Outcome, ProbeRequest
-from service.runner import run_probe
+from service.probing.runner import run_probe
 from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.gpu

@@ -14,10 +14,10 @@ import httpx
 import uvicorn
 
 from service.api import create_app
+from service.cli.embedded import free_port
 from service.config import Settings
-from service.embedded import free_port
-from service.store import Store
-from service.workers import worker_commands
+from service.db.store import Store
+from service.worker.commands import worker_commands
 
 REPO = Path(__file__).resolve().parents[2]
 # Short limits so failure tests finish quickly; each keeps the ordering Settings checks.

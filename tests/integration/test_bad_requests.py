@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from service.api import create_app
-from service.store import Job
+from service.db.store import Job
 from tests.integration.stack import Stack
 
 TOKEN = "s3cret-token"

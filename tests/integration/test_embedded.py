@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from service.store import Store
+from service.db.store import Store
 from tests.integration.stack import REPO, free_port, wait_for
 
 CLI = [sys.executable, "-m", "tests.cli_app"]

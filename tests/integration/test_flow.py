@@ -7,7 +7,7 @@ import time
 import httpx
 from typer.testing import CliRunner
 
-from service.store import JobState
+from service.db.store import JobState
 from tests.cli_app import cli_app
 from tests.integration.stack import Stack, wait_for
 
@@ -94,8 +94,8 @@ def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None
 
 
 def test_redelivered_job_stores_no_second_result(stack: Stack, api: httpx.Client) -> None:
-    from tasks.app import make_celery
-    from tasks.broker import enqueue
+    from service.queue.broker import enqueue
+    from service.queue.celery_app import make_celery
 
     job = submit(api, probe="selftest", params={"behaviour": "violate"})
     wait_for(api, job["id"])

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from sqlalchemy import func, select
 
-from service.store import Job, Run
+from service.db.store import Job, Run
 from tests.integration.conftest import Figures
 from tests.integration.stack import Stack
 

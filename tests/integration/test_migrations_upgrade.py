@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError
 
-from service.migrations import upgrade
+from service.db.migrations import upgrade
+from service.db.store import FindingRow, Store
 from service.models import Finding, Tool
-from service.store import FindingRow, Store
 
 
 def _finding(signature: str, case: str | None) -> Finding:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import redis
 
+from service.db.store import Store, utcnow
+from service.db.sweeps import SweepStore
 from service.models import Outcome
-from service.store import Store, utcnow
+from service.models.sweep import Sweep, SweepCase
 from service.sweep.execute import ServiceRunner
-from service.sweep.models import Sweep, SweepCase
 from service.sweep.schedule import running_key, start_once
-from service.sweep.store import SweepStore
 from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack
 
@@ -78,8 +78,8 @@ def test_the_scheduled_sweep_runs_its_processes_as_sweep_lane_jobs_on_a_real_wor
     stack: Stack, tmp_path: Path
 ) -> None:
     """What beat's task runs: every process a job on `cpu.sweep`, run by the stack's Celery worker, then stored."""
-    from tasks.app import make_celery
-    from tasks.broker import enqueue
+    from service.queue.broker import enqueue
+    from service.queue.celery_app import make_celery
     from tasks.sweep import run_and_store
 
     definition = tmp_path / "lane.toml"

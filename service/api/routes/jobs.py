@@ -9,13 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import FileResponse
 
-from service import jobs as job_service
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
-from service.artifacts import NAMES, artifact_path
+from service.db.artifacts import NAMES, artifact_path
+from service.db.store import Job, JobState
 from service.models import Outcome
-from service.store import Job, JobState
-from tasks.broker import enqueue
+from service.queue import submit as job_service
+from service.queue.broker import enqueue
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 

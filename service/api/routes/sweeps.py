@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, status
 
 from service.api.deps import Authorized, StoreDep
+from service.db.sweeps import SweepStore
+from service.models.sweep import Sweep
 from service.sweep.diff import SweepDiff, diff
-from service.sweep.models import Sweep
-from service.sweep.store import SweepStore
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], dependencies=[Authorized])
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from service import runner
-from service.cli import app
+from service.cli.main import app
+from service.probing import runner
 from service.sanitizer.locate import _version
 from tests.conftest import BOX_ROOT, REPLAY, RUNS, VERSIONS, capture
 

@@ -12,7 +12,7 @@ from service.gate.runs import EntryRuns
 from service.gate.suite import SuiteError, load_suite
 from service.gate.verdict import judge
 from service.models import ProbeRequest
-from service.runner import run_probe
+from service.probing.runner import run_probe
 from tests.unit.gate.conftest import BASE_SUITE, VIOLATE, VIOLATION_SIGNATURE, Gate, summary
 
 REPO = Path(__file__).resolve().parents[3]

@@ -1,0 +1,1 @@
+"""`cuprobe`: the command line, a thin typer shell over the library."""

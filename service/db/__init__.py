@@ -1,0 +1,1 @@
+"""The store: engine and migrations, jobs, runs, findings, sweeps and run artifacts."""

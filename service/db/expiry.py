@@ -1,0 +1,71 @@
+"""Queued jobs that end `unavailable` without a run: past their deadline, or on a queue no live worker serves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from service.db.engine import changed_rows
+from service.db.jobs import JobQueries
+from service.db.tables import Job, JobState, utcnow
+from service.models import Outcome
+
+
+class JobExpiry(JobQueries):
+    """Ending queued jobs nobody will run."""
+
+    def expire_unpicked(self, now: datetime | None = None) -> list[str]:
+        """Queued jobs past their deadline end `unavailable`; returns their ids."""
+        now = now or utcnow()
+        with self.session() as s:
+            rows = s.execute(select(Job.id, Job.queue).where(Job.state == JobState.QUEUED, Job.deadline_at < now)).all()
+            return _unavailable(
+                s, rows, now, "no worker picked this job up by its deadline: nothing is serving queue {queue}. "
+            )
+
+    def expire_unserved(self, served: set[str], older_than: datetime, now: datetime | None = None) -> list[str]:
+        """Queued jobs created before `older_than` whose queue no live worker serves end `unavailable`."""
+        now = now or utcnow()
+        with self.session() as s:
+            rows = s.execute(
+                select(Job.id, Job.queue).where(
+                    Job.state == JobState.QUEUED, Job.created_at < older_than, Job.queue.not_in(served)
+                )
+            ).all()
+            return _unavailable(
+                s,
+                rows,
+                now,
+                "no worker serves queue {queue} (no live worker answered for it when asked at "
+                f"{now:%H:%M:%S} UTC, and the job had waited since {older_than:%H:%M:%S} or earlier). ",
+            )
+
+
+def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str) -> list[str]:
+    expired = []
+    for job_id, queue in rows:
+        changed = changed_rows(
+            s,
+            update(Job)
+            .where(Job.id == job_id, Job.state == JobState.QUEUED)
+            .values(
+                state=JobState.DONE,
+                outcome=Outcome.UNAVAILABLE.value,
+                message=why.format(queue=queue) + _how_to_serve(queue),
+                finished_at=now,
+            ),
+        )
+        if changed:
+            expired.append(job_id)
+    return expired
+
+
+def _how_to_serve(queue: str) -> str:
+    if queue.startswith("gpu."):
+        arch = queue.split(".")[1]
+        return f"Start `cuprobe worker` on a machine with an {arch} GPU, or submit for an arch that has one."
+    return "Start `cuprobe worker` (it always starts a CPU worker)."

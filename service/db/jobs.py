@@ -1,0 +1,73 @@
+"""Reading and adding jobs, their runs and findings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+
+from service.db.engine import Database
+from service.db.tables import FindingRow, Job, JobState, Run, utcnow
+from service.models import Finding
+
+
+class JobQueries(Database):
+    """Submission and reads: nothing here changes a job's state."""
+
+    def add_job(self, job: Job) -> Job:
+        with self.session() as s:
+            s.add(job)
+        return job
+
+    def mark_enqueued(self, job_id: str) -> None:
+        with self.session() as s:
+            s.execute(update(Job).where(Job.id == job_id).values(enqueued_at=utcnow(), enqueues=Job.enqueues + 1))
+
+    def get(self, job_id: str) -> Job | None:
+        with self.session() as s:
+            return s.get(Job, job_id)
+
+    def jobs(
+        self,
+        *,
+        probe: str | None = None,
+        outcome: str | None = None,
+        state: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> Sequence[Job]:
+        query = select(Job).order_by(Job.created_at.desc()).limit(limit)
+        if probe:
+            query = query.where(Job.probe == probe)
+        if outcome:
+            query = query.where(Job.outcome == outcome)
+        if state:
+            query = query.where(Job.state == state)
+        if since:
+            query = query.where(Job.created_at >= since)
+        with self.session() as s:
+            return s.scalars(query).all()
+
+    def findings(self, job_id: str) -> list[Finding]:
+        with self.session() as s:
+            rows = s.scalars(select(FindingRow).where(FindingRow.job_id == job_id).order_by(FindingRow.id))
+            return [Finding.model_validate(row.finding) for row in rows]
+
+    def finding_counts(self, job_ids: Sequence[str]) -> dict[str, int]:
+        """Number of distinct findings per job."""
+        with self.session() as s:
+            rows = s.execute(
+                select(FindingRow.job_id, func.count())
+                .where(FindingRow.job_id.in_(list(job_ids)))
+                .group_by(FindingRow.job_id)
+            ).all()
+            return {job_id: int(count) for job_id, count in rows}
+
+    def runs(self, job_id: str) -> Sequence[Run]:
+        with self.session() as s:
+            return s.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.attempt)).all()
+
+    def unfinished(self) -> Sequence[Job]:
+        with self.session() as s:
+            return s.scalars(select(Job).where(Job.state.in_([JobState.QUEUED, JobState.RUNNING]))).all()

@@ -1,0 +1,120 @@
+"""Sweeps in the store: start one (state running), save it finished, read it back, find the one before it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from service.db.store import Store
+from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, utcnow
+from service.models.sweep import Sweep, SweepCase
+
+
+class SweepStore:
+    """Sweep rows over a Store's engine (same database, same migrations)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def start(self, sweep_id: str, definition: str) -> None:
+        with self.store.session() as s:
+            s.add(SweepRow(id=sweep_id, definition=definition, state="running", started_at=utcnow(), summary={}))
+
+    def running(self, definition: str) -> list[str]:
+        with self.store.session() as s:
+            rows = s.scalars(select(SweepRow.id).where(SweepRow.definition == definition, SweepRow.state == "running"))
+            return list(rows)
+
+    def fail(self, sweep_id: str, message: str) -> None:
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            if row is not None:
+                row.state, row.finished_at, row.summary = "failed", utcnow(), {"message": message}
+
+    def save(self, sweep: Sweep) -> None:
+        """Store a finished sweep (replacing its running row and any earlier cases of the same id)."""
+        summary: dict[str, Any] = sweep.model_dump(mode="json", exclude={"cases"})
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep.id)
+            if row is None:
+                row = SweepRow(id=sweep.id, definition=sweep.definition, started_at=sweep.started_at, summary={})
+                s.add(row)
+            row.state, row.finished_at = sweep.state, sweep.finished_at
+            row.sanitizer_version, row.driver, row.summary = sweep.sanitizer_version, sweep.driver, summary
+            s.execute(delete(SweepFindingRow).where(SweepFindingRow.sweep_id == sweep.id))
+            s.execute(delete(SweepCaseRow).where(SweepCaseRow.sweep_id == sweep.id))
+            s.flush()
+            for case in sweep.cases:
+                s.add(
+                    SweepCaseRow(
+                        sweep_id=sweep.id,
+                        key=case.key,
+                        probe=case.probe,
+                        tool=case.tool.value,
+                        outcome=case.outcome.value,
+                        flaky=case.flaky,
+                        case=case.model_dump(mode="json", exclude={"findings"}),
+                    )
+                )
+                for finding in case.findings:
+                    s.add(
+                        SweepFindingRow(
+                            sweep_id=sweep.id,
+                            case_key=case.key,
+                            signature=finding.signature,
+                            count=finding.count,
+                            seen=finding.seen,
+                            finding=finding.model_dump(mode="json"),
+                        )
+                    )
+
+    def get(self, sweep_id: str) -> Sweep | None:
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            if row is None:
+                return None
+            cases = s.scalars(select(SweepCaseRow).where(SweepCaseRow.sweep_id == sweep_id).order_by(SweepCaseRow.id))
+            findings: dict[str, list[dict[str, Any]]] = {}
+            for f in s.scalars(
+                select(SweepFindingRow).where(SweepFindingRow.sweep_id == sweep_id).order_by(SweepFindingRow.id)
+            ):
+                findings.setdefault(f.case_key, []).append(f.finding)
+            loaded = [SweepCase.model_validate({**c.case, "findings": findings.get(c.key, [])}) for c in cases]
+            base = {k: v for k, v in row.summary.items() if k not in ("id", "definition", "state", "started_at")}
+            return Sweep.model_validate(
+                {
+                    **base,
+                    "id": row.id,
+                    "definition": row.definition,
+                    "state": row.state,
+                    "started_at": as_utc(row.started_at),
+                    "finished_at": as_utc(row.finished_at) if row.finished_at else None,
+                    "sanitizer_version": row.sanitizer_version,
+                    "driver": row.driver,
+                    "cases": loaded,
+                }
+            )
+
+    def list(self, definition: str | None = None, limit: int = 50) -> list[SweepRow]:
+        with self.store.session() as s:
+            query = select(SweepRow).order_by(SweepRow.started_at.desc()).limit(limit)
+            if definition:
+                query = query.where(SweepRow.definition == definition)
+            return list(s.scalars(query))
+
+    def previous(self, sweep: Sweep) -> Sweep | None:
+        """The latest finished sweep of the same definition that started before `sweep`."""
+        with self.store.session() as s:
+            found = s.scalars(
+                select(SweepRow.id)
+                .where(
+                    SweepRow.definition == sweep.definition,
+                    SweepRow.state == "done",
+                    SweepRow.id != sweep.id,
+                    SweepRow.started_at < sweep.started_at,
+                )
+                .order_by(SweepRow.started_at.desc())
+                .limit(1)
+            ).first()
+        return self.get(found) if found else None

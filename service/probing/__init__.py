@@ -1,0 +1,1 @@
+"""Probe requests: admission, the runner (sanitizer or bare) and the environment fingerprint."""

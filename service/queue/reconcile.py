@@ -1,0 +1,104 @@
+"""Reconciling the store with the broker: deadlines, jobs Redis lost, attempts that died with their worker."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from service.config import Settings
+from service.db.store import Job, JobState, Store, as_utc, utcnow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileReport:
+    """What one pass changed."""
+
+    expired: list[str] = field(default_factory=list)
+    resent: list[str] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
+
+
+def reconcile(
+    store: Store,
+    settings: Settings,
+    *,
+    broker_ids: Callable[[set[str]], dict[str, str]] | None,
+    enqueue: Callable[[Job], object],
+    served_queues: Callable[[], set[str] | None] | None = None,
+    now: datetime | None = None,
+) -> ReconcileReport:
+    """One pass: expire unpicked jobs past their deadline; resend jobs Redis no longer holds.
+
+    `broker_ids(queues)` maps each job id Redis holds to `waiting` (in a queue) or `unacked` (delivered);
+    None when the broker cannot be read, in which case only deadlines are applied. A running job whose
+    heartbeat stopped is resent even when its message sits unacked: Redis would only hand it back after
+    the visibility timeout, and a duplicate delivery stores nothing (store.claim). `served_queues()` gives
+    the queues live workers serve (None when that cannot be asked): queued jobs older than
+    `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline.
+    """
+    now = now or utcnow()
+    report = ReconcileReport(expired=store.expire_unpicked(now))
+    if served_queues is not None:
+        report.expired += _expire_unserved(store, settings, served_queues, now)
+    if broker_ids is None:
+        return report
+    unfinished = store.unfinished()
+    if not unfinished:
+        return report
+    try:
+        held = broker_ids({job.queue for job in unfinished})
+    except Exception as exc:  # Redis down: deadlines still apply; resend on a later pass
+        log.warning("cannot read the broker: %s", exc)
+        return report
+    grace = now - timedelta(seconds=settings.requeue_grace_s)
+    stale = now - timedelta(seconds=settings.stale_after_s)
+    for job in unfinished:
+        where = held.get(job.id)
+        if (
+            job.state == JobState.QUEUED
+            and where is None
+            and as_utc(job.enqueued_at or job.created_at) < grace
+        ):
+            _resend(store, job, enqueue, report)
+        elif (
+            job.state == JobState.RUNNING
+            and where != "waiting"
+            and (job.heartbeat_at is None or as_utc(job.heartbeat_at) < stale)
+            and as_utc(job.enqueued_at or job.created_at) < stale
+        ):
+            if job.attempts >= settings.max_attempts:
+                if store.give_up(
+                    job, f"the job's worker went silent {job.attempts} times; not retried again"
+                ):
+                    report.given_up.append(job.id)
+            else:
+                _resend(store, job, enqueue, report)
+    return report
+
+
+def _expire_unserved(
+    store: Store, settings: Settings, served_queues: Callable[[], set[str] | None], now: datetime
+) -> list[str]:
+    cutoff = now - timedelta(seconds=settings.unserved_after_s)
+    if not any(j.state == JobState.QUEUED and as_utc(j.created_at) < cutoff for j in store.unfinished()):
+        return []  # ask the workers only when some job has waited long enough to matter
+    try:
+        served = served_queues()
+    except Exception as exc:  # cannot ask: deadlines still apply
+        log.warning("cannot ask the workers which queues they serve: %s", exc)
+        return []
+    return [] if served is None else store.expire_unserved(served, cutoff, now)
+
+
+def _resend(store: Store, job: Job, enqueue: Callable[[Job], object], report: ReconcileReport) -> None:
+    try:
+        enqueue(job)
+    except Exception as exc:  # broker still down: the next pass tries again
+        log.warning("could not resend job %s: %s", job.id, exc)
+        return
+    store.mark_enqueued(job.id)
+    report.resent.append(job.id)

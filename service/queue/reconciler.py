@@ -1,0 +1,111 @@
+"""Running reconcile passes: a Redis lock so only one runs at a time, and the loop the API process runs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import redis
+from celery import Celery
+
+from service.config import Settings
+from service.db.artifacts import prune
+from service.db.store import Store
+from service.queue.broker import enqueue, held_jobs
+from service.queue.reconcile import ReconcileReport, reconcile
+
+log = logging.getLogger(__name__)
+LOCK_KEY = "cuprobe:reconcile-lock"
+PRUNE_EVERY_S = 3600.0
+
+
+def _client(settings: Settings) -> redis.Redis:
+    return redis.Redis.from_url(settings.broker, socket_timeout=5, socket_connect_timeout=2)
+
+
+def broker_reader(settings: Settings) -> Callable[[set[str]], dict[str, str]]:
+    """A function returning job id -> waiting/unacked for what Redis holds (raises if Redis is down)."""
+
+    def read(queues: set[str]) -> dict[str, str]:
+        client = _client(settings)
+        try:
+            return held_jobs(client, queues)
+        finally:
+            client.close()
+
+    return read
+
+
+def served_reader(app: Celery) -> Callable[[], set[str] | None]:
+    """A function returning the queues live workers consume from (None when the broker cannot be asked)."""
+
+    def read() -> set[str] | None:
+        try:
+            # No reply at all is an answer: no worker is alive (a busy prefork worker still replies).
+            replies = app.control.inspect(timeout=2.0).active_queues() or {}
+        except (redis.RedisError, OSError) as exc:
+            log.warning("celery inspect failed: %s", exc)
+            return None
+        return {queue["name"] for queues in replies.values() for queue in queues}
+
+    return read
+
+
+@contextmanager
+def locked(settings: Settings) -> Iterator[bool]:
+    """Yields True when this process holds the reconcile lock (or Redis is down and nobody can)."""
+    client = _client(settings)
+    try:
+        try:
+            mine = bool(client.set(LOCK_KEY, "1", nx=True, ex=max(1, int(settings.reconcile_interval_s))))
+        except redis.RedisError:
+            mine = True
+        yield mine
+    finally:
+        client.close()
+
+
+def reconcile_once(settings: Settings, store: Store, app: Celery) -> ReconcileReport | None:
+    """One locked pass; None when another process holds the lock."""
+    with locked(settings) as mine:
+        if not mine:
+            return None
+        return reconcile(
+            store,
+            settings,
+            broker_ids=broker_reader(settings),
+            enqueue=lambda job: enqueue(app, job),
+            served_queues=served_reader(app),
+        )
+
+
+class ReconcilerThread(threading.Thread):
+    """Reconciles every `reconcile_interval_s` until stopped (the API runs one; beat runs the task too)."""
+
+    def __init__(self, settings: Settings, store: Store, app: Celery) -> None:
+        super().__init__(name="cuprobe-reconciler", daemon=True)
+        self.settings, self.store, self.app = settings, store, app
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        pruned_at = 0.0
+        while not self.stopped.wait(self.settings.reconcile_interval_s):
+            if time.monotonic() - pruned_at > PRUNE_EVERY_S:
+                pruned_at = time.monotonic()
+                s = self.settings
+                prune(s.data_dir / "jobs", s.artifact_retention_days, s.artifact_max_total_bytes)
+            try:
+                report = reconcile_once(self.settings, self.store, self.app)
+            except Exception:  # keep reconciling: a store or broker outage is temporary
+                log.exception("reconcile pass failed")
+                continue
+            if report and (report.expired or report.resent or report.given_up):
+                log.info(
+                    "reconciled: %d expired, %d resent, %d given up",
+                    len(report.expired),
+                    len(report.resent),
+                    len(report.given_up),
+                )

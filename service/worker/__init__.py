@@ -1,0 +1,1 @@
+"""The worker side: the Celery worker command lines, and running one claimed job."""

@@ -1,0 +1,160 @@
+"""`cuprobe worker`: a Celery worker per visible GPU, pinned with CUDA_VISIBLE_DEVICES, and a CPU worker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from types import FrameType
+
+from service.queue.names import CPU, gpu_queue, lane_queues
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU as nvidia-smi lists it."""
+
+    index: int
+    uuid: str
+    name: str
+    compute_cap: str  # "9.0"
+
+    @property
+    def arch(self) -> str:
+        """`9.0` -> `sm90`."""
+        major, _, minor = self.compute_cap.partition(".")
+        return f"sm{major}{minor or '0'}"
+
+
+@dataclass(frozen=True)
+class WorkerCommand:
+    """A worker process to start: its Celery node name, argv and the environment it adds."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def parse_nvidia_smi(text: str) -> list[GpuDevice]:
+    """Devices from `nvidia-smi --query-gpu=index,uuid,name,compute_cap --format=csv,noheader`."""
+    devices = []
+    for line in text.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) == 4 and parts[0].isdigit():
+            devices.append(GpuDevice(int(parts[0]), parts[1], parts[2], parts[3]))
+    return devices
+
+
+def discover_gpus() -> list[GpuDevice]:
+    """The GPUs nvidia-smi sees (NVML, not CUDA: workers never initialise CUDA); [] if none."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=index,uuid,name,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (subprocess.SubprocessError, OSError):
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = parse_nvidia_smi(out)
+    if visible is not None:
+        wanted = {v.strip() for v in visible.split(",") if v.strip()}
+        devices = [d for d in devices if str(d.index) in wanted or d.uuid in wanted]
+    return devices
+
+
+def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:
+    return [
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "tasks.app",
+        "worker",
+        "-n",
+        f"{name}@%h",
+        "-Q",
+        ",".join(queues),
+        "--concurrency",
+        str(concurrency),
+        # One job per process at a time (acks_late + prefetch 1: nothing waits in a busy worker's buffer).
+        "--prefetch-multiplier",
+        "1",
+        "-O",
+        "fair",
+        # Task events on, so Flower and `celery inspect` see the workers and their jobs.
+        "-E",
+        "--loglevel",
+        loglevel,
+    ]
+
+
+def worker_commands(
+    devices: list[GpuDevice],
+    *,
+    python: str | None = None,
+    cpu_concurrency: int = 0,
+    loglevel: str = "INFO",
+    cpu: bool = True,
+) -> list[WorkerCommand]:
+    """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker."""
+    python = python or sys.executable
+    commands = []
+    for device in devices:
+        name = f"gpu{device.index}-{device.arch}"
+        commands.append(
+            WorkerCommand(
+                name=name,
+                argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), 1, loglevel),
+                env={
+                    "CUDA_VISIBLE_DEVICES": device.uuid or str(device.index),
+                    "CUPROBE_WORKER_GPU": device.name,
+                },
+            )
+        )
+    if cpu:
+        concurrency = cpu_concurrency or os.cpu_count() or 1
+        commands.append(
+            WorkerCommand(
+                name="cpu",
+                argv=_celery_worker(python, "cpu", lane_queues(CPU), concurrency, loglevel),
+                # CPU probes never see a GPU.
+                env={"CUDA_VISIBLE_DEVICES": ""},
+            )
+        )
+    return commands
+
+
+def run_workers(commands: list[WorkerCommand]) -> int:
+    """Start every worker, forward SIGINT/SIGTERM to them, and stop them all when one exits."""
+    procs = [subprocess.Popen(c.argv, env={**os.environ, **c.env}) for c in commands]
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    try:
+        while all(proc.poll() is None for proc in procs):
+            time.sleep(0.5)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return max((proc.returncode or 0) for proc in procs)

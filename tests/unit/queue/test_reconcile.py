@@ -1,0 +1,101 @@
+"""Reconciling the store with what Redis holds: resend what it lost, leave what it has, expire deadlines."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from service.config import Settings
+from service.db.store import Job, Store, utcnow
+from service.queue.reconcile import reconcile
+from service.queue.submit import JobSpec, create
+
+SETTINGS = Settings(requeue_grace_s=10, stale_after_s=30)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    s.migrate()
+    return s
+
+
+def test_queued_job_redis_lost_is_resent_once_past_the_grace(store: Store) -> None:
+    lost = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    held = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    sent: list[str] = []
+
+    def run(at_s: float) -> list[str]:
+        report = reconcile(
+            store,
+            SETTINGS,
+            broker_ids=lambda queues: {held: "waiting"},
+            enqueue=lambda job: sent.append(job.id),
+            now=utcnow() + timedelta(seconds=at_s),
+        )
+        return report.resent
+
+    assert run(0) == []
+    assert run(11) == [lost]
+    assert sent == [lost]
+    job = store.get(lost)
+    assert job is not None and job.enqueues == 1
+
+
+def test_unreadable_broker_only_applies_deadlines(store: Store) -> None:
+    job_id = create(JobSpec(probe="uninit-read", deadline_s=1), store, SETTINGS).id
+
+    def down(queues: set[str]) -> dict[str, str]:
+        raise ConnectionError("redis down")
+
+    report = reconcile(
+        store, SETTINGS, broker_ids=down, enqueue=lambda job: None, now=utcnow() + timedelta(seconds=60)
+    )
+    assert report.expired == [job_id] and report.resent == []
+
+
+def test_running_job_gone_silent_is_resent_unless_a_copy_waits(store: Store) -> None:
+    job_id = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    store.claim(job_id, "otherhost:1", max_attempts=3, stale_after_s=30, job_dir="/j")
+    sent: list[Job] = []
+    later = utcnow() + timedelta(seconds=31)
+    waiting = reconcile(
+        store, SETTINGS, broker_ids=lambda q: {job_id: "waiting"}, enqueue=sent.append, now=later
+    )
+    assert waiting.resent == []  # already redelivered and waiting for a worker: no pile of copies
+    report = reconcile(
+        store, SETTINGS, broker_ids=lambda q: {job_id: "unacked"}, enqueue=sent.append, now=later
+    )
+    assert report.resent == [job_id] and [j.id for j in sent] == [job_id]
+
+
+def test_queued_job_on_a_queue_no_worker_serves_ends_unavailable_after_the_grace(store: Store) -> None:
+    settings = Settings(requeue_grace_s=10, stale_after_s=30, unserved_after_s=60)
+    gpu = create(JobSpec(probe="uninit-read"), store, settings).id  # queue gpu.sm90, deadline an hour away
+    cpu = create(JobSpec(probe="selftest"), store, settings).id
+    asked: list[int] = []
+
+    def served() -> set[str]:
+        asked.append(1)
+        return {"cpu", "cpu.sweep"}
+
+    def run(at_s: float, answer: object = served) -> list[str]:
+        return reconcile(
+            store,
+            settings,
+            broker_ids=lambda queues: {gpu: "waiting", cpu: "waiting"},
+            enqueue=lambda job: None,
+            served_queues=answer,  # type: ignore[arg-type]
+            now=utcnow() + timedelta(seconds=at_s),
+        ).expired
+
+    assert run(30) == [] and asked == []  # nothing has waited long enough: the workers are not even asked
+    assert run(61, lambda: None) == []  # the workers could not be asked: only the deadline applies
+    assert run(61) == [gpu]
+    job = store.get(gpu)
+    assert job is not None and job.outcome == "unavailable"
+    assert "no worker serves queue gpu.sm90" in job.message and "cuprobe worker" in job.message
+    still = store.get(cpu)
+    assert still is not None and still.state == "queued"

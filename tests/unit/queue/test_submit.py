@@ -1,0 +1,52 @@
+"""Submission checks: the field named in each refusal, queues per architecture and lane, settings limits."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from service.config import Settings
+from service.queue.names import Lane, queue_for
+from service.queue.submit import JobSpec, SubmissionError, check
+
+
+def _refusal(settings: Settings | None = None, **spec: object) -> SubmissionError:
+    with pytest.raises(SubmissionError) as info:
+        check(JobSpec.model_validate(spec), settings or Settings())
+    return info.value
+
+
+def test_refusals_name_the_field() -> None:
+    assert _refusal(probe="nope").field == "probe"
+    assert _refusal(probe="determinism", tool="memcheck").field == "tool"  # bare only
+    assert _refusal(probe="selftest", params={"behaviour": "dance"}).field == "params.behaviour"
+    assert _refusal(probe="selftest", params={"extra": 1}).field == "params.extra"
+    assert _refusal(probe="uninit-read", params={"n": 4, "k": 8}).field == "params"
+    assert _refusal(probe="selftest", timeout_s=10_000).field == "timeout_s"
+
+
+def test_command_probe_is_forbidden_unless_enabled() -> None:
+    refusal = _refusal(probe="command")
+    assert (refusal.status, refusal.field) == (403, "probe")
+
+
+def test_check_fills_in_the_default_tool_and_params() -> None:
+    spec = check(JobSpec(probe="uninit-read"), Settings())
+    assert spec.tool == "initcheck" and spec.params["n"] == 1024
+
+
+def test_spec_rejects_a_bad_arch() -> None:
+    with pytest.raises(ValidationError):
+        JobSpec.model_validate({"probe": "uninit-read", "arch": "hopper"})
+
+
+def test_queues() -> None:
+    assert queue_for(needs_gpu=True, arch="sm90", lane=Lane.GATE) == "gpu.sm90"
+    assert queue_for(needs_gpu=True, arch="sm90", lane=Lane.SWEEP) == "gpu.sm90.sweep"
+    assert queue_for(needs_gpu=False, arch="sm90", lane=Lane.SWEEP) == "cpu.sweep"
+    assert sorted(["gpu.sm90.sweep", "gpu.sm90"])[0] == "gpu.sm90"  # workers poll sorted: gate first
+
+
+def test_time_limits_must_sit_below_the_visibility_timeout() -> None:
+    with pytest.raises(ValidationError, match="visibility_timeout"):
+        Settings(task_soft_time_limit_s=100, task_time_limit_s=200, visibility_timeout_s=150)

@@ -1,0 +1,183 @@
+"""Sweeps on real H200 captures (replayed): per-case attribution, stored diffs, flaky repeats, reports, beat."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes.narrow_matmul import expected_uninit_reads
+from service.config import Settings
+from service.db.store import Store, utcnow
+from service.db.sweeps import SweepStore
+from service.models import Outcome, RunResult
+from service.models.sweep import Sweep
+from service.probing import runner
+from service.queue.celery_app import TASK_RUN_SWEEP, make_celery
+from service.reports.html import html
+from service.reports.markdown import markdown
+from service.sanitizer.locate import _version
+from service.sweep.definition import DefinitionError, load_definition, parse_definition
+from service.sweep.diff import diff
+from service.sweep.execute import LocalRunner, assemble, run_sweep
+from service.sweep.plan import plan
+from tests.conftest import capture
+
+NS = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128]
+CAPTURED = f"""
+name = "captured"
+[[entry]]
+probe = "narrow-matmul"
+tools = ["initcheck"]
+params = {{m = 32, k = 32, tile = 32}}
+grid = {{n = {NS}, variant = ["unguarded", "guarded", "torch"]}}
+"""
+
+
+@pytest.fixture
+def on_h200(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This CPU machine has no GPU; the replayed runs came from one (the only mock here)."""
+    monkeypatch.setattr(runner, "gpu_facts", lambda: ("NVIDIA H200", "580.159.04", "13.0"))
+
+
+def replayed_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: str, **settings: object) -> Sweep:
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "probe_narrow-matmul_initcheck")))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "0")
+    _version.cache_clear()  # one stand-in binary answers with each capture's version
+    s = Settings(sanitizer_path=Path("tests/replay/compute-sanitizer"), source_roots=["/work/main"], **settings)
+    return run_sweep(parse_definition(CAPTURED), LocalRunner(tmp_path / version, s))
+
+
+@pytest.mark.parametrize("version", ["2025.3.1.0", "2026.4.0.0"])
+def test_batched_findings_are_attributed_to_their_cases(
+    on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: str
+) -> None:
+    sweep = replayed_sweep(monkeypatch, tmp_path, version)
+    assert len(sweep.processes) == 1 and sweep.processes[0].batched and sweep.processes[0].control_fired == [True]
+    assert sweep.sanitizer_version == version and len(sweep.cases) == 39
+    for case in sweep.cases:
+        want = expected_uninit_reads(32, 32, case.point["n"], 32, case.point["variant"])
+        assert case.records == want, case.key
+        assert case.outcome is (Outcome.FINDINGS if want else Outcome.CLEAN)
+    assert sum(c.records for c in sweep.cases) == 6624
+
+
+def test_a_record_cap_never_reads_as_clean(on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sweep = replayed_sweep(monkeypatch, tmp_path, "2026.4.0.0", sweep_max_records=3000)
+    assert sweep.processes[0].truncated
+    assert not any(c.outcome is Outcome.CLEAN for c in sweep.cases)
+    assert all("positive control" in c.message or c.truncated for c in sweep.cases)
+
+
+def test_diffs_over_stored_sweeps(on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.migrate()
+    sweeps = SweepStore(store)
+    old = replayed_sweep(monkeypatch, tmp_path, "2025.3.1.0")
+    sweeps.save(old)
+    new = replayed_sweep(monkeypatch, tmp_path, "2026.4.0.0")
+    sweeps.save(new)
+    loaded = sweeps.get(new.id)
+    assert loaded is not None and loaded.model_dump() == new.model_dump()
+    same = diff(loaded, sweeps.previous(loaded))
+    assert same.previous == old.id and same.version_change == "sanitizer 2025.3.1.0 -> 2026.4.0.0"
+    assert len(same.persisting) == 10 and not same.new and not same.fixed and not same.changed
+
+    # A third sweep: unguarded-n2 no longer reads padding, guarded-n2 now does, torch-n1 could not run.
+    third = new.model_copy(deep=True, update={"id": "third", "started_at": new.started_at.replace(year=2099)})
+    cases = {c.key: c for c in third.cases}
+    moved = cases["narrow-matmul/initcheck/unguarded-n2"].findings.pop()
+    cases["narrow-matmul/initcheck/unguarded-n2"].outcome = Outcome.CLEAN
+    cases["narrow-matmul/initcheck/guarded-n2"].findings.append(moved.model_copy(update={"case": "guarded-n2"}))
+    cases["narrow-matmul/initcheck/unguarded-n1"].outcome = Outcome.TIMEOUT
+    cases["narrow-matmul/initcheck/unguarded-n1"].findings.clear()
+    sweeps.save(third)
+    changes = diff(third, sweeps.previous(third))
+    assert changes.previous == new.id and changes.version_change is None
+    assert [i.case for i in changes.new] == ["narrow-matmul/initcheck/guarded-n2"]
+    assert [i.case for i in changes.fixed] == ["narrow-matmul/initcheck/unguarded-n2"]
+    assert [i.case for i in changes.unverified] == ["narrow-matmul/initcheck/unguarded-n1"]
+    assert len(changes.persisting) == 8 and changes.changed
+
+
+def test_repeats_that_disagree_are_flaky(on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    first = replayed_sweep(monkeypatch, tmp_path, "2026.4.0.0")
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture("2026.4.0.0", "probe_narrow-matmul_initcheck")))
+    processes = plan(parse_definition(CAPTURED))
+    s = Settings(sanitizer_path=Path("tests/replay/compute-sanitizer"), source_roots=["/work/main"])
+    real = runner.run_probe(
+        runner.ProbeRequest(probe="narrow-matmul", tool=processes[0].tool, params=processes[0].params),
+        workdir=tmp_path / "r",
+        settings=s,
+    )
+    # The second repeat lost the n=2 finding (as a flaky defect would): everything else agrees.
+    second = real.model_copy(update={"findings": [f for f in real.findings if f.case != "unguarded-n2"]})
+    sweep = assemble("captured", processes, {0: [real, second]}, "flaky", first.started_at, 1.0)
+    cases = {c.key: c for c in sweep.cases}
+    n2, n1 = cases["narrow-matmul/initcheck/unguarded-n2"], cases["narrow-matmul/initcheck/unguarded-n1"]
+    assert n2.flaky and n2.findings[0].seen == "1/2" and n2.findings[0].evidence == "reproduced"
+    assert not n1.flaky and n1.findings[0].seen == "2/2" and n1.findings[0].evidence == "proven"
+    changes = diff(sweep, first)
+    assert [i.case for i in changes.flaky] == ["narrow-matmul/initcheck/unguarded-n2"]
+
+
+def test_reports_render_plots_and_counts(on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sweep = replayed_sweep(monkeypatch, tmp_path, "2026.4.0.0")
+    page = html(sweep, diff(sweep, None))
+    assert page.count("<svg") == 1 and "unguarded-n33" in page
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert all(f"initcheck {v}" in svg for v in ("unguarded", "guarded", "torch"))
+    summary = markdown(sweep, diff(sweep, None))
+    assert "| findings | 10 |" in summary and "| clean | 29 |" in summary
+
+
+def test_nightly_plans_batches_with_controls_and_says_why_not() -> None:
+    processes = plan(load_definition(Path("suites/nightly.toml")))
+    narrow = [p for p in processes if p.probe == "narrow-matmul" and p.tool == "initcheck"]
+    assert sum(len(p.cases) for p in narrow) == 384 and all(p.batched and p.control for p in narrow)
+    singles = [p for p in processes if not p.batched]
+    assert all(p.reason for p in singles)
+    memcheck = [p for p in singles if p.probe == "narrow-matmul"]
+    assert len(memcheck) == 27 and all("no positive control under memcheck" in p.reason for p in memcheck)
+
+
+def test_a_batch_without_a_control_case_gets_one() -> None:
+    text = CAPTURED.replace('["unguarded", "guarded", "torch"]', '["guarded"]')
+    (only,) = plan(parse_definition(text))
+    assert only.control == "unguarded-n1" and "unguarded" in only.params["variants"]
+    assert [c.key for c in only.cases if c.added] == ["narrow-matmul/initcheck/control-unguarded-n1@0"]
+
+
+def test_bad_definitions_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(DefinitionError, match=r"entry\.0: .*matmul-throughput does not run under initcheck"):
+        parse_definition('name = "x"\n[[entry]]\nprobe = "matmul-throughput"\ntools = ["initcheck"]\n')
+    with pytest.raises(DefinitionError, match="unknown probe"):
+        parse_definition('name = "x"\n[[entry]]\nprobe = "nope"\ntools = ["none"]\n')
+    with pytest.raises(DefinitionError, match="cannot read"):
+        load_definition(tmp_path / "missing.toml")
+
+
+def test_the_beat_entry_comes_from_settings() -> None:
+    app = make_celery(Settings(sweep_schedule="0 2 * * *"))
+    (entry,) = [v for k, v in app.conf.beat_schedule.items() if k.startswith("sweep:")]
+    assert entry["task"] == TASK_RUN_SWEEP and entry["args"] == ["suites/nightly.toml"]
+    assert entry["schedule"].hour == {2} and entry["schedule"].minute == {0}
+    assert not [k for k in make_celery(Settings()).conf.beat_schedule if k.startswith("sweep:")]
+    with pytest.raises(ValueError, match="5 fields"):
+        make_celery(Settings(sweep_schedule="nightly"))
+
+
+def test_a_result_without_its_control_is_could_not_run(on_h200: None, tmp_path: Path) -> None:
+    (process,) = plan(parse_definition(CAPTURED))
+    broken = RunResult(probe="narrow-matmul", tool=process.tool, outcome=Outcome.CLEAN, message="0 errors")
+    sweep = assemble("captured", [process], {0: [broken]}, "x", utcnow(), 1.0)
+    assert all(c.outcome is Outcome.SANITIZER_ERROR and "did not fire" in c.message for c in sweep.cases)
+
+
+def test_initcheck_processes_skip_host_backtraces_and_others_keep_them() -> None:
+    from service.sweep.execute import requests_of
+
+    requests = [r for _, r in requests_of(plan(load_definition(Path("suites/nightly.toml"))))]
+    by_tool = {(r.tool, r.show_backtrace) for r in requests}
+    assert ("initcheck", "device") in by_tool and ("memcheck", None) in by_tool
+    assert not any(r.tool == "initcheck" and r.show_backtrace != "device" for r in requests)
