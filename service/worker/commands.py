@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
+from service.config import Settings
 from service.queue.names import CPU, gpu_queue, lane_queues
 from service.worker.gpu_slots import default_slots
 
@@ -80,6 +81,14 @@ def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
     if setting:
         return setting, "CUPROBE_GPU_SLOTS"
     return default_slots(os.cpu_count() or 1, gpus, device.free_bytes)
+
+
+def host_slots(settings: Settings) -> int:
+    """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
+    if settings.gpu_slots:
+        return settings.gpu_slots
+    devices = discover_gpus()
+    return slots_for(devices[0], len(devices), 0)[0] if devices else 1
 
 
 def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:
