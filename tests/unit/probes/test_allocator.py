@@ -1,4 +1,4 @@
-"""The torch allocator option: validation, defaults per tool, --nvtx yes, the fallback when the extension cannot build."""
+"""The torch allocator option: validation, per-tool defaults, --nvtx yes, the fallback when nothing can build."""
 
 from __future__ import annotations
 
