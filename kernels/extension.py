@@ -50,6 +50,7 @@ class AllocatorExtension:
             self.lib.cuprobe_nvtx_seed(0, int(seg["address"]), int(seg["total_size"]))
             addr = int(seg["address"])
             for block in seg.get("blocks", []):
+                addr = int(block.get("address", addr))
                 if block.get("state") == "active_allocated":
                     self.lib.cuprobe_nvtx_seed(1, addr, int(block.get("requested_size", block["size"])))
                     blocks += 1

@@ -39,7 +39,7 @@ def main(out: Path) -> int:
     state = prepare("caching-nvtx", Tool.NONE)
     import torch
 
-    torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    torch.cuda.memory._record_memory_history(stacks="python", max_entries=1_000_000)
     activate(state, torch)
     if state.effective != "caching-nvtx":
         print(f"extension not in use: {state.fallback}")
