@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.unit.probing.test_runner_replay import gpu_present, replay
 
 from kernels import extension
 from probes import allocator
@@ -17,10 +18,9 @@ from probes.command import allocator_env
 from probes.contract import Tool
 from service.config import Settings
 from service.models import ProbeRequest
-from service.runner import BadRequest, resolve, run_probe
+from service.probing.runner import BadRequest, resolve, run_probe
 from tests.conftest import RUNS, VERSIONS
 from tests.unit.probes.conftest import ROOT, ProbeRun, probe_env
-from tests.unit.test_runner_replay import gpu_present, replay
 
 __all__ = ["gpu_present"]  # the fixture, imported for the --nvtx test
 TORCH_PROBES = ["narrow-matmul", "bf16-matmul", "determinism", "planted-torch"]
