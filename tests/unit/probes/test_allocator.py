@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.unit.probing.test_runner_replay import gpu_present, replay
 
 from kernels import extension
 from probes import allocator
@@ -21,6 +20,7 @@ from service.models import ProbeRequest
 from service.probing.runner import BadRequest, resolve, run_probe
 from tests.conftest import RUNS, VERSIONS
 from tests.unit.probes.conftest import ROOT, ProbeRun, probe_env
+from tests.unit.probing.test_runner_replay import gpu_present, replay
 
 __all__ = ["gpu_present"]  # the fixture, imported for the --nvtx test
 TORCH_PROBES = ["narrow-matmul", "bf16-matmul", "determinism", "planted-torch"]
