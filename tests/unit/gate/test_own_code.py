@@ -139,7 +139,8 @@ def gtest_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_gtest_discovery_lists_every_test_and_filters_each_process(gtest_binary: Path) -> None:
     entry = TestEntry(name="math", kind="gtest", tool=Tool.MEMCHECK, binary=str(gtest_binary))
     tests = discover(entry)
-    assert [t.case for t in tests] == ["Math.Adds", "Math.Subtracts", "Small/Sized.Positive/0", "Small/Sized.Positive/1"]
+    names = ["Math.Adds", "Math.Subtracts", "Small/Sized.Positive/0", "Small/Sized.Positive/1"]
+    assert [t.case for t in tests] == names
     assert tests[2].argv == [str(gtest_binary), "--gtest_filter=Small/Sized.Positive/0"]
     ran = subprocess.run(tests[2].argv, capture_output=True, text=True)
     assert ran.returncode == 0 and "1 test from 1 test suite ran" in ran.stdout
@@ -192,7 +193,7 @@ def test_suite_round_trip_discovers_tests_into_command_probe_entries(tmp_path: P
     assert suite.test[0].options.key() == "leak-check=full,padding=512,nvtx=yes"
     full = expand(suite, str(tmp_path))
     ops = [e for e in full.entries if e.name.startswith("ops.")]
-    assert [e.case for e in ops][0] == "pkg_tests/test_ops.py::test_add" and len(ops) == 4
+    assert ops[0].case == "pkg_tests/test_ops.py::test_add" and len(ops) == 4
     first = ops[0]
     assert (first.probe, first.tool, first.repeats, first.timeout_s) == ("command", Tool.MEMCHECK, 2, 180)
     assert first.params["env"] == {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"} and first.params["timeout_s"] == 120
@@ -205,7 +206,8 @@ def test_suite_round_trip_discovers_tests_into_command_probe_entries(tmp_path: P
 def test_suite_refuses_an_option_for_another_tool(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(SUITE.format(cwd=tmp_path).replace('racecheck_report = "hazard"', 'leak_check = "full"'))
-    with pytest.raises(SuiteError, match=r"\[\[probe\]\] race.*--leak-check is a memcheck option.*not one for racecheck"):
+    refusal = r"\[\[probe\]\] race.*--leak-check is a memcheck option.*not one for racecheck"
+    with pytest.raises(SuiteError, match=refusal):
         load_suite(path)
 
 

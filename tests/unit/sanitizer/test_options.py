@@ -50,7 +50,7 @@ def test_an_option_the_installed_sanitizer_lacks_is_refused_naming_the_version()
     # The 2025.3.1.0 help with --padding taken out: what an older sanitizer without the option would list.
     real = help_of(VERSIONS[0])
     older = HelpOptions("2025.3.1.0-without-padding", {k: v for k, v in real.options.items() if k != "--padding"})
-    with pytest.raises(OptionRefused, match="compute-sanitizer 2025.3.1.0-without-padding has no option --padding"):
+    with pytest.raises(OptionRefused, match=r"compute-sanitizer 2025\.3\.1\.0-without-padding has no option --padding"):
         check_options(SanitizerOptions(padding=64), Tool.MEMCHECK, older)
 
 
