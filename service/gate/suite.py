@@ -77,8 +77,8 @@ class Suite(BaseModel):
         return self.path.parent / (self.baseline or f"{self.path.stem}.baseline.toml")
 
 
-def _check_entry(path: Path, entry: SuiteEntry) -> SuiteEntry:
-    where = f"{path}: [[probe]] {entry.name}"
+def _check_entry(path: Path, entry: SuiteEntry, where: str | None = None) -> SuiteEntry:
+    where = where or f"{path}: [[probe]] {entry.name}"
     try:
         tool, params = resolve(entry.request())
     except BadRequest as exc:
@@ -120,7 +120,8 @@ def load_suite(path: Path) -> Suite:
     suite.probe = [_check_entry(path, entry) for entry in suite.entries]
     for test in suite.test:  # the options and tool of a test entry, checked before anything is discovered
         expect = {"expect": test.expect} if test.control else {}
-        _check_entry(path, test_entry(test, "-", {"argv": ["true"], "case": "-", **expect}, 0))
+        dummy = test_entry(test, "-", {"argv": ["true"], "case": "-", **expect}, 0)
+        _check_entry(path, dummy, f"{path}: [[test]] {test.name}")
     everything: list[SuiteEntry | TestEntry] = [*suite.entries, *suite.test]
     used = {entry.tool for entry in everything} - {Tool.NONE}
     controlled = {entry.tool for entry in everything if entry.control}

@@ -206,7 +206,7 @@ def test_suite_round_trip_discovers_tests_into_command_probe_entries(tmp_path: P
 def test_suite_refuses_an_option_for_another_tool(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(SUITE.format(cwd=tmp_path).replace('racecheck_report = "hazard"', 'leak_check = "full"'))
-    refusal = r"\[\[probe\]\] race.*--leak-check is a memcheck option.*not one for racecheck"
+    refusal = r"\[\[test\]\] race: --leak-check is a memcheck option.*not one for racecheck"
     with pytest.raises(SuiteError, match=refusal):
         load_suite(path)
 
