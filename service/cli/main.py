@@ -97,7 +97,8 @@ def exec_command(
     cwd: Annotated[Path | None, typer.Option(help="working directory of the command")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the command, repeatable")] = None,
     case: Annotated[str | None, typer.Option(help="the case its findings are named for (default: the command)")] = None,
-    expect_exit: Annotated[int | None, typer.Option(help="exit status the command must end with")] = 0,
+    expect_exit: Annotated[int, typer.Option(help="exit status the command must end with")] = 0,
+    any_exit: Annotated[bool, typer.Option("--any-exit", help="accept any exit status")] = False,
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -117,7 +118,7 @@ def exec_command(
                 "cwd": str((cwd or Path.cwd()).resolve()),
                 "env": {key: value for key, _, value in pairs},
                 "timeout_s": timeout,
-                "expect_exit": expect_exit,
+                "expect_exit": None if any_exit else expect_exit,
                 "case": case or " ".join(command)[:1000],
             },
             timeout_s=timeout + 60,

@@ -42,7 +42,7 @@ class TestEntry(BaseModel):
     options: SanitizerOptions = Field(default_factory=SanitizerOptions)
     control: bool = Field(False, description="a known defect the tool must see (needs `expect`)")
     expect: str | None = Field(None, description="with control: the finding kind the tool must report")
-    expect_exit: int | None = Field(0, description="exit status each process must end with; null: any")
+    expect_exit: int | Literal["any"] = Field(0, description='exit status each process must end with, or "any"')
     per: Literal["test", "binary"] = Field("test", description="ctest/gtest: one process per test or per binary")
     args: list[str] = Field(default_factory=list, description="extra arguments for every test process")
     # pytest
@@ -207,7 +207,7 @@ def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
         "cwd": test.cwd,
         "env": test.env,
         "timeout_s": entry.timeout_s,
-        "expect_exit": entry.expect_exit,
+        "expect_exit": None if entry.expect_exit == "any" else entry.expect_exit,
         "case": test.case,
         **({"expect": entry.expect} if entry.control else {}),
     }
