@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Code nobody here wrote under cuprobe: NVIDIA's compute-sanitizer-samples (built with their own Makefiles) run as
 # `command` entries, and a pytest file of torch CUDA tests with one planted out-of-bounds write, run per test.
-# Needs the samples checkout carried to the box at .samples/compute-sanitizer-samples (or SAMPLES=DIR).
+# Needs the samples checkout carried to the box at .samples/ (or SAMPLES=DIR); it is built in a copy under /tmp.
 # Run on the GPU box from the project root:  source .device/setup.sh && bash tests/gpu/own_code.sh
 # Writes under $OUT/own_code/: own_code.log, one JSON per `cuprobe exec` run, the suites, gate reports,
 # summary.txt (the table: case, tool, options, expected, got); and $OUT/sanitizer_help/ (help texts).
@@ -11,7 +11,8 @@ O="$OUT/own_code"; mkdir -p "$O"
 exec > >(tee "$O/own_code.log") 2>&1
 export PYTHONUNBUFFERED=1 COLUMNS=200
 ROOT=$(pwd)
-SAMPLES=$(readlink -f "${SAMPLES:-.samples/compute-sanitizer-samples}")
+SOURCE=$(readlink -f "${SAMPLES:-.samples}")
+SAMPLES=/tmp/own-code-samples
 if command -v cuprobe >/dev/null; then CUPROBE=(cuprobe); else CUPROBE=(python3 -m service.cli.main); fi
 CS=${CS:-/usr/local/cuda/bin/compute-sanitizer}
 T0=$SECONDS
@@ -21,15 +22,16 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || 
 "${CUPROBE[@]}" doctor; echo "doctor rc=$?"
 bash tests/gpu/sanitizer_help.sh
 
-echo "== build the samples with their own Makefiles ($SAMPLES)"
-[ -d "$SAMPLES" ] || { echo "no samples checkout at $SAMPLES"; exit 3; }
+echo "== build the samples with their own Makefiles ($SOURCE, built in $SAMPLES; -lineinfo for file:line)"
+[ -d "$SOURCE/Memcheck" ] || { echo "no samples checkout at $SOURCE"; exit 3; }
+rm -rf "$SAMPLES"; cp -r "$SOURCE" "$SAMPLES"
 for d in Memcheck Racecheck Synccheck Initcheck Suppressions; do
-  make -C "$SAMPLES/$d" CUDA_PATH=/usr/local/cuda > "$O/build-$d.log" 2>&1; echo "build $d rc=$?"
+  make -C "$SAMPLES/$d" CUDA_PATH=/usr/local/cuda COMPILE_FLAGS="-MMD -lineinfo" > "$O/build-$d.log" 2>&1
+  echo "build $d rc=$?"
 done
-# The Suppressions sample's own way to make its suppression files (make gen_supp / initcheck_gen_supp).
-(cd "$SAMPLES/Suppressions" && make gen_supp SANITIZER_BIN="$CS" > "$O/gen_supp.log" 2>&1 \
-  && mv supp.xml memcheck_supp.xml \
-  && make initcheck_gen_supp SANITIZER_BIN="$CS" >> "$O/gen_supp.log" 2>&1 && mv supp.xml initcheck_supp.xml)
+# The Suppressions sample's own recipe (its Makefile's gen_supp / initcheck_gen_supp): the XML of a run is the file.
+(cd "$SAMPLES/Suppressions" && "$CS" --save memcheck_supp.xml --xml ./suppressions_demo > "$O/gen_supp.log" 2>&1
+ "$CS" --tool initcheck --save initcheck_supp.xml --xml ./suppressions_initcheck_demo >> "$O/gen_supp.log" 2>&1)
 echo "suppression files: $(ls "$SAMPLES/Suppressions"/*_supp.xml 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
 
 rows=()
@@ -60,21 +62,21 @@ PY
 }
 
 M="$SAMPLES/Memcheck"; R="$SAMPLES/Racecheck"; Y="$SAMPLES/Synccheck"; I="$SAMPLES/Initcheck"; S="$SAMPLES/Suppressions"
-one memcheck_demo "findings, no leak" memcheck "$M" -- ./memcheck_demo
-one memcheck_demo_leaks "findings + leak 1024 B" memcheck "$M" -S leak-check=full -- ./memcheck_demo
-one block_error "errors (analysis)" racecheck "$R" -- ./block_error
+one memcheck_demo ">=1 invalid-global-write, no leak" memcheck "$M" -- ./memcheck_demo
+one memcheck_demo_leaks "+ leak size=1024 @main" memcheck "$M" -S leak-check=full -- ./memcheck_demo
+one block_error "1 error (analysis)" racecheck "$R" -- ./block_error
 one warp_error "0 errors 248 warnings rc=0" racecheck "$R" -S racecheck-report=hazard -- ./warp_error
 one warp_error_failwarn "rc=1 at --fail-on warning" racecheck "$R" -S racecheck-report=hazard --fail-on warning \
   -- ./warp_error
-one divergent_threads "synccheck findings" synccheck "$Y" -- ./divergent_threads
-one illegal_syncwarp "synccheck findings" synccheck "$Y" -- ./illegal_syncwarp
-one memset_error "initcheck findings" initcheck "$I" -- ./memset_error
+one divergent_threads "clean on sm_90 (captured: 0)" synccheck "$Y" -- ./divergent_threads
+one illegal_syncwarp "17 barrier errors" synccheck "$Y" -- ./illegal_syncwarp
+one memset_error "48 uninit reads" initcheck "$I" -- ./memset_error
 one memset_error_unused "unused-memory record?" initcheck "$I" -S track-unused-memory -- ./memset_error
-one supp_memcheck "findings (API errors)" memcheck "$S" -- ./suppressions_demo
-one supp_memcheck_with "fewer/none: suppressed" memcheck "$S" -S suppressions="$S/memcheck_supp.xml" \
+one supp_memcheck "8 api-error" memcheck "$S" -- ./suppressions_demo
+one supp_memcheck_with "clean: all suppressed" memcheck "$S" -S suppressions="$S/memcheck_supp.xml" \
   -- ./suppressions_demo
-one supp_initcheck "findings" initcheck "$S" -- ./suppressions_initcheck_demo
-one supp_initcheck_with "fewer/none: suppressed" initcheck "$S" -S suppressions="$S/initcheck_supp.xml" \
+one supp_initcheck "1 uninit read" initcheck "$S" -- ./suppressions_initcheck_demo
+one supp_initcheck_with "clean: all suppressed" initcheck "$S" -S suppressions="$S/initcheck_supp.xml" \
   -- ./suppressions_initcheck_demo
 one supp_initcheck_unused "unused-memory record?" initcheck "$S" -S track-unused-memory \
   -- ./suppressions_initcheck_demo

@@ -64,3 +64,34 @@ def test_exec_unknown_option_name_is_a_usage_error() -> None:
 def test_exec_without_a_gpu_is_unavailable() -> None:
     result = cli.invoke(app, ["exec", "-t", "memcheck", "--json", "--", "true"])
     assert result.exit_code == 3 and json.loads(result.output)["outcome"] == "unavailable"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_warp_error_sample_is_warnings_only_exit_0_unless_fail_on_warning(
+    version: str, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    # NVIDIA's warp_error sample under --racecheck-report hazard, as the H200 ran it: 0 errors, 248 warnings.
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "sample_warp_error_hazard")))
+    args = ["exec", "-t", "racecheck", "-S", "racecheck-report=hazard", "--json", "--", "true"]
+    result = cli.invoke(app, args)
+    data = json.loads(result.output)
+    assert data["outcome"] == "findings" and result.exit_code == 0
+    assert sum(f["count"] for f in data["findings"] if f["severity"] == "warning") == 248
+    assert not [f for f in data["findings"] if f["severity"] == "error"]
+    assert cli.invoke(app, [*args[:-2], "--fail-on", "warning", "--", "true"]).exit_code == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_suppressions_file_is_passed_as_a_local_path(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    # The sample's own suppressions run (its file is the XML of the unsuppressed run): 0 errors left.
+    supp = tmp_path / "supp.xml"
+    supp.write_bytes((capture(version, "sample_suppressions_memcheck") / "run.xml").read_bytes())
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "sample_suppressions_memcheck_supp")))
+    result = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={supp}", "--json", "--", "true"])
+    data = json.loads(result.output)
+    assert result.exit_code == 0 and data["outcome"] == "clean"
+    assert data["command"][data["command"].index("--suppressions") + 1] == str(supp.resolve())
+    missing = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={tmp_path}/nope.xml", "--", "true"])
+    assert missing.exit_code == 2 and "no such file" in missing.output

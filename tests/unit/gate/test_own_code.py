@@ -180,7 +180,7 @@ tool = "racecheck"
 argv = ["./warp_error"]
 fail_on = "warning"
 control = true
-expect = "shared-memory-hazard"
+expect = "shared-memory-race"
 options = {{ racecheck_report = "hazard" }}
 """
 
@@ -199,7 +199,7 @@ def test_suite_round_trip_discovers_tests_into_command_probe_entries(tmp_path: P
     assert first.params["env"] == {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"} and first.params["timeout_s"] == 120
     assert first.params["case"] == first.case and first.request().options.padding == 512
     race = next(e for e in full.entries if e.name.startswith("race."))
-    assert race.control and race.params["expect"] == "shared-memory-hazard" and full.fail_on_of(race) == "warning"
+    assert race.control and race.params["expect"] == "shared-memory-race" and full.fail_on_of(race) == "warning"
     assert race.params["argv"] == ["./warp_error"] and race.params["cwd"] == str(tmp_path)
 
 
@@ -221,8 +221,8 @@ def test_a_test_entry_without_its_fields_is_refused(tmp_path: Path) -> None:
 def _warning_report(fail_on: str) -> Status:
     suite = Suite.model_validate({"name": "s", "fail_on": fail_on, "probe": [
         {"name": "race", "probe": "command", "tool": "racecheck", "params": {"argv": ["x"]}}]})
-    finding = Finding(signature="racecheck|shared-memory-hazard|k|warning", tool=Tool.RACECHECK,
-                      kind="shared-memory-hazard", message="m", severity="warning", count=248)
+    finding = Finding(signature="racecheck|shared-memory-race|k|warning", tool=Tool.RACECHECK,
+                      kind="shared-memory-race", message="m", severity="warning", count=248)
     result = RunResult(probe="command", tool=Tool.RACECHECK, outcome=Outcome.FINDINGS, message="m", findings=[finding])
     report = judge(suite, [EntryRuns(suite.entries[0], [result])], None)
     return report.findings[0].status, report.exit_code  # type: ignore[return-value]
