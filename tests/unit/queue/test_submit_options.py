@@ -23,7 +23,7 @@ def test_suppressions_are_names_in_the_operators_directory(tmp_path: Path) -> No
     settings = Settings(suppressions_dir=tmp_path)
     for bad in ("/etc/passwd", "../known.xml", "missing.xml"):
         spec = JobSpec.model_validate({"probe": "planted", "tool": "memcheck", "options": {"suppressions": bad}})
-        with pytest.raises(SubmissionError, match="suppressions|no such file"):
+        with pytest.raises(SubmissionError, match=r"suppressions|no such file"):
             check(spec, settings)
     good = JobSpec.model_validate({"probe": "planted", "tool": "memcheck", "options": {"suppressions": "known.xml"}})
     assert check(good, settings).options.suppressions == "known.xml"

@@ -24,5 +24,5 @@ def test_options_reach_every_request_of_the_entry() -> None:
 
 
 def test_an_option_for_another_tool_of_the_entry_is_refused() -> None:
-    with pytest.raises(DefinitionError, match="--leak-check is a memcheck option.*not one for racecheck"):
+    with pytest.raises(DefinitionError, match=r"--leak-check is a memcheck option.*not one for racecheck"):
         parse_definition(SWEEP.format(tools='["memcheck", "racecheck"]'))
