@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes import registry
+from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.models import Finding, Outcome, ProbeRequest, RunResult
@@ -29,6 +30,7 @@ EXIT_CODE_NAME = "exit_code"
 # What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
 COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
 SUPPRESSIONS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
 
 
 class BadRequest(ValueError):
@@ -59,6 +61,8 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
             "--target-processes application-only would check only the command probe's own Python process, "
             "never the command it starts: leave target_processes unset for command and test entries"
         )
+    if "allocator" in params and params["allocator"] is None:
+        params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
     return tool, params
 
 
@@ -77,8 +81,9 @@ def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
     return path.resolve()
 
 
-def _probe_env(tool: Tool, trusted: bool = False) -> dict[str, str]:
+def _probe_env(tool: Tool, settings: Settings | None = None, trusted: bool = False) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != COMMAND_TRUSTED_ENV}
+    env.setdefault(EXTENSION_DIR_ENV, str(((settings or Settings()).data_dir / "extensions").resolve()))
     if trusted:
         env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
@@ -178,13 +183,14 @@ def run_probe(
             extra=["--show-backtrace", backtrace]
             if (backtrace := request.show_backtrace or settings.show_backtrace)
             else (),
+            nvtx=needs_nvtx(params),
         )
     )
     done = supervise(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool, trusted),
+        env=_probe_env(tool, settings, trusted),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,

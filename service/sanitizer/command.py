@@ -44,17 +44,23 @@ def sanitizer_command(
     kernel_filter: Sequence[str] = (),
     suppressions: Path | None = None,
     extra: Sequence[str] = (),
+    nvtx: bool = False,
 ) -> list[str]:
     """compute-sanitizer --tool T --print-limit 0 --xml --save X --error-exitcode N [options] -- target.
 
     `options` are the request's; `kernel_filter` adds kns= filters; `suppressions` is the resolved file that
-    replaces the options' suppressions name or path."""
+    replaces the options' suppressions name or path.
+
+    nvtx: `--nvtx yes` unless the options say otherwise, so the tool honours NVTX memory registrations (torch's
+    allocator under caching-nvtx)."""
     if tool is Tool.NONE:
         raise ValueError("a bare run (tool none) has no sanitizer command")
     chosen = TOOL_DEFAULTS.get(tool, SanitizerOptions()).merged(options)
     update: dict[str, object] = {"kernel_name": [*chosen.kernel_name, *(f"kns={name}" for name in kernel_filter)]}
     if suppressions is not None:
         update["suppressions"] = str(suppressions)
+    if nvtx and chosen.nvtx is None:
+        update["nvtx"] = True
     chosen = chosen.model_copy(update=update)
     cmd = [
         str(sanitizer),
