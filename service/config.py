@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     max_output_bytes: int = 4 * 1024 * 1024
     # Where each run's artifacts (run.xml, stdout, stderr, result.json) are written.
     data_dir: Path = Path("cuprobe-data")
+    # Suppression files a service job may name (by file name only); local runs take paths in the repository.
+    suppressions_dir: Path | None = None
     # Extra source roots that finding paths are made relative to (the project root and cwd always are).
     source_roots: list[str] = []
     # Python that runs probes (the worker's own by default).

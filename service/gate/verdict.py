@@ -22,6 +22,7 @@ class Status(StrEnum):
     EXPIRED = "expired"
     BASELINED = "baselined"
     EXPECTED = "control fired"
+    WARNING = "warning (the suite fails on errors only)"
 
     @property
     def fails(self) -> bool:
@@ -185,6 +186,8 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
             change = None
             if is_expected:
                 status = Status.EXPECTED
+            elif finding.severity == "warning" and suite.fail_on_of(entry) == "error":
+                status = Status.WARNING
             elif accepted is not None:
                 status = Status.EXPIRED if accepted.expired(today) else Status.BASELINED
             else:
@@ -225,7 +228,7 @@ def updated_baseline(report: GateReport, old: Baseline | None, today: date | Non
     entries: dict[str, BaselineEntry] = {}
     probe_of = {r.entry.name: (r.entry.probe, r.entry.tool) for r in report.runs}
     for item in report.findings:
-        if item.status is Status.EXPECTED or item.finding.signature in entries:
+        if item.status in (Status.EXPECTED, Status.WARNING) or item.finding.signature in entries:
             continue
         finding = item.finding
         kept = known.get(finding.signature)

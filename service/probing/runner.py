@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -19,12 +20,16 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
+from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
 from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
+# What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
+COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+SUPPRESSIONS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
 
 
@@ -47,14 +52,40 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
+    try:
+        check_options(request.options, tool)
+    except OptionRefused as exc:
+        raise BadRequest(str(exc)) from exc
+    if request.options.target_processes == "application-only" and probe.name == "command":
+        raise BadRequest(
+            "--target-processes application-only would check only the command probe's own Python process, "
+            "never the command it starts: leave target_processes unset for command and test entries"
+        )
     if "allocator" in params and params["allocator"] is None:
         params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
     return tool, params
 
 
-def _probe_env(tool: Tool, settings: Settings | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
+    """A local run takes a path (in the repository); a service job a bare name in the operator's directory."""
+    if trusted:
+        path = Path(value)
+    else:
+        if not SUPPRESSIONS_NAME.match(value):
+            raise BadRequest(f"suppressions: a service job names a file in the suppressions directory, not {value!r}")
+        if settings.suppressions_dir is None:
+            raise BadRequest("suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
+        path = settings.suppressions_dir / value
+    if not path.is_file():
+        raise BadRequest(f"suppressions: no such file {path}")
+    return path.resolve()
+
+
+def _probe_env(tool: Tool, settings: Settings | None = None, trusted: bool = False) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != COMMAND_TRUSTED_ENV}
     env.setdefault(EXTENSION_DIR_ENV, str(((settings or Settings()).data_dir / "extensions").resolve()))
+    if trusted:
+        env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
@@ -99,6 +130,11 @@ def _preflight(
             sanitizer = find_sanitizer(settings.sanitizer_path)
         except SanitizerMissing as exc:
             missing.append(str(exc))
+    if sanitizer is not None and request.options.flags():
+        try:
+            check_options(request.options, tool, installed_options(sanitizer))
+        except OptionRefused as exc:
+            missing.append(f"refused before the run: {exc}")
     if missing:
         return None, _unavailable(request, tool, params, "; ".join(missing))
     return sanitizer, None
@@ -110,10 +146,19 @@ def run_probe(
     workdir: Path,
     settings: Settings | None = None,
     cancel_event: threading.Event | None = None,
+    trusted: bool = False,
 ) -> RunResult:
-    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`."""
+    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
+
+    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted and
+    suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names."""
     settings = settings or Settings()
     tool, params = resolve(request)
+    suppressions = (
+        suppressions_file(request.options.suppressions, trusted=trusted, settings=settings)
+        if request.options.suppressions and tool is not Tool.NONE
+        else None
+    )
     sanitizer, refusal = _preflight(request, tool, params, settings)
     if refusal is not None:
         return refusal
@@ -132,8 +177,9 @@ def run_probe(
             target,
             xml=xml,
             error_exitcode=settings.error_exitcode,
+            options=request.options,
             kernel_filter=request.kernel_filter,
-            suppressions=Path(request.suppressions) if request.suppressions else None,
+            suppressions=suppressions or (Path(request.suppressions) if request.suppressions else None),
             extra=["--show-backtrace", backtrace]
             if (backtrace := request.show_backtrace or settings.show_backtrace)
             else (),
@@ -144,7 +190,7 @@ def run_probe(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool, settings),
+        env=_probe_env(tool, settings, trusted),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
@@ -167,7 +213,7 @@ def run_probe(
                 allocations=allocations,
                 single_case=single,
                 sanitizer_version=version,
-                filtered=bool(request.kernel_filter),
+                filtered=bool(request.kernel_filter or request.options.kernel_name),
                 max_records=settings.max_records,
                 max_bytes=settings.max_xml_bytes,
             )
@@ -194,7 +240,9 @@ def run_probe(
     outcome, message = verdict.outcome, verdict.message
     if done.cancelled:
         outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
-    findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
+    findings = keyed_by_options(
+        (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
+    )
     return RunResult(
         probe=request.probe,
         tool=tool,
@@ -205,7 +253,8 @@ def run_probe(
         summary_count=summary.errors if summary else None,
         truncated=bool(parsed and parsed.truncated) or done.xml_capped,
         truncated_at_case=parsed.truncated_at_case if parsed else None,
-        filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK,
+        filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
+        options=request.options,
         sanitizer_version=version,
         environment=fingerprint(version, str(sanitizer) if sanitizer else None),
         findings=findings,
@@ -216,6 +265,15 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+
+
+def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:
+    """Findings whose signatures carry the options they ran under (not the suppressions file): a baseline
+    entry recorded under other options does not match them."""
+    key = request.options.model_copy(update={"suppressions": None}).key()
+    if not key:
+        return findings
+    return [f.model_copy(update={"signature": bounded(f"{f.signature}|opts:{key}")}) for f in findings]
 
 
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:

@@ -13,7 +13,9 @@ from probes import registry
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
+from service.probing.runner import BadRequest, suppressions_file
 from service.queue.names import Lane, queue_for
+from service.sanitizer.options import OptionRefused, check_options
 
 COMMAND_PROBE = "command"
 # Time the worker needs around a probe's own limit (start-up, parsing, storing) within its soft limit.
@@ -66,6 +68,12 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
         raise SubmissionError(f"params.{where}" if where else "params", error["msg"]) from exc
+    try:
+        check_options(spec.options, tool)
+        if spec.options.suppressions:
+            suppressions_file(spec.options.suppressions, trusted=False, settings=settings)
+    except (OptionRefused, BadRequest) as exc:
+        raise SubmissionError("options", str(exc).removeprefix("suppressions: ")) from exc
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise SubmissionError("timeout_s", f"this server's job limit is {limit:.0f} s")
