@@ -13,7 +13,7 @@ from probes import registry
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.environment import PROJECT_ROOT, fingerprint, gpu_facts
-from service.models import Finding, Outcome, ProbeRequest, RunResult
+from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -213,7 +213,7 @@ def run_probe(
 
 
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:
-    """A probe's own violated expectations, as Findings (signature: tool|expectation-violation|probe|case)."""
+    """A probe's violated expectations (tool|expectation-violation|probe|case) and its own observed findings."""
     out = []
     for case in probe.cases if probe else []:
         for violation in case.violations:
@@ -225,6 +225,19 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
                     message=violation,
                     case=case.id,
                     count=1,
+                )
+            )
+        for seen in case.findings:
+            out.append(
+                Finding(
+                    signature=bounded(seen.signature),
+                    tool=tool,
+                    kind=seen.kind,
+                    message=seen.message,
+                    case=case.id,
+                    count=1,
+                    seen=seen.seen,
+                    evidence=Evidence(seen.evidence),
                 )
             )
     return out
