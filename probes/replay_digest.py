@@ -1,4 +1,4 @@
-"""On-device tensor digests for replay: an exact integer sum of the raw bits and the largest magnitude."""
+"""On-device tensor digests for replay: an exact integer sum of the raw bits, and the extremes for max |x|."""
 
 from __future__ import annotations
 
@@ -24,21 +24,25 @@ def bits_sum(tensor: torch.Tensor) -> torch.Tensor:
     return flat.view(BITS[flat.element_size()]).sum(dtype=torch.int64)
 
 
-def magnitude(tensor: torch.Tensor) -> torch.Tensor:
-    """A 0-d float32 tensor: max |x| (NaN when any element is NaN, inf when any is inf); 0 for non-floats."""
+def extremes(tensor: torch.Tensor) -> torch.Tensor:
+    """A float32 [min, max] on the tensor's device (NaN when any element is NaN); zeros for non-floats."""
     flat = tensor.detach().reshape(-1)
     if flat.is_complex():
         flat = torch.view_as_real(flat).reshape(-1)
     if not flat.is_floating_point() or flat.numel() == 0:
-        return torch.zeros((), dtype=torch.float32, device=flat.device)
-    low, high = torch.aminmax(flat)
-    return torch.maximum(high, -low).float()  # maximum propagates NaN, as aminmax does
+        return torch.zeros(2, dtype=torch.float32, device=flat.device)
+    return torch.stack(torch.aminmax(flat)).float()
 
 
 def digest(tensor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(bits sum, max |x|), both still on the tensor's device: no host copy, no synchronisation."""
+    """(bits sum, [min, max]), both still on the tensor's device: no host copy, no synchronisation."""
     with torch.no_grad():
-        return bits_sum(tensor), magnitude(tensor)
+        return bits_sum(tensor), extremes(tensor)
+
+
+def magnitude(low: float, high: float) -> float:
+    """max |x| from the extremes; NaN stays NaN."""
+    return max(abs(low), abs(high)) if low == low and high == high else float("nan")
 
 
 def describe(tensor: torch.Tensor) -> dict[str, Any]:

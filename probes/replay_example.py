@@ -53,7 +53,7 @@ def train_step(
     """One forward, backward and AdamW update; returns the loss (still on the device)."""
     optimizer.zero_grad(set_to_none=True)
     loss: torch.Tensor = loss_fn(model(x).reshape(-1, VOCAB), y.reshape(-1))
-    loss.backward()
+    loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
     optimizer.step()
     return loss.detach()
 

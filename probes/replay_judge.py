@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from probes.contract import CaseResult, ObservedFinding
-from probes.replay_digest import BITS
 from probes.replay_compare import (
     Divergence,
     autotune_cache_problem,
@@ -18,6 +17,7 @@ from probes.replay_compare import (
     growth,
     growth_rows,
 )
+from probes.replay_digest import BITS
 
 Report = dict[str, Any]
 

@@ -12,7 +12,7 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.hooks import RemovableHandle
 
-from probes.replay_digest import describe, digest
+from probes.replay_digest import describe, digest, magnitude
 
 FORWARD, BACKWARD, UPDATE = "forward", "backward", "update"
 
@@ -72,7 +72,9 @@ class Tape:
             self._record(FORWARD, path, role, tensor)
             if tensor.requires_grad:
                 grad_role = "grad_" + role
-                tensor.register_hook(lambda grad, p=path, r=grad_role: self._record(BACKWARD, p, r, grad))
+                tensor.register_hook(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+                    lambda grad, p=path, r=grad_role: self._record(BACKWARD, p, r, grad)
+                )
 
     def _before_update(self, optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
         for path, role, param in self._params(optimizer):
@@ -107,7 +109,8 @@ class Tape:
         return self._names.get(id(module), f"<{type(module).__name__}>")
 
     def _root_params(self) -> list[tuple[str, str, torch.Tensor]]:
-        out, seen = [], set()
+        out: list[tuple[str, str, torch.Tensor]] = []
+        seen: set[int] = set()
         for root in self._roots:
             for module in root.modules():
                 for leaf, param in module.named_parameters(recurse=False):
@@ -139,9 +142,9 @@ class Tape:
             return
         device = self._pending[-1][1].device
         bits = torch.stack([b.to(device) for _, b, _ in self._pending]).tolist()  # the step's one host copy
-        mags = torch.stack([m.to(device) for _, _, m in self._pending]).tolist()
-        for (meta, _, _), b, m in zip(self._pending, bits, mags, strict=True):
-            self.records.append({**meta, "digest": b, "magnitude": m})
+        ends = torch.stack([e.to(device) for _, _, e in self._pending]).tolist()
+        for (meta, _, _), b, (low, high) in zip(self._pending, bits, ends, strict=True):
+            self.records.append({**meta, "digest": b, "magnitude": magnitude(low, high)})
         self._pending = []
 
     def boundary(self) -> None:
