@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from probes.base import Probe, ProbeUnavailable, Recorder
+from probes.command import scrubbed_env
 from probes.contract import CaseResult, Tool
 
 ENTRY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
@@ -52,7 +53,9 @@ class ReplayParams(BaseModel):
     )
     persistent_autotune: bool = Field(False, description="TRITON_CACHE_AUTOTUNING=1 in every process")
     triton_cache_dir: str | None = Field(None, description="default: a fresh directory shared by this run's processes")
-    cwd: str | None = Field(None, description="working directory of the program (also on its PYTHONPATH)")
+    cwd: str | None = Field(
+        None, description="working directory of the program, also on its PYTHONPATH (default: where cuprobe started)"
+    )
     timeout_s: float = Field(600, gt=0, le=24 * 3600, description="wall-clock limit per process")
 
     @model_validator(mode="after")
@@ -105,7 +108,7 @@ class Replay(Probe):
             cmd = [sys.executable, "-m", "probes.replay_child", json.dumps(spec), str(out)]
             try:
                 proc = subprocess.run(
-                    cmd, env=env, cwd=params.cwd, capture_output=True, text=True, timeout=params.timeout_s
+                    cmd, env=env, cwd=program_dir(params), capture_output=True, text=True, timeout=params.timeout_s
                 )
             except subprocess.TimeoutExpired:
                 raise ReplayError(f"process {i} exceeded its limit of {params.timeout_s:g} s") from None
@@ -191,10 +194,15 @@ class Replay(Probe):
                 finding.details["second_opinion"] = verdict
 
 
+def program_dir(params: ReplayParams) -> str:
+    """Where the program runs: its `cwd`, else the directory cuprobe was started from, else this process's."""
+    return params.cwd or os.environ.get("CUPROBE_CALLER_CWD") or os.getcwd()
+
+
 def _child_env(params: ReplayParams, cache: Path, deterministic: bool) -> dict[str, str]:
-    env = dict(os.environ)
+    env, _ = scrubbed_env(dict(os.environ))  # the user's program never sees the service's credentials
     root = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [params.cwd or os.getcwd(), root, env.get("PYTHONPATH", "")] if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [program_dir(params), root, env.get("PYTHONPATH", "")] if p)
     env["PYTHONHASHSEED"] = str(params.seed)  # same str hashes, so the same set and dict iteration order
     env["TRITON_CACHE_DIR"] = str(cache)
     if params.persistent_autotune:
