@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
     command_probe_enabled: bool = False
+    # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
+    replay_probe_enabled: bool = False
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
     artifact_retention_days: float = 30.0

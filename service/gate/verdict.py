@@ -176,12 +176,13 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
         repeats = len(entry_runs.results)
         for finding, seen, is_expected in _merged(entry_runs):
             seen_signatures.add(finding.signature)
-            finding = finding.model_copy(
-                update={
-                    "seen": f"{seen}/{repeats}",
-                    "evidence": Evidence.PROVEN if seen == repeats else Evidence.REPRODUCED,
-                }
-            )
+            if repeats > 1 or finding.seen is None:  # one repeat keeps the probe's own k/n (e.g. replay's)
+                finding = finding.model_copy(
+                    update={
+                        "seen": f"{seen}/{repeats}",
+                        "evidence": Evidence.PROVEN if seen == repeats else Evidence.REPRODUCED,
+                    }
+                )
             accepted = known.get(finding.signature)
             change = None
             if is_expected:

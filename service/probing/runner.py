@@ -14,7 +14,7 @@ from probes import registry
 from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
-from service.models import Finding, Outcome, ProbeRequest, RunResult
+from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -89,6 +89,7 @@ def _probe_env(tool: Tool, settings: Settings | None = None, trusted: bool = Fal
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
+    env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
     return env
@@ -277,7 +278,7 @@ def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Fin
 
 
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:
-    """A probe's own violated expectations, as Findings (signature: tool|expectation-violation|probe|case)."""
+    """A probe's violated expectations (tool|expectation-violation|probe|case) and its own observed findings."""
     out = []
     for case in probe.cases if probe else []:
         for violation in case.violations:
@@ -289,6 +290,19 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
                     message=violation,
                     case=case.id,
                     count=1,
+                )
+            )
+        for seen in case.findings:
+            out.append(
+                Finding(
+                    signature=bounded(seen.signature),
+                    tool=tool,
+                    kind=seen.kind,
+                    message=seen.message,
+                    case=case.id,
+                    count=1,
+                    seen=seen.seen,
+                    evidence=Evidence(seen.evidence),
                 )
             )
     return out

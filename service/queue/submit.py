@@ -18,6 +18,7 @@ from service.queue.names import Lane, queue_for
 from service.sanitizer.options import OptionRefused, check_options
 
 COMMAND_PROBE = "command"
+REPLAY_PROBE = "replay"
 # Time the worker needs around a probe's own limit (start-up, parsing, storing) within its soft limit.
 RUN_MARGIN_S = 30.0
 
@@ -47,12 +48,25 @@ class SubmissionError(ValueError):
         self.status = status
 
 
+def runs_user_code(params: dict[str, Any]) -> bool:
+    """Whether replay parameters name the user's own program rather than the built-in example."""
+    return bool(params.get("entry") or params.get("script"))
+
+
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
     """Validate against the probe registry and server limits; returns it with tool and params filled in."""
     if spec.probe == COMMAND_PROBE and not settings.command_probe_enabled:
         raise SubmissionError(
             "probe",
             "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
+            status=403,
+        )
+    if spec.probe == REPLAY_PROBE and not settings.replay_probe_enabled and runs_user_code(spec.params):
+        raise SubmissionError(
+            "probe",
+            "the replay probe runs the user's own program (entry or script), which is disabled on this server "
+            "(CUPROBE_REPLAY_PROBE_ENABLED); its built-in example runs anywhere, and `cuprobe gate --local` "
+            "runs your program on your own machine",
             status=403,
         )
     try:
