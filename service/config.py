@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     unserved_after_s: float = 120.0
     # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
     heartbeat_s: float = 5.0
+    # A running job reads its cancel flag this often: a cancel stops the probe within about a second.
+    cancel_poll_s: float = 0.25
     stale_after_s: float = 60.0
     # How often the reconciler compares the store with the broker; a queued job missing from Redis for
     # longer than requeue_grace_s is sent again (Redis lost it).

@@ -20,6 +20,8 @@ err = Console(stderr=True)
 # Exit codes besides the outcome's own 0/1/3: a refused request, and a job that has not finished yet.
 EXIT_REFUSED = 2
 EXIT_PENDING = 4
+# How long `cancel` waits for a running job to stop before saying it is still running.
+CANCEL_WAIT_S = 5.0
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
 TokenOpt = Annotated[
@@ -159,12 +161,20 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
 
 
 def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Cancel a queued job, or stop a running one."""
+    """Cancel a queued job, or stop a running one (waits up to 5 s for the stop, then says where it stands)."""
+    client = _client(url, token)
     try:
-        job = _client(url, token).cancel(job_id)
+        job = client.cancel(job_id)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while job["state"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            job = client.job(job["id"])
     except ApiError as exc:
         raise _fail(exc) from exc
-    out.print(f"{job['id']}: {job['state']}" + (" (stop requested)" if job["state"] == "running" else ""))
+    if job["state"] == "running":
+        out.print(f"{job['id']}: stop requested; still running after {CANCEL_WAIT_S:.0f} s")
+    else:
+        out.print(f"{job['id']}: {_describe(job)}")
 
 
 def serve(

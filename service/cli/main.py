@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,12 +22,14 @@ from service.cli.check import check_local, check_service
 from service.cli.render import print_result
 from service.config import Settings
 from service.models import Outcome, ProbeRequest, RunResult
+from service.models.problems import describe
+from service.models.reasons import ALSO, by_reason, names_line
 from service.probing.environment import gpu_facts
 from service.probing.runner import BadRequest, run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import read_summary
+from service.sanitizer.summary import is_text_log, read_summary
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -73,7 +76,8 @@ def run(
         else:
             result = run_probe(request, workdir=workdir, settings=Settings())
     except (BadRequest, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        console.print(f"[red]error:[/] {escape(said)}")
         raise typer.Exit(USAGE_ERROR) from exc
     _emit(result, as_json)
 
@@ -87,6 +91,12 @@ def parse(
     as_json: JsonFlag = False,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
+    if is_text_log(xml):
+        console.print(
+            f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
+            "and give the --xml --save file as the argument"
+        )
+        raise typer.Exit(USAGE_ERROR)
     settings = Settings()
     parsed = parse_xml(
         xml,
@@ -98,7 +108,15 @@ def parse(
     summary = read_summary(log.read_text(errors="replace")) if log else None
     if summary and summary.not_printed:
         parsed.truncated = True
-    used = tool or parsed.tool or Tool.MEMCHECK
+    used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
+    if used is None and not parsed.error:
+        console.print(
+            "[red]error:[/] tool unknown: pass --tool (the file holds no record that names its tool"
+            + ("" if log else ", and there is no --log with racecheck's summary")
+            + ")"
+        )
+        raise typer.Exit(USAGE_ERROR)
+    used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
     if summary is None:
         outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
         message = (
@@ -146,12 +164,20 @@ def check(
     table = Table(title="cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})"))
     for column in ("probe", "tool", "outcome", "what happened", *(() if local else ("job",))):
         table.add_column(column, overflow="fold")
+    # A reason several probes share is said once, below the table, with the probes it applies to.
+    shared = [(reason, names) for reason, names in by_reason((r.probe, r.message) for r in rows) if len(names) > 1]
+    note = {reason: i for i, (reason, _) in enumerate(shared, 1)}
     for row in rows:
         outcome = Outcome(row.outcome) if row.outcome in set(Outcome) else None
         style = "green" if outcome and outcome.ran else "yellow" if outcome is Outcome.UNAVAILABLE else "red"
         shown = f"[{style}]{row.outcome}[/]" if row.outcome else "not run"
-        table.add_row(row.probe, row.tool, shown, escape(row.message), *(() if local else (row.job or "-",)))
+        causes = row.message.split(ALSO)
+        refs = ", ".join(f"[{note[c]}]" for c in causes if c in note)
+        said = escape(" ".join([ALSO.join(c for c in causes if c not in note), f"see {refs} below" if refs else ""]).strip())
+        table.add_row(row.probe, row.tool, shown, said, *(() if local else (row.job or "-",)))
     console.print(table)
+    for i, (reason, names) in enumerate(shared, 1):
+        console.print(escape(f"[{i}] {len(names)} probes ({names_line(names)}): {reason}"))
     skipped = [r.probe for r in rows if r.outcome == Outcome.UNAVAILABLE]
     if skipped:
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")

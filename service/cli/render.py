@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import shlex
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from service.models import Finding, Outcome, RunResult
+from service.models.problems import SpellingDeprecated
 
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
@@ -62,3 +66,14 @@ def print_result(result: RunResult, console: Console) -> None:
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)
+
+
+@contextmanager
+def spelling_warnings(console: Console) -> Iterator[None]:
+    """Say each deprecated spelling a suite or sweep file used, once, as a one-line warning on `console`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SpellingDeprecated)
+        yield
+    for warning in caught:
+        if issubclass(warning.category, SpellingDeprecated):
+            console.print(f"[yellow]warning:[/] {escape(str(warning.message))}", soft_wrap=True)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from service.cli.render import spelling_warnings
 from service.config import Settings
 from service.db.store import Store
 from service.db.sweeps import SweepStore
@@ -23,6 +24,7 @@ from service.sweep.notify import notify
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()
+err = Console(stderr=True)
 
 
 def _sweeps() -> tuple[SweepStore, Settings]:
@@ -41,14 +43,15 @@ def run_cmd(
     """Run DEFINITION on this machine with a progress bar, store it, print what changed (exit 3: a case could
     not run, 1: new findings, 0: otherwise)."""
     try:
-        parsed = load_definition(definition)
+        with spelling_warnings(err):
+            parsed = load_definition(definition)
     except DefinitionError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc
     sweeps, settings = _sweeps()
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
-    with Progress(console=console) as bar:
+    with Progress(console=err) as bar:  # stderr: a redirected stdout holds only the summary
         task = bar.add_task(f"sweep {parsed.name}", total=None)
 
         def progress(done: int, total: int, what: str) -> None:
@@ -70,7 +73,7 @@ def run_cmd(
         report.mkdir(parents=True, exist_ok=True)
         (report / "report.html").write_text(html(sweep, changes))
         (report / "summary.md").write_text(summary)
-    console.print(summary, markup=False, highlight=False)
+    console.print(summary, markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(3 if any(not c.outcome.ran for c in sweep.cases) else 1 if changes.new else 0)
 
 
@@ -99,7 +102,7 @@ def show_cmd(
     if as_json:
         typer.echo(json.dumps(sweep.model_dump(mode="json"), indent=1))
     else:
-        console.print(markdown(sweep, changes), markup=False, highlight=False)
+        console.print(markdown(sweep, changes), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("diff")

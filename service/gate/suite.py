@@ -6,11 +6,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from probes import registry
 from probes.contract import Tool
 from service.models import ProbeRequest
+from service.models.problems import describe, respell
 from service.probing.runner import BadRequest, resolve
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
@@ -38,6 +39,17 @@ class SuiteEntry(BaseModel):
     repeats: int = Field(1, ge=1, le=50)
     control: bool = Field(False, description="a planted defect the tool must see; its expected findings never fail")
     timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """`tools = ["x"]` (the sweep's old spelling) is read as `tool = "x"`, with a warning."""
+        data = respell(data, "tools", "tool", f"[[probe]] {data.get('name')}" if isinstance(data, dict) else "entry")
+        if isinstance(data, dict) and isinstance(data.get("tool"), list):
+            if len(data["tool"]) != 1:
+                raise ValueError("a suite entry runs one tool: give one `tool`, and one entry per tool")
+            data = {**data, "tool": data["tool"][0]}
+        return data
 
     def request(self) -> ProbeRequest:
         return ProbeRequest(probe=self.probe, tool=self.tool, params=self.params, timeout_s=self.timeout_s)
@@ -96,8 +108,7 @@ def load_suite(path: Path) -> Suite:
     try:
         suite = Suite.model_validate({**raw, "path": path})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise SuiteError(f"{path}: {problems}") from exc
+        raise SuiteError(f"{path}: {describe(exc)}") from exc
     names = [entry.name for entry in suite.entries]
     if duplicates := sorted({n for n in names if names.count(n) > 1}):
         raise SuiteError(f"{path}: probe names must be unique; repeated: {', '.join(duplicates)}")

@@ -13,6 +13,8 @@ from probes import registry
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.models import Finding, Outcome, ProbeRequest, RunResult
+from service.models.problems import describe
+from service.models.reasons import ALSO
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -44,7 +46,7 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
     try:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
-        raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
+        raise BadRequest(f"bad parameters for probe {probe.name}: {describe(exc)}") from exc
     return tool, params
 
 
@@ -86,8 +88,9 @@ def _preflight(
     sanitizer, missing = None, []
     if needs_gpu and gpu_facts()[0] is None:
         missing.append(
-            f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
-            "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
+            # The same words for every probe, so a list of runs can say it once with a count.
+            "no CUDA device on this machine (nvidia-smi found no GPU), and this run needs one: submit it to a "
+            "GPU worker's queue (gpu.smXX) or run it on a GPU machine"
         )
     if tool is not Tool.NONE:
         try:
@@ -95,7 +98,7 @@ def _preflight(
         except SanitizerMissing as exc:
             missing.append(str(exc))
     if missing:
-        return None, _unavailable(request, tool, params, "; ".join(missing))
+        return None, _unavailable(request, tool, params, ALSO.join(missing))
     return sanitizer, None
 
 
@@ -108,6 +111,7 @@ def run_probe(
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`."""
     settings = settings or Settings()
+    workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     tool, params = resolve(request)
     sanitizer, refusal = _preflight(request, tool, params, settings)
     if refusal is not None:
@@ -187,7 +191,7 @@ def run_probe(
     )
     outcome, message = verdict.outcome, verdict.message
     if done.cancelled:
-        outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
+        outcome, message = Outcome.PROBE_ERROR, "stopped on request (cancel): cuprobe killed the process group"
     findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
     return RunResult(
         probe=request.probe,
