@@ -10,10 +10,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from service.client import ApiError, Client
+from service.cli.render import findings_table
 from service.config import Settings
+from service.models import Finding
 
 out = Console()
 err = Console(stderr=True)
@@ -148,15 +149,7 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
         raise typer.Exit(_exit_code(job))
     out.print(f"{job['id']} {job['probe']} [{job['tool']}]: {_describe(job)}")
     if findings:
-        table = Table("kind", "tool", "location", "count", "evidence", "message")
-        for f in findings:
-            where = (
-                f"{f.get('file')}:{f.get('line')}"
-                if f.get("file")
-                else (f.get("kernel") or f.get("pc") or "?")
-            )
-            table.add_row(f["kind"], f["tool"], where, str(f["count"]), f["evidence"], f["message"])
-        out.print(table)
+        out.print(findings_table([Finding.model_validate(f) for f in findings]))
     raise typer.Exit(_exit_code(job))
 
 

@@ -38,6 +38,8 @@ app = typer.Typer(
 )
 console = Console()
 USAGE_ERROR = 2
+# Job ids in tables: a prefix this long is unique in practice, and every command accepts a unique prefix.
+SHORT_ID = 8
 
 ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
@@ -174,7 +176,7 @@ def check(
         causes = row.message.split(ALSO)
         refs = ", ".join(f"[{note[c]}]" for c in causes if c in note)
         said = escape(" ".join([ALSO.join(c for c in causes if c not in note), f"see {refs} below" if refs else ""]).strip())
-        table.add_row(row.probe, row.tool, shown, said, *(() if local else (row.job or "-",)))
+        table.add_row(row.probe, row.tool, shown, said, *(() if local else ((row.job or "-")[:SHORT_ID],)))
     console.print(table)
     for i, (reason, names) in enumerate(shared, 1):
         console.print(escape(f"[{i}] {len(names)} probes ({names_line(names)}): {reason}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import warnings
 from collections.abc import Iterator
@@ -23,25 +24,51 @@ def location(finding: Finding) -> str:
     return f"pc {finding.pc}" if finding.pc else "-"
 
 
+# "Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFree."
+_API_ERROR = re.compile(
+    r'hit (?P<error>\w+)(?: \(error \d+\))?(?: due to "(?P<why>[^"]*)")? on CUDA API call to (?P<call>\w+)'
+)
+
+
+def what(finding: Finding) -> str:
+    """The record's own words, short: for an API error, the call and the error it returned."""
+    if match := _API_ERROR.search(finding.message):
+        why = f" ({match['why']})" if match["why"] else ""
+        return f"{match['call']}: {match['error']}{why}"
+    return finding.message
+
+
+def where(finding: Finding) -> str:
+    """Kernel and source line; for a host-side record (API error, leak), the API call it was made in."""
+    if finding.kernel or finding.file or finding.pc:
+        loc = location(finding)
+        return f"{finding.kernel} {loc}" if finding.kernel and loc != "-" else finding.kernel or loc
+    frames = [f.split(" (")[0] for f in finding.host_frames if not f.startswith("?")]
+    return frames[0] if frames else "-"
+
+
+def _details(finding: Finding) -> str:
+    """Where, what, then the case, threads and flags: one cell that wraps, so 80 columns stay readable."""
+    threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in finding.threads.items() if hi)
+    flags = [n for n, on in (("fallout", finding.fallout), ("library", finding.library), ("filtered", finding.filtered)) if on]
+    extra = [*([f"case {finding.case}"] if finding.case else []), *([f"threads {threads}"] if threads else []), *flags]
+    said, at = what(finding), where(finding)
+    lines = [at if not said.startswith(f"{at}:") else "", said, " · ".join(extra)]
+    return "\n".join(line for line in lines if line and line != "-")
+
+
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
-    table = Table(title=title, show_lines=False)
-    for column in ("kind", "kernel", "location", "count", "hazards", "threads", "case", "flags"):
-        table.add_column(column, overflow="fold")
+    """One row per Finding: kind (never split), count, hazards where the tool counts them, and the details."""
+    hazards = any(f.hazards is not None for f in findings)
+    table = Table(title=title, show_lines=len(findings) > 1)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("count", justify="right", no_wrap=True)
+    if hazards:
+        table.add_column("hazards", justify="right", no_wrap=True)
+    table.add_column("where / what", overflow="fold", ratio=1)
     for f in findings:
-        threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in f.threads.items() if hi) or "-"
-        flags = ",".join(
-            n for n, on in (("fallout", f.fallout), ("library", f.library), ("filtered", f.filtered)) if on
-        )
-        table.add_row(
-            f.kind,
-            f.kernel or "-",
-            location(f),
-            str(f.count),
-            "-" if f.hazards is None else str(f.hazards),
-            threads,
-            f.case or "-",
-            flags or "-",
-        )
+        cells = [f.kind, str(f.count), *([str(f.hazards) if f.hazards is not None else "-"] if hazards else [])]
+        table.add_row(*(escape(c) for c in [*cells, _details(f)]))
     return table
 
 
