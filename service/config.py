@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from pydantic import model_validator
@@ -83,7 +84,10 @@ class Settings(BaseSettings):
     api_url: str = "http://127.0.0.1:8000"
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
-    command_probe_enabled: bool = False
+    # The `command` probe runs any allowlisted executable: off unless enabled (API and worker read this one name).
+    command_enabled: bool = False
+    # Its old name, read with a warning (it only ever switched the API's check).
+    command_probe_enabled: bool | None = None
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
     artifact_retention_days: float = 30.0
@@ -96,6 +100,18 @@ class Settings(BaseSettings):
     @property
     def database(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'cuprobe.db'}"
+
+    @model_validator(mode="after")
+    def _one_command_switch(self) -> Settings:
+        old = self.command_probe_enabled
+        if old is not None:
+            warnings.warn(
+                "CUPROBE_COMMAND_PROBE_ENABLED is deprecated: set CUPROBE_COMMAND_ENABLED (API and worker alike)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            self.command_enabled = self.command_enabled or old
+        return self
 
     @model_validator(mode="after")
     def _limits_below_visibility(self) -> Settings:

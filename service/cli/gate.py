@@ -66,7 +66,10 @@ def _show(report: GateReport) -> None:
         where = f"{item.entry} {item.finding.kind} at {location(item.finding)}, seen {item.seen}/{item.repeats}"
         out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
     runs = [
-        (f"{n.entry}" + (f" (repeat {n.repeat + 1})" if n.repeat else ""), f"{n.result.outcome.value}: {n.result.message}")
+        (
+            f"{n.entry}" + (f" (repeat {n.repeat + 1})" if n.repeat else ""),
+            f"{n.result.outcome.value}: {n.result.message}",
+        )
         for n in report.not_run
     ]
     for reason, names in by_reason(runs):

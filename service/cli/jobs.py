@@ -1,4 +1,4 @@
-"""CLI commands for the service: submit, status, results, cancel, serve, worker, beat, up."""
+"""CLI commands for the service: submit, status, results, jobs, cancel, serve, worker, beat, up."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
-from service.client import ApiError, Client
 from service.cli.render import findings_table
+from service.client import ApiError, Client
 from service.config import Settings
 from service.models import Finding
 
@@ -23,6 +24,8 @@ EXIT_REFUSED = 2
 EXIT_PENDING = 4
 # How long `cancel` waits for a running job to stop before saying it is still running.
 CANCEL_WAIT_S = 5.0
+# Job ids in lists: every command accepts any unique prefix.
+SHORT_ID = 8
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
 TokenOpt = Annotated[
@@ -76,7 +79,7 @@ def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
         while job["state"] in ("queued", "running"):
             attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
             status.update(
-                f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
+                f"{job['probe']} {job['id'][:SHORT_ID]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
             )
             time.sleep(poll_s)
             job = client.job(job["id"])
@@ -132,7 +135,9 @@ def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: Tok
     if as_json:
         out.print_json(data=job)
     else:
-        out.print(f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}")
+        out.print(
+            f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}", soft_wrap=True
+        )
     raise typer.Exit(_exit_code(job))
 
 
@@ -153,6 +158,43 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
     raise typer.Exit(_exit_code(job))
 
 
+def jobs(
+    probe: Annotated[str | None, typer.Option(help="only this probe")] = None,
+    tool: Annotated[str | None, typer.Option(help="only this tool")] = None,
+    outcome: Annotated[str | None, typer.Option(help="only this outcome (clean, findings, unavailable, ...)")] = None,
+    state: Annotated[str | None, typer.Option(help="only this state (queued, running, done, cancelled)")] = None,
+    limit: Annotated[int, typer.Option(help="at most this many, newest first")] = 20,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """List jobs, newest first; any unique prefix of an id shown works with status, results and cancel."""
+    try:
+        found = _client(url, token).jobs(
+            probe=probe or "", tool=tool or "", outcome=outcome or "", state=state or "", limit=str(limit)
+        )["jobs"]
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        out.print_json(data=found)
+        return
+    if not found:
+        out.print("no jobs match")
+        return
+    table = Table("id", "probe", "tool", "state", "outcome", "findings", "created")
+    for job in found:
+        table.add_row(
+            job["id"][:SHORT_ID],
+            job["probe"],
+            job["tool"],
+            job["state"],
+            job["outcome"] or "-",
+            str(job.get("findings") or 0),
+            job["created_at"][:19].replace("T", " "),
+        )
+    out.print(table)
+
+
 def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
     """Cancel a queued job, or stop a running one (waits up to 5 s for the stop, then says where it stands)."""
     client = _client(url, token)
@@ -167,7 +209,7 @@ def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
     if job["state"] == "running":
         out.print(f"{job['id']}: stop requested; still running after {CANCEL_WAIT_S:.0f} s")
     else:
-        out.print(f"{job['id']}: {_describe(job)}")
+        out.print(f"{job['id']}: {_describe(job)}", soft_wrap=True)
 
 
 def serve(
@@ -245,5 +287,5 @@ def up(
 
 def register(app: typer.Typer) -> None:
     """Add the service commands to the `cuprobe` Typer app."""
-    for command in (submit, status, results, cancel, serve, worker, beat, up):
+    for command in (submit, status, results, jobs, cancel, serve, worker, beat, up):
         app.command()(command)

@@ -16,10 +16,11 @@ from rich.table import Table
 
 from probes import registry
 from probes.contract import Tool
+from service import __version__
 from service.cli import gate as cli_gate
 from service.cli import jobs as cli_jobs
 from service.cli.check import check_local, check_service
-from service.cli.render import print_result
+from service.cli.render import parameter_rows, print_result
 from service.config import Settings
 from service.models import Outcome, ProbeRequest, RunResult
 from service.models.problems import describe
@@ -38,8 +39,21 @@ app = typer.Typer(
 )
 console = Console()
 USAGE_ERROR = 2
-# Job ids in tables: a prefix this long is unique in practice, and every command accepts a unique prefix.
-SHORT_ID = 8
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"cuprobe {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print cuprobe's version and exit")
+    ] = False,
+) -> None:
+    """cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes."""
 
 ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
@@ -175,8 +189,9 @@ def check(
         shown = f"[{style}]{row.outcome}[/]" if row.outcome else "not run"
         causes = row.message.split(ALSO)
         refs = ", ".join(f"[{note[c]}]" for c in causes if c in note)
-        said = escape(" ".join([ALSO.join(c for c in causes if c not in note), f"see {refs} below" if refs else ""]).strip())
-        table.add_row(row.probe, row.tool, shown, said, *(() if local else ((row.job or "-")[:SHORT_ID],)))
+        own = ALSO.join(c for c in causes if c not in note)
+        said = escape(" ".join([own, f"see {refs} below" if refs else ""]).strip())
+        table.add_row(row.probe, row.tool, shown, said, *(() if local else ((row.job or "-")[: cli_jobs.SHORT_ID],)))
     console.print(table)
     for i, (reason, names) in enumerate(shared, 1):
         console.print(escape(f"[{i}] {len(names)} probes ({names_line(names)}): {reason}"))
@@ -189,24 +204,48 @@ def check(
 
 
 @app.command("probes")
-def list_probes() -> None:
-    """List the registered probes (cuprobe's own and plug-ins)."""
+def list_probes(
+    name: Annotated[str | None, typer.Argument(help="show this probe's parameters")] = None,
+) -> None:
+    """List the registered probes (cuprobe's own and plug-ins), or one probe's parameters."""
+    if name is not None:
+        _show_probe(name)
+        return
     table = Table(title="Probes")
     for column in ("name", "default tool", "tools", "needs GPU", "summary"):
         table.add_column(column, overflow="fold")
-    for name in registry.available():
+    for probe_name in registry.available():
         try:
-            probe = registry.get(name)
+            probe = registry.get(probe_name)
         except Exception as exc:  # a broken plug-in must not hide the others
-            table.add_row(name, "-", "-", "-", f"[red]cannot load: {exc}[/]")
+            table.add_row(probe_name, "-", "-", "-", f"[red]cannot load: {exc}[/]")
             continue
         table.add_row(
-            name,
+            probe_name,
             probe.tools[0].value,
             ",".join(t.value for t in probe.tools),
             "yes" if probe.needs_gpu else "no",
             probe.summary,
         )
+    console.print(table)
+
+
+def _show_probe(name: str) -> None:
+    try:
+        probe = registry.get(name)
+    except registry.UnknownProbe as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(USAGE_ERROR) from exc
+    console.print(f"[bold]{name}[/]: {escape(probe.summary)}")
+    console.print(
+        f"tools: {', '.join(t.value for t in probe.tools)} (default {probe.tools[0].value}); "
+        f"needs a GPU: {'yes' if probe.needs_gpu else 'no'}"
+    )
+    table = Table(title=f"{name} parameters (-p NAME=VALUE)")
+    for column in ("name", "type", "default", "allowed", "description"):
+        table.add_column(column, overflow="fold")
+    for row in parameter_rows(probe.Params):
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
+from typing import Any, Literal, get_args, get_origin
 
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -50,7 +55,8 @@ def where(finding: Finding) -> str:
 def _details(finding: Finding) -> str:
     """Where, what, then the case, threads and flags: one cell that wraps, so 80 columns stay readable."""
     threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in finding.threads.items() if hi)
-    flags = [n for n, on in (("fallout", finding.fallout), ("library", finding.library), ("filtered", finding.filtered)) if on]
+    marks = (("fallout", finding.fallout), ("library", finding.library), ("filtered", finding.filtered))
+    flags = [name for name, on in marks if on]
     extra = [*([f"case {finding.case}"] if finding.case else []), *([f"threads {threads}"] if threads else []), *flags]
     said, at = what(finding), where(finding)
     lines = [at if not said.startswith(f"{at}:") else "", said, " · ".join(extra)]
@@ -104,3 +110,39 @@ def spelling_warnings(console: Console) -> Iterator[None]:
     for warning in caught:
         if issubclass(warning.category, SpellingDeprecated):
             console.print(f"[yellow]warning:[/] {escape(str(warning.message))}", soft_wrap=True)
+
+
+def _type_name(annotation: Any) -> str:
+    """A parameter's type as a user writes it: `int`, `list[int]`, `float | None`."""
+    if get_origin(annotation) is Literal:
+        return "choice"
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "choice"
+    text = getattr(annotation, "__name__", None) if not get_args(annotation) else None
+    return text or re.sub(r"Literal\[[^\]]*\]", "choice", str(annotation).replace("typing.", ""))
+
+
+def _allowed(annotation: Any, field: FieldInfo) -> str:
+    """The values or bounds a parameter accepts: Literal/Enum choices (also inside a list), ge/le bounds."""
+    for candidate in (annotation, *get_args(annotation)):
+        if get_origin(candidate) is Literal:
+            return ", ".join(str(v) for v in get_args(candidate))
+        if isinstance(candidate, type) and issubclass(candidate, Enum):
+            return ", ".join(str(m.value) for m in candidate)
+    bounds = []
+    for meta in field.metadata:
+        for key, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("min_length", "length >="),
+                          ("max_length", "length <=")):
+            if (value := getattr(meta, key, None)) is not None:
+                bounds.append(f"{sign} {value}")
+    return ", ".join(bounds) or "-"
+
+
+def parameter_rows(params: type[BaseModel]) -> list[tuple[str, str, str, str, str]]:
+    """(name, type, default, allowed values, description) of each field of a probe's parameter model."""
+    rows = []
+    for name, field in params.model_fields.items():
+        default = "(required)" if field.is_required() else json.dumps(field.get_default(call_default_factory=True))
+        rows.append((name, _type_name(field.annotation), default, _allowed(field.annotation, field),
+                     field.description or ""))
+    return rows

@@ -9,12 +9,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from service.cli.render import spelling_warnings
 from service.config import Settings
 from service.db.store import Store
 from service.db.sweeps import SweepStore
+from service.models.sweep import Sweep
 from service.reports.html import html
 from service.reports.markdown import markdown
 from service.sweep.definition import DefinitionError, load_definition
@@ -33,6 +35,23 @@ def _sweeps() -> tuple[SweepStore, Settings]:
     store = Store(settings.database)
     store.migrate()
     return SweepStore(store), settings
+
+
+def _sweep(sweeps: SweepStore, sweep_id: str) -> Sweep:
+    """The sweep with this id or the one whose id starts with it; exit 2 naming the matches otherwise."""
+    found = sweeps.get(sweep_id)
+    matches = [] if found else sweeps.ids_starting(sweep_id)
+    if found is None and len(matches) == 1:
+        found = sweeps.get(matches[0])
+    if found is None:
+        said = (
+            f"sweep id prefix {sweep_id} is ambiguous: it starts {', '.join(matches)}; give more characters"
+            if matches
+            else f"no sweep {sweep_id} (`cuprobe sweep show` lists them)"
+        )
+        console.print(f"[red]{escape(said)}[/red]")
+        raise typer.Exit(2)
+    return found
 
 
 @app.command("run")
@@ -92,10 +111,7 @@ def show_cmd(
         for row in rows:
             console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
         return
-    sweep = sweeps.get(sweep_id)
-    if sweep is None:
-        console.print(f"[red]no sweep {sweep_id}[/red]")
-        raise typer.Exit(2)
+    sweep = _sweep(sweeps, sweep_id)
     changes = diff(sweep, sweeps.previous(sweep))
     if html_out:
         html_out.write_text(html(sweep, changes))
@@ -114,11 +130,8 @@ def diff_cmd(
 ) -> None:
     """What changed since the previous sweep of the same definition (JSON); exit 1 when anything changed."""
     sweeps, _ = _sweeps()
-    sweep = sweeps.get(sweep_id)
-    previous = sweeps.get(against) if against else (sweeps.previous(sweep) if sweep else None)
-    if sweep is None or (against and previous is None):
-        console.print(f"[red]no sweep {sweep_id if sweep is None else against}[/red]")
-        raise typer.Exit(2)
+    sweep = _sweep(sweeps, sweep_id)
+    previous = _sweep(sweeps, against) if against else sweeps.previous(sweep)
     changes = diff(sweep, previous)
     typer.echo(json.dumps(changes.model_dump(mode="json"), indent=1))
     raise typer.Exit(1 if changes.changed else 0)

@@ -39,7 +39,7 @@ def _alive_here(worker: str | None) -> bool | None:
 
 
 # The one message of a job stopped on request while it ran (the runner's result says the same).
-CANCELLED_RUNNING = "cancelled while running: cuprobe stopped the probe and killed its process group"
+CANCELLED_RUNNING = "stopped while running, on request: cuprobe killed the probe's process group"
 
 
 def lost_with_worker(attempts: int) -> str:

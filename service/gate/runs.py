@@ -79,7 +79,8 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
                 if value is not None:
                     spec[key] = value
             if unreachable is not None:
-                result = unreachable.model_copy(update={"probe": entry.probe, "tool": entry.tool, "params": entry.params})
+                same = {"probe": entry.probe, "tool": entry.tool, "params": entry.params}
+                result = unreachable.model_copy(update=same)
                 runs.results.append(result)
                 on_result(entry, repeat, result)
                 continue

@@ -50,8 +50,10 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
     return tool, params
 
 
-def _probe_env(tool: Tool) -> dict[str, str]:
+def _probe_env(tool: Tool, settings: Settings) -> dict[str, str]:
     env = dict(os.environ)
+    if settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
+        env["CUPROBE_COMMAND_ENABLED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
@@ -142,7 +144,7 @@ def run_probe(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool),
+        env=_probe_env(tool, settings),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,

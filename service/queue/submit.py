@@ -47,10 +47,10 @@ class SubmissionError(ValueError):
 
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
     """Validate against the probe registry and server limits; returns it with tool and params filled in."""
-    if spec.probe == COMMAND_PROBE and not settings.command_probe_enabled:
+    if spec.probe == COMMAND_PROBE and not settings.command_enabled:
         raise SubmissionError(
             "probe",
-            "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
+            "the command probe is disabled on this server (CUPROBE_COMMAND_ENABLED)",
             status=403,
         )
     try:

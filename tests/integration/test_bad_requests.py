@@ -88,6 +88,6 @@ def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Clien
 
 
 def test_command_probe_enabled_without_token_refuses_to_start(sqlite_stack: Stack) -> None:
-    settings = sqlite_stack.settings.model_copy(update={"command_probe_enabled": True, "api_token": None})
+    settings = sqlite_stack.settings.model_copy(update={"command_enabled": True, "api_token": None})
     with pytest.raises(ValueError, match="CUPROBE_API_TOKEN"):
         create_app(settings)

@@ -28,7 +28,8 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_sweep_of_sixty_gpu_cases_says_no_gpu_once_with_the_count(here: Path) -> None:
     ns = ", ".join(str(n) for n in range(1001, 1061))
-    (here / "gpu.toml").write_text(f'name = "gpu"\n[[entry]]\nprobe = "uninit-read"\ntool = "initcheck"\ngrid = {{ n = [{ns}] }}\n')
+    definition = f'name = "gpu"\n[[entry]]\nprobe = "uninit-read"\ntool = "initcheck"\ngrid = {{ n = [{ns}] }}\n'
+    (here / "gpu.toml").write_text(definition)
     result = cli.invoke(app, ["sweep", "run", "gpu.toml"])
     assert result.exit_code == 3
     assert result.stdout.startswith("# Sweep gpu"), result.stdout[:300]  # no progress bar in the summary
@@ -41,7 +42,8 @@ def test_gate_says_the_shared_reason_once(here: Path) -> None:
     entries = "".join(
         f'[[probe]]\nname = "gpu{i}"\nprobe = "uninit-read"\ntool = "initcheck"\ncontrol = true\n' for i in range(5)
     )
-    (here / "suite.toml").write_text(f'name = "g"\n{entries}[[probe]]\nname = "cpu"\nprobe = "selftest"\ntool = "none"\n')
+    cpu = '[[probe]]\nname = "cpu"\nprobe = "selftest"\ntool = "none"\n'
+    (here / "suite.toml").write_text(f'name = "g"\n{entries}{cpu}')
     result = cli.invoke(app, ["gate", "suite.toml", "--local"], env={"COLUMNS": "200"})
     assert result.exit_code == 3
     assert result.stdout.count(NO_GPU) + result.stderr.count(NO_GPU) == 1, result.stdout + result.stderr

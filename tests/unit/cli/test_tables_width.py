@@ -32,7 +32,7 @@ def test_findings_table_reads_at(case: Path, width: int) -> None:
         assert any(kind in line for line in lines), f"kind {kind} split over lines:\n{text}"
     header = next((line for line in lines if "kind" in line), "")
     for column in ("threads", "flags", "case", "hazards"):
-        assert column not in header or column == "hazards" and "hazard" in text.lower()
+        assert column not in header or (column == "hazards" and "hazard" in text.lower())
 
 
 def test_api_errors_say_which_call_failed_and_how() -> None:
