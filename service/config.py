@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # A queued job older than this whose queue no live worker serves (`celery inspect active_queues`) ends
     # `unavailable` without waiting for its deadline: a GPU probe sent where no GPU worker runs fails fast.
     unserved_after_s: float = 120.0
+    # For this long after the API starts, submission does not answer `unavailable` for lack of a worker: workers
+    # started with it need a moment to be seen.
+    unserved_grace_s: float = 10.0
     # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
     heartbeat_s: float = 5.0
     # A running job reads its cancel flag this often: a cancel stops the probe within about a second.

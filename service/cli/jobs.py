@@ -99,6 +99,10 @@ def submit(
     deadline: Annotated[
         float | None, typer.Option(help="seconds to wait for a worker before `unavailable`")
     ] = None,
+    wait_for_worker: Annotated[
+        bool,
+        typer.Option("--wait-for-worker", help="if no live worker serves the queue, wait for one (up to --deadline)"),
+    ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
     poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
     as_json: JsonOpt = False,
@@ -107,6 +111,8 @@ def submit(
 ) -> None:
     """Submit a probe job; with --wait, exit 0 clean, 1 findings, 3 could not run."""
     spec: dict[str, Any] = {"probe": probe, "params": parse_params(param or [], params), "lane": lane}
+    if wait_for_worker:
+        spec["wait_for_worker"] = True
     for key, value in (("tool", tool), ("timeout_s", timeout), ("arch", arch), ("deadline_s", deadline)):
         if value is not None:
             spec[key] = value

@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import FileResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
@@ -40,10 +40,15 @@ def _job_or_404(store: StoreDep, job_id: str) -> Job:
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-def submit(spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, celery: CeleryDep) -> JobView:
-    """Queue a probe run; the job id comes back at once, the outcome later (GET /jobs/{id})."""
+def submit(
+    spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, celery: CeleryDep, request: Request
+) -> JobView:
+    """Queue a probe run; the job id comes back at once, the outcome later (GET /jobs/{id}). A job for a queue no
+    live worker serves ends `unavailable` at once, unless `wait_for_worker` is set."""
     try:
-        job = job_service.submit(spec, store, settings, lambda j: enqueue(celery, j))
+        job = job_service.submit(
+            spec, store, settings, lambda j: enqueue(celery, j), served=request.app.state.served_queues
+        )
     except job_service.SubmissionError as exc:
         raise HTTPException(exc.status, {"field": exc.field, "message": exc.message}) from exc
     return JobView.of(job, 0)
