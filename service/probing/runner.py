@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes import registry
+from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.models import Finding, Outcome, ProbeRequest, RunResult
@@ -26,6 +27,7 @@ from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
+EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
 
 
 class BadRequest(ValueError):
@@ -47,11 +49,15 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {describe(exc)}") from exc
+    if "allocator" in params and params["allocator"] is None:
+        params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
     return tool, params
 
 
-def _probe_env(tool: Tool, settings: Settings) -> dict[str, str]:
+def _probe_env(tool: Tool, settings: Settings | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    settings = settings or Settings()
+    env.setdefault(EXTENSION_DIR_ENV, str((settings.data_dir / "extensions").resolve()))
     if settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
         env["CUPROBE_COMMAND_ENABLED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
@@ -138,6 +144,7 @@ def run_probe(
             extra=["--show-backtrace", backtrace]
             if (backtrace := request.show_backtrace or settings.show_backtrace)
             else (),
+            nvtx=needs_nvtx(params),
         )
     )
     done = supervise(
