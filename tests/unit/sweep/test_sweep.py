@@ -187,9 +187,9 @@ GRID48 = """
 name = "grid48"
 [[entry]]
 probe = "narrow-matmul"
-tools = ["initcheck"]
+tool = ["initcheck"]
 params = { m = 32, k = 32, tile = 32 }
-grid = { n = { first = 1, last = 16 }, variant = ["unguarded", "guarded", "torch"] }
+grid = { n = { first = 1, last = 16 }, variants = ["unguarded", "guarded", "torch"] }
 """
 
 
