@@ -34,10 +34,10 @@ GRID = """
 name = "{name}"
 [[entry]]
 probe = "narrow-matmul"
-tools = ["initcheck"]
+tool = ["initcheck"]
 batch = {batch}
 params = {{ m = 32, k = 32, tile = 32 }}
-grid = {{ n = {{ first = 1, last = {last} }}, variant = ["unguarded", "guarded", "torch"] }}
+grid = {{ n = {{ first = 1, last = {last} }}, variants = ["unguarded", "guarded", "torch"] }}
 """
 
 Cases = dict[str, tuple[str, tuple[tuple[str, int], ...]]]

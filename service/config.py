@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -52,8 +53,13 @@ class Settings(BaseSettings):
     # A queued job older than this whose queue no live worker serves (`celery inspect active_queues`) ends
     # `unavailable` without waiting for its deadline: a GPU probe sent where no GPU worker runs fails fast.
     unserved_after_s: float = 120.0
+    # For this long after the API starts, submission does not answer `unavailable` for lack of a worker: workers
+    # started with it need a moment to be seen.
+    unserved_grace_s: float = 10.0
     # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
     heartbeat_s: float = 5.0
+    # A running job reads its cancel flag this often: a cancel stops the probe within about a second.
+    cancel_poll_s: float = 0.25
     stale_after_s: float = 60.0
     # How often the reconciler compares the store with the broker; a queued job missing from Redis for
     # longer than requeue_grace_s is sent again (Redis lost it).
@@ -86,7 +92,10 @@ class Settings(BaseSettings):
     api_url: str = "http://127.0.0.1:8000"
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
-    command_probe_enabled: bool = False
+    # The `command` probe runs any allowlisted executable: off unless enabled (API and worker read this one name).
+    command_enabled: bool = False
+    # Its old name, read with a warning (it only ever switched the API's check).
+    command_probe_enabled: bool | None = None
     # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
     replay_probe_enabled: bool = False
     max_request_bytes: int = 64 * 1024
@@ -101,6 +110,18 @@ class Settings(BaseSettings):
     @property
     def database(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'cuprobe.db'}"
+
+    @model_validator(mode="after")
+    def _one_command_switch(self) -> Settings:
+        old = self.command_probe_enabled
+        if old is not None:
+            warnings.warn(
+                "CUPROBE_COMMAND_PROBE_ENABLED is deprecated: set CUPROBE_COMMAND_ENABLED (API and worker alike)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            self.command_enabled = self.command_enabled or old
+        return self
 
     @model_validator(mode="after")
     def _limits_below_visibility(self) -> Settings:

@@ -17,8 +17,10 @@ from service.api.routes import health, jobs, probes, sweeps
 from service.api.schemas import ErrorBody
 from service.config import Settings
 from service.db.store import Store
+from service.queue import served
 from service.queue.celery_app import make_celery
 from service.queue.reconciler import ReconcilerThread
+from service.queue.served import ServedQueues, after_grace
 
 
 def _field_of(loc: Any) -> str:
@@ -48,10 +50,16 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=exc.status_code, headers=exc.headers)
 
 
-def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> FastAPI:
-    """The API for `settings`; refuses to build when a probe that runs code (command, replay) is on without a token."""
+def create_app(
+    settings: Settings | None = None, *, reconciler: bool = True, served_queues: ServedQueues | None = None
+) -> FastAPI:
+    """The API for `settings`; refuses to build when a probe that runs code (command, replay) is on without a token.
+
+    `served_queues` says which queues live workers serve (the worker registry by default): a job for a queue
+    none serves is answered `unavailable` at once, after `unserved_grace_s` of start-up.
+    """
     settings = settings or Settings()
-    if (settings.command_probe_enabled or settings.replay_probe_enabled) and not settings.api_token:
+    if (settings.command_enabled or settings.replay_probe_enabled) and not settings.api_token:
         raise ValueError(
             "the command or replay probe is enabled: set CUPROBE_API_TOKEN so only token holders can run code"
         )
@@ -76,6 +84,7 @@ def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> 
         description="Sanitizer-driven correctness service for GPU kernels",
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
+    app.state.served_queues = after_grace(served_queues or served.served_queues, settings.unserved_grace_s)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for module in (jobs, probes, health, sweeps):

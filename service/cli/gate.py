@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from service.cli.jobs import TokenOpt, UrlOpt
+from service.cli.render import spelling_warnings
 from service.client import Client
 from service.config import Settings
 from service.gate import github, junit, markdown, sarif
@@ -22,6 +23,7 @@ from service.gate.runs import EntryRuns, run_local, run_remote
 from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
 from service.gate.verdict import EXIT_NOT_RUN, GateReport, judge, location, updated_baseline
 from service.models import RunResult
+from service.models.reasons import by_reason, names_line
 
 USAGE_ERROR = 2
 out = Console()
@@ -44,9 +46,11 @@ def _run(
         def on_result(entry: SuiteEntry, repeat: int, result: RunResult) -> None:
             style = "green" if result.outcome.ran else "red"
             what = f"{entry.case or entry.name} [{'' if entry.case else entry.probe + ' '}{entry.tool.value}]"
+            # Why a run could not run is said once, grouped, in the summary on stdout.
+            said = escape(result.message) if result.outcome.ran else "(why: in the summary)"
             progress.console.print(
                 f"{escape(what)} {repeat + 1}/{entry.repeats}: "
-                f"[{style}]{result.outcome.value}[/] {escape(result.message)}"
+                f"[{style}]{result.outcome.value}[/] {said}"
             )
             progress.advance(task)
 
@@ -67,10 +71,17 @@ def _show(report: GateReport) -> None:
             f"seen {item.seen}/{item.repeats}"
         )
         out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
-    for n in report.not_run:
+    runs = [
+        (
+            f"{n.entry}" + (f" (repeat {n.repeat + 1})" if n.repeat else ""),
+            f"{n.result.outcome.value}: {n.result.message}",
+        )
+        for n in report.not_run
+    ]
+    for reason, names in by_reason(runs):
         out.print(
-            f"[red]could not run:[/] {n.entry} repeat {n.repeat + 1}: {n.result.outcome.value}: "
-            + escape(n.result.message)
+            f"[red]could not run ({len(names)} run(s): {escape(names_line(names))}):[/] {escape(reason)}",
+            soft_wrap=True,
         )
     for c in report.failed_controls:
         out.print(f"[red]positive control came back clean:[/] {c.entry} case {c.case}: {escape(c.reason)}")
@@ -101,7 +112,8 @@ def gate(
 ) -> None:
     """Run SUITE and judge it: exit 0 pass, 1 new or expired findings, 3 something could not run, 2 bad input."""
     try:
-        suite = load_suite(suite_file)
+        with spelling_warnings(err):
+            suite = load_suite(suite_file)
     except SuiteError as exc:
         raise _refuse(str(exc)) from exc
     try:

@@ -1,4 +1,4 @@
-"""CLI commands for the service: submit, status, results, cancel, serve, worker, beat, up."""
+"""CLI commands for the service: submit, status, results, jobs, cancel, serve, worker, beat, up."""
 
 from __future__ import annotations
 
@@ -13,14 +13,20 @@ from rich.console import Console
 from rich.table import Table
 
 from service.cli.options import SanitizerOpt, parse_options
+from service.cli.render import findings_table
 from service.client import ApiError, Client
 from service.config import Settings
+from service.models import Finding
 
 out = Console()
 err = Console(stderr=True)
 # Exit codes besides the outcome's own 0/1/3: a refused request, and a job that has not finished yet.
 EXIT_REFUSED = 2
 EXIT_PENDING = 4
+# How long `cancel` waits for a running job to stop before saying it is still running.
+CANCEL_WAIT_S = 5.0
+# Job ids in lists: every command accepts any unique prefix.
+SHORT_ID = 8
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
 TokenOpt = Annotated[
@@ -74,7 +80,7 @@ def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
         while job["state"] in ("queued", "running"):
             attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
             status.update(
-                f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
+                f"{job['probe']} {job['id'][:SHORT_ID]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
             )
             time.sleep(poll_s)
             job = client.job(job["id"])
@@ -94,6 +100,10 @@ def submit(
     deadline: Annotated[
         float | None, typer.Option(help="seconds to wait for a worker before `unavailable`")
     ] = None,
+    wait_for_worker: Annotated[
+        bool,
+        typer.Option("--wait-for-worker", help="if no live worker serves the queue, wait for one (up to --deadline)"),
+    ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
     poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
     sanitizer_option: SanitizerOpt = None,
@@ -105,6 +115,8 @@ def submit(
     spec: dict[str, Any] = {"probe": probe, "params": parse_params(param or [], params), "lane": lane}
     if options := parse_options(sanitizer_option or []).model_dump(mode="json", exclude_defaults=True):
         spec["options"] = options
+    if wait_for_worker:
+        spec["wait_for_worker"] = True
     for key, value in (("tool", tool), ("timeout_s", timeout), ("arch", arch), ("deadline_s", deadline)):
         if value is not None:
             spec[key] = value
@@ -133,7 +145,9 @@ def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: Tok
     if as_json:
         out.print_json(data=job)
     else:
-        out.print(f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}")
+        out.print(
+            f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}", soft_wrap=True
+        )
     raise typer.Exit(_exit_code(job))
 
 
@@ -150,25 +164,62 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
         raise typer.Exit(_exit_code(job))
     out.print(f"{job['id']} {job['probe']} [{job['tool']}]: {_describe(job)}")
     if findings:
-        table = Table("kind", "tool", "location", "count", "evidence", "message")
-        for f in findings:
-            where = (
-                f"{f.get('file')}:{f.get('line')}"
-                if f.get("file")
-                else (f.get("kernel") or f.get("pc") or "?")
-            )
-            table.add_row(f["kind"], f["tool"], where, str(f["count"]), f["evidence"], f["message"])
-        out.print(table)
+        out.print(findings_table([Finding.model_validate(f) for f in findings]))
     raise typer.Exit(_exit_code(job))
 
 
-def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Cancel a queued job, or stop a running one."""
+def jobs(
+    probe: Annotated[str | None, typer.Option(help="only this probe")] = None,
+    tool: Annotated[str | None, typer.Option(help="only this tool")] = None,
+    outcome: Annotated[str | None, typer.Option(help="only this outcome (clean, findings, unavailable, ...)")] = None,
+    state: Annotated[str | None, typer.Option(help="only this state (queued, running, done, cancelled)")] = None,
+    limit: Annotated[int, typer.Option(help="at most this many, newest first")] = 20,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """List jobs, newest first; any unique prefix of an id shown works with status, results and cancel."""
     try:
-        job = _client(url, token).cancel(job_id)
+        found = _client(url, token).jobs(
+            probe=probe or "", tool=tool or "", outcome=outcome or "", state=state or "", limit=str(limit)
+        )["jobs"]
     except ApiError as exc:
         raise _fail(exc) from exc
-    out.print(f"{job['id']}: {job['state']}" + (" (stop requested)" if job["state"] == "running" else ""))
+    if as_json:
+        out.print_json(data=found)
+        return
+    if not found:
+        out.print("no jobs match")
+        return
+    table = Table("id", "probe", "tool", "state", "outcome", "findings", "created")
+    for job in found:
+        table.add_row(
+            job["id"][:SHORT_ID],
+            job["probe"],
+            job["tool"],
+            job["state"],
+            job["outcome"] or "-",
+            str(job.get("findings") or 0),
+            job["created_at"][:19].replace("T", " "),
+        )
+    out.print(table)
+
+
+def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Cancel a queued job, or stop a running one (waits up to 5 s for the stop, then says where it stands)."""
+    client = _client(url, token)
+    try:
+        job = client.cancel(job_id)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while job["state"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            job = client.job(job["id"])
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    if job["state"] == "running":
+        out.print(f"{job['id']}: stop requested; still running after {CANCEL_WAIT_S:.0f} s")
+    else:
+        out.print(f"{job['id']}: {_describe(job)}", soft_wrap=True)
 
 
 def serve(
@@ -254,5 +305,5 @@ def up(
 
 def register(app: typer.Typer) -> None:
     """Add the service commands to the `cuprobe` Typer app."""
-    for command in (submit, status, results, cancel, serve, worker, beat, up):
+    for command in (submit, status, results, jobs, cancel, serve, worker, beat, up):
         app.command()(command)

@@ -66,6 +66,7 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
     """Submit every run as a gate-lane job at once (workers run them in parallel), then poll each to its end."""
     pending: list[tuple[EntryRuns, int, str]] = []
     out = []
+    unreachable: RunResult | None = None  # the first connection error: no further submits are tried
     for entry in suite.entries:
         runs = EntryRuns(entry, [])
         out.append(runs)
@@ -81,11 +82,19 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
             for key, value in (("timeout_s", entry.timeout_s), ("arch", suite.arch), ("deadline_s", suite.deadline_s)):
                 if value is not None:
                     spec[key] = value
+            if unreachable is not None:
+                same = {"probe": entry.probe, "tool": entry.tool, "params": entry.params}
+                result = unreachable.model_copy(update=same)
+                runs.results.append(result)
+                on_result(entry, repeat, result)
+                continue
             try:
                 job = client.submit(spec)
             except ApiError as exc:
                 outcome = Outcome.UNAVAILABLE if exc.status == 0 else Outcome.PROBE_ERROR
                 result = _not_run(entry, outcome, f"the service did not take the job: {exc}")
+                if exc.status == 0:
+                    unreachable = result
                 runs.results.append(result)
                 on_result(entry, repeat, result)
                 continue

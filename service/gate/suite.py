@@ -6,12 +6,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from probes import registry
 from probes.contract import Tool
 from service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
 from service.models import ProbeRequest, SanitizerOptions, Severity
+from service.models.problems import describe, respell
 from service.probing.runner import BadRequest, resolve
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
@@ -42,6 +43,17 @@ class SuiteEntry(BaseModel):
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
     fail_on: Severity | None = Field(None, description="error or warning; the suite's when unset")
     case: str | None = Field(None, description="for a [[test]] process: the test it runs (node id, test name)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """`tools = ["x"]` (the sweep's old spelling) is read as `tool = "x"`, with a warning."""
+        data = respell(data, "tools", "tool", f"[[probe]] {data.get('name')}" if isinstance(data, dict) else "entry")
+        if isinstance(data, dict) and isinstance(data.get("tool"), list):
+            if len(data["tool"]) != 1:
+                raise ValueError("a suite entry runs one tool: give one `tool`, and one entry per tool")
+            data = {**data, "tool": data["tool"][0]}
+        return data
 
     def request(self) -> ProbeRequest:
         return ProbeRequest(
@@ -108,8 +120,7 @@ def load_suite(path: Path) -> Suite:
     try:
         suite = Suite.model_validate({**raw, "path": path})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise SuiteError(f"{path}: {problems}") from exc
+        raise SuiteError(f"{path}: {describe(exc)}") from exc
     if not suite.probe and not suite.test:
         raise SuiteError(f"{path}: a suite needs at least one [[probe]] or [[test]] entry")
     suite.probe = [e.model_copy(update={"options": suite.options.merged(e.options)}) for e in suite.probe]

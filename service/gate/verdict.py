@@ -1,4 +1,4 @@
-"""The gate verdict (DESIGN.md): 3 could not run or a control came back clean, 1 new or expired findings, else 0."""
+"""The gate verdict (docs/outcomes.md): 3 could not run or a control stayed clean, 1 new or expired findings, else 0."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ __all__ = [
 
 
 class Outcome(StrEnum):
-    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (see DESIGN.md)."""
+    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (see docs/outcomes.md)."""
 
     CLEAN = "clean"
     FINDINGS = "findings"

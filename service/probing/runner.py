@@ -15,6 +15,8 @@ from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
+from service.models.problems import describe
+from service.models.reasons import ALSO
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -51,7 +53,7 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
     try:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
-        raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
+        raise BadRequest(f"bad parameters for probe {probe.name}: {describe(exc)}") from exc
     try:
         check_options(request.options, tool)
     except OptionRefused as exc:
@@ -83,9 +85,12 @@ def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
 
 def _probe_env(tool: Tool, settings: Settings | None = None, trusted: bool = False) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != COMMAND_TRUSTED_ENV}
-    env.setdefault(EXTENSION_DIR_ENV, str(((settings or Settings()).data_dir / "extensions").resolve()))
+    settings = settings or Settings()
+    env.setdefault(EXTENSION_DIR_ENV, str((settings.data_dir / "extensions").resolve()))
     if trusted:
         env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
+    elif settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
+        env["CUPROBE_COMMAND_ENABLED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
@@ -123,8 +128,9 @@ def _preflight(
     sanitizer, missing = None, []
     if needs_gpu and gpu_facts()[0] is None:
         missing.append(
-            f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
-            "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
+            # The same words for every probe, so a list of runs can say it once with a count.
+            "no CUDA device on this machine (nvidia-smi found no GPU), and this run needs one: submit it to a "
+            "GPU worker's queue (gpu.smXX) or run it on a GPU machine"
         )
     if tool is not Tool.NONE:
         try:
@@ -137,7 +143,7 @@ def _preflight(
         except OptionRefused as exc:
             missing.append(f"refused before the run: {exc}")
     if missing:
-        return None, _unavailable(request, tool, params, "; ".join(missing))
+        return None, _unavailable(request, tool, params, ALSO.join(missing))
     return sanitizer, None
 
 
@@ -154,6 +160,7 @@ def run_probe(
     `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted and
     suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names."""
     settings = settings or Settings()
+    workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     tool, params = resolve(request)
     suppressions = (
         suppressions_file(request.options.suppressions, trusted=trusted, settings=settings)
@@ -240,7 +247,7 @@ def run_probe(
     )
     outcome, message = verdict.outcome, verdict.message
     if done.cancelled:
-        outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
+        outcome, message = Outcome.PROBE_ERROR, "stopped on request (cancel): cuprobe killed the process group"
     findings = keyed_by_options(
         (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
     )

@@ -71,9 +71,7 @@ def reconcile(
             and as_utc(job.enqueued_at or job.created_at) < stale
         ):
             if job.attempts >= settings.max_attempts:
-                if store.give_up(
-                    job, f"the job's worker went silent {job.attempts} times; not retried again"
-                ):
+                if store.give_up(job):
                     report.given_up.append(job.id)
             else:
                 _resend(store, job, enqueue, report)

@@ -15,6 +15,7 @@ from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
 from service.probing.runner import BadRequest, suppressions_file
 from service.queue.names import Lane, queue_for
+from service.queue.served import ServedQueues
 from service.sanitizer.options import OptionRefused, check_options
 
 COMMAND_PROBE = "command"
@@ -32,6 +33,11 @@ class JobSpec(ProbeRequest):
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
     deadline_s: float | None = Field(
         default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker"
+    )
+    wait_for_worker: bool = Field(
+        default=False,
+        description="when no live worker serves the job's queue, wait for one (up to the deadline) instead of "
+        "ending `unavailable` at once",
     )
 
     def probe_request(self) -> ProbeRequest:
@@ -55,10 +61,10 @@ def runs_user_code(params: dict[str, Any]) -> bool:
 
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
     """Validate against the probe registry and server limits; returns it with tool and params filled in."""
-    if spec.probe == COMMAND_PROBE and not settings.command_probe_enabled:
+    if spec.probe == COMMAND_PROBE and not settings.command_enabled:
         raise SubmissionError(
             "probe",
-            "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
+            "the command probe is disabled on this server (CUPROBE_COMMAND_ENABLED)",
             status=403,
         )
     if spec.probe == REPLAY_PROBE and not settings.replay_probe_enabled and runs_user_code(spec.params):
@@ -118,9 +124,22 @@ def create(spec: JobSpec, store: Store, settings: Settings) -> Job:
     return store.add_job(job)
 
 
-def submit(spec: JobSpec, store: Store, settings: Settings, enqueue: Callable[[Job], Any]) -> Job:
-    """Check, store, then enqueue; a job the broker did not take stays queued for the reconciler to resend."""
+def submit(
+    spec: JobSpec,
+    store: Store,
+    settings: Settings,
+    enqueue: Callable[[Job], Any],
+    served: ServedQueues | None = None,
+) -> Job:
+    """Check, store, then enqueue; a job the broker did not take stays queued for the reconciler to resend.
+
+    With `served` (the queues live workers serve), a job for a queue none serves is stored and ends
+    `unavailable` at once, unless the request asks to wait for a worker.
+    """
     job = create(check(spec, settings), store, settings)
+    queues = None if spec.wait_for_worker or served is None else served()
+    if queues is not None and job.queue not in queues and store.expire_unserved_now(job.id, queues):
+        return store.get(job.id) or job
     try:
         enqueue(job)
     except Exception:  # the store is the source of truth: reconcile() resends what Redis never got

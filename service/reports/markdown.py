@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from service.models.reasons import by_reason, names_line
 from service.models.sweep import Sweep
 from service.sweep.diff import SweepDiff
+
+# Distinct reasons listed under "Could not run" before a line counting the rest.
+REASONS_SHOWN = 50
 
 
 def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
@@ -50,7 +54,16 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         lines.append("")
     not_run = [c for c in sweep.cases if not c.outcome.ran]
     if not_run:
-        lines += ["## Could not run", "", *[f"- `{c.key}`: {c.outcome} — {c.message}" for c in not_run[:50]], ""]
+        groups = by_reason((f"`{c.key}`", f"{c.outcome} — {c.message}") for c in not_run)
+        lines += ["## Could not run", ""]
+        lines += [f"- {reason} ({len(keys)} case(s): {names_line(keys)})" for reason, keys in groups[:REASONS_SHOWN]]
+        if len(groups) > REASONS_SHOWN:
+            rest = sum(len(keys) for _, keys in groups[REASONS_SHOWN:])
+            lines.append(
+                f"- … and {rest} more case(s) with {len(groups) - REASONS_SHOWN} other reason(s): "
+                "the HTML report and `cuprobe sweep show ID --json` list every one"
+            )
+        lines.append("")
     lines += ["## Findings", "", "| case | signature | records | seen |", "|---|---|---|---|"]
     for case in sweep.cases:
         for f in case.findings:

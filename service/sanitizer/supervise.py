@@ -18,6 +18,8 @@ from typing import IO
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1
 TERM_GRACE_S = 2.0
+# A cancelled run is being thrown away: its group gets less time to flush before SIGKILL.
+CANCEL_GRACE_S = 0.5
 
 
 class CappedStream:
@@ -79,11 +81,11 @@ class Supervised:
     stderr: CappedStream
 
 
-def _kill_group(pgid: int) -> None:
+def _kill_group(pgid: int, grace_s: float = TERM_GRACE_S) -> None:
     """SIGTERM the group, then SIGKILL whatever is left after a grace period."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + TERM_GRACE_S
+    deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and group_alive(pgid):
         time.sleep(POLL_S)
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -145,7 +147,7 @@ def supervise(
         elif cancel is not None and cancel.is_set():
             cancelled = True
         if timed_out or xml_capped or cancelled:
-            _kill_group(pgid)
+            _kill_group(pgid, CANCEL_GRACE_S if cancelled else TERM_GRACE_S)
             break
         time.sleep(POLL_S)
     returncode = proc.wait()

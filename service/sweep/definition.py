@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from probes import registry
 from probes.contract import Tool
 from service.models import SanitizerOptions
+from service.models.problems import describe, respell
 from service.sanitizer.options import OptionRefused, check_options
 
 
@@ -38,7 +39,7 @@ class Entry(BaseModel):
 
     name: str = Field("", description="unique label in case keys; the probe name when empty")
     probe: str
-    tools: list[Tool] = Field(min_length=1)
+    tools: list[Tool] = Field(min_length=1, alias="tool", description="one tool, or a list: each runs the grid")
     params: dict[str, Any] = Field(default_factory=dict, description="fixed parameters of every case")
     grid: dict[str, list[Any] | IntRange] = Field(default_factory=dict, description="axis -> values")
     repeats: int | None = Field(None, ge=1, le=50)
@@ -46,6 +47,18 @@ class Entry(BaseModel):
     batch_size: int = Field(512, ge=1, le=4096, description="most grid cases in one process")
     timeout_s: float | None = Field(None, gt=0)
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """`tool` and grid axes named as the probe's parameters (`variants`), as in suites; old names warn."""
+        where = f"entry {data.get('name') or data.get('probe')}" if isinstance(data, dict) else "entry"
+        data = respell(data, "tools", "tool", where)
+        if isinstance(data, dict) and isinstance(data.get("tool"), str):
+            data = {**data, "tool": [data["tool"]]}
+        if isinstance(data, dict) and isinstance(data.get("grid"), dict) and data.get("probe") == "narrow-matmul":
+            data = {**data, "grid": respell(data["grid"], "variant", "variants", f"{where}: grid")}
+        return data
 
     @model_validator(mode="after")
     def _known_probe_and_tools(self) -> Entry:
@@ -101,9 +114,7 @@ def parse_definition(text: str, source: str = "<definition>") -> SweepDefinition
     try:
         return SweepDefinition.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "top level"
-        raise DefinitionError(f"{source}: {where}: {first['msg']}") from exc
+        raise DefinitionError(f"{source}: {describe(exc)}") from exc
 
 
 def load_definition(path: Path) -> SweepDefinition:

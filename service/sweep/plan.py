@@ -47,12 +47,12 @@ class Process:
 
 
 class NarrowMatmulBatching:
-    """narrow-matmul records every case's device buffers, so one process can run many (variant, n) cases."""
+    """narrow-matmul records every case's device buffers, so one process can run many (variants, n) grid points."""
 
     probe = "narrow-matmul"
-    axes = frozenset({"n", "variant"})
+    axes = frozenset({"n", "variants"})
     control_point: ClassVar[Point] = {
-        "variant": "unguarded",
+        "variants": "unguarded",
         "n": 1,
     }  # 31 padding rows at tile 32: always reads padding
 
@@ -60,23 +60,23 @@ class NarrowMatmulBatching:
         if tool is not Tool.INITCHECK:
             return f"narrow-matmul has no positive control under {tool}, and every batched process needs one"
         if not axes <= self.axes:
-            return f"only the n and variant axes batch; this grid also varies {', '.join(sorted(axes - self.axes))}"
+            return f"only the n and variants axes batch; this grid also varies {', '.join(sorted(axes - self.axes))}"
         return None
 
     @staticmethod
     def label(point: Point) -> str:
-        return f"{point['variant']}-n{point['n']}"
+        return f"{point['variants']}-n{point['n']}"
 
     @staticmethod
     def params(fixed: dict[str, Any], points: list[Point]) -> dict[str, Any]:
         ns = list(dict.fromkeys(int(p["n"]) for p in points))
-        variants = list(dict.fromkeys(str(p["variant"]) for p in points))
+        variants = list(dict.fromkeys(str(p["variants"]) for p in points))
         return {**fixed, "n": ns, "variants": variants}
 
     @staticmethod
     def is_control(fixed: dict[str, Any], point: Point) -> bool:
         p = NarrowMatmulParams.model_validate({**fixed, "n": [point["n"]]})
-        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variant"]) > 0
+        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variants"]) > 0
 
 
 BATCHING = {NarrowMatmulBatching.probe: NarrowMatmulBatching()}
@@ -118,11 +118,11 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
     At least `slots` chunks where the grid allows, so K sanitizer processes on one GPU all have work."""
     batching = BATCHING[entry.probe]
     ns = list(dict.fromkeys(p["n"] for p in points))
-    variants = list(dict.fromkeys(p["variant"] for p in points))
+    variants = list(dict.fromkeys(p["variants"] for p in points))
     per_chunk = max(1, min(entry.batch_size // len(variants), -(-len(ns) // max(1, slots))))
     out: list[Process] = []
     for i in range(0, len(ns), per_chunk):
-        chunk = [{"variant": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
+        chunk = [{"variants": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
         cases = [
             PlannedCase(
                 f"{entry.name}/{tool}/{batching.label(p)}",
@@ -143,10 +143,10 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
             params = batching.params(entry.params, run_points)
             grid_labels = {c.probe_case for c in cases}
             extra = [
-                batching.label({"variant": v, "n": n})
+                batching.label({"variants": v, "n": n})
                 for v in params["variants"]
                 for n in params["n"]
-                if batching.label({"variant": v, "n": n}) not in grid_labels
+                if batching.label({"variants": v, "n": n}) not in grid_labels
             ]
             control_label = batching.label(control)
             cases.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,19 @@ def execute_job(
     thread.start()
     cancelled = interrupted = False
     try:
+        beat = time.monotonic()
         while thread.is_alive():
-            thread.join(settings.heartbeat_s)
-            if thread.is_alive() and store.heartbeat(job_id, claim.attempt):
+            # The cancel flag is read every cancel_poll_s (a stop within about a second of the request);
+            # the heartbeat is written every heartbeat_s.
+            thread.join(min(settings.cancel_poll_s, settings.heartbeat_s))
+            if not thread.is_alive():
+                break
+            if time.monotonic() - beat >= settings.heartbeat_s:
+                beat = time.monotonic()
+                stop = store.heartbeat(job_id, claim.attempt)
+            else:
+                stop = store.cancel_requested(job_id)
+            if stop:
                 cancelled = True
                 cancel.set()
     except interrupts:

@@ -62,9 +62,11 @@ def test_parse_print_limited_output_is_flagged_truncated() -> None:
 
 def test_parse_clean_needs_the_summary() -> None:
     case = capture(VERSIONS[0], "initcheck_ok")
-    without = cli.invoke(app, ["parse", str(xml_of(case)), "--json"])
+    without = cli.invoke(app, ["parse", str(xml_of(case)), "--tool", "initcheck", "--json"])
     assert without.exit_code == 3 and "cannot say the run was clean" in json.loads(without.stdout)["message"]
-    with_log = cli.invoke(app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--json"])
+    with_log = cli.invoke(
+        app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "initcheck", "--json"]
+    )
     assert with_log.exit_code == 0 and json.loads(with_log.stdout)["outcome"] == "clean"
 
 
