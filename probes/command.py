@@ -64,14 +64,13 @@ def resolve(program: str) -> str:
     return str(Path(found).resolve())
 
 
-class Command(Probe):
+class Command(Probe[CommandParams]):
     name = "command"
     summary = "Runs an allowlisted executable under the sanitizer (off unless CUPROBE_COMMAND_ENABLED=1)"
     Params = CommandParams
     tools = (Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, CommandParams)
+    def run(self, params: CommandParams, tool: Tool, recorder: Recorder) -> None:
         if os.environ.get(ENABLED_ENV) != "1":
             raise ProbeUnavailable(
                 f"the command probe is off on this worker: the operator enables it with "

@@ -80,7 +80,7 @@ class FindingList(Versioned):
 class ProbeView(BaseModel):
     name: str
     summary: str
-    needs_gpu: bool
+    needs_gpu: bool = Field(description="at its default tool and parameters")
     tools: list[Tool]
     params_schema: dict[str, Any]
 

@@ -13,7 +13,8 @@ from service.cli.embedded import embedded_stack
 from service.client import ApiError, Client
 from service.config import Settings
 from service.models import ProbeRequest
-from service.probing.runner import BadRequest, run_probe
+from service.probing.admission import BadRequest
+from service.probing.runner import run_probe
 
 
 @dataclass

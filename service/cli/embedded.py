@@ -25,6 +25,7 @@ from rich.console import Console
 from probes import registry
 from service.config import Settings
 from service.db.store import Store
+from service.probing.admission import needs_gpu_by_default
 from service.worker.commands import GpuDevice, WorkerCommand, discover_gpus, worker_commands
 
 console = Console(stderr=True)
@@ -46,10 +47,10 @@ def embedded_broker(data_dir: Path) -> Iterator[str]:
 
 
 def gpu_probes_missing(devices: list[GpuDevice]) -> list[str]:
-    """GPU probes nothing here can run, when there is no GPU."""
+    """Probes that need a GPU at their defaults, which nothing here can run when there is no GPU."""
     if devices:
         return []
-    return sorted(name for name in registry.available() if registry.get(name).needs_gpu)
+    return sorted(name for name in registry.available() if needs_gpu_by_default(name))
 
 
 def embedded_settings(settings: Settings, broker_url: str) -> Settings:

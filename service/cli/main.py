@@ -21,8 +21,9 @@ from service.cli.check import check_local, check_service
 from service.cli.render import print_result
 from service.config import Settings
 from service.models import Outcome, ProbeRequest, RunResult
+from service.probing.admission import BadRequest, needs_gpu_by_default
 from service.probing.environment import gpu_facts
-from service.probing.runner import BadRequest, run_probe
+from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
@@ -164,7 +165,7 @@ def check(
 def list_probes() -> None:
     """List the registered probes (cuprobe's own and plug-ins)."""
     table = Table(title="Probes")
-    for column in ("name", "default tool", "tools", "needs GPU", "summary"):
+    for column in ("name", "default tool", "tools", "needs GPU (defaults)", "summary"):
         table.add_column(column, overflow="fold")
     for name in registry.available():
         try:
@@ -176,7 +177,7 @@ def list_probes() -> None:
             name,
             probe.tools[0].value,
             ",".join(t.value for t in probe.tools),
-            "yes" if probe.needs_gpu else "no",
+            "yes" if needs_gpu_by_default(name) else "no",
             probe.summary,
         )
     console.print(table)

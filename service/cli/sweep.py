@@ -20,6 +20,7 @@ from service.sweep.definition import DefinitionError, load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
 from service.sweep.notify import notify
+from service.sweep.plan import plan
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()
@@ -42,6 +43,7 @@ def run_cmd(
     not run, 1: new findings, 0: otherwise)."""
     try:
         parsed = load_definition(definition)
+        plan(parsed)  # every process's request through admission before the sweep is stored as running
     except DefinitionError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc

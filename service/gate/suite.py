@@ -8,10 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from probes import registry
 from probes.contract import Tool
 from service.models import ProbeRequest
-from service.probing.runner import BadRequest, resolve
+from service.probing.admission import BadRequest, admit
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
 CONTROL_HINTS: dict[Tool, str] = {
@@ -68,21 +67,18 @@ class Suite(BaseModel):
 def _check_entry(path: Path, entry: SuiteEntry) -> SuiteEntry:
     where = f"{path}: [[probe]] {entry.name}"
     try:
-        tool, params = resolve(entry.request())
+        admitted = admit(entry.probe, entry.tool, entry.params)
     except BadRequest as exc:
         raise SuiteError(f"{where}: {exc}") from exc
-    probe = registry.get(entry.probe)
-    model = probe.Params.model_validate(params)
-    if (refusal := probe.refusal(model, tool)) is not None:
-        raise SuiteError(f"{where}: {refusal}")
+    tool = admitted.tool
     if entry.control:
-        expectation = probe.expectation(model, tool)
+        expectation = admitted.probe.expectation(admitted.model, tool)
         if expectation.clean or expectation.tool is not tool:
             raise SuiteError(
                 f"{where} is marked control = true, but probe {entry.probe} with these parameters plants "
                 f"no defect that {tool} must see"
             )
-    return entry.model_copy(update={"params": params})
+    return entry.model_copy(update={"params": admitted.params})
 
 
 def load_suite(path: Path) -> Suite:

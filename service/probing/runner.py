@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes import registry
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.models import Finding, Outcome, ProbeRequest, RunResult
+from service.probing.admission import Admission, admit
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -24,28 +23,6 @@ from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
-
-
-class BadRequest(ValueError):
-    """The request names an unknown probe, a tool the probe does not support, or bad parameters."""
-
-
-def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
-    """The tool to use and the validated parameters (defaults filled in); BadRequest names what is wrong."""
-    try:
-        probe = registry.get(request.probe)
-    except registry.UnknownProbe as exc:
-        raise BadRequest(str(exc)) from exc
-    tool = request.tool or probe.tools[0]
-    if tool not in probe.tools:
-        raise BadRequest(
-            f"probe {probe.name} does not run under {tool}; allowed: {', '.join(t.value for t in probe.tools)}"
-        )
-    try:
-        params = probe.Params.model_validate(request.params).model_dump(mode="json")
-    except ValidationError as exc:
-        raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
-    return tool, params
 
 
 def _probe_env(tool: Tool) -> dict[str, str]:
@@ -79,12 +56,12 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
 
 
 def _preflight(
-    request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings
+    request: ProbeRequest, admitted: Admission, settings: Settings
 ) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
-    needs_gpu = registry.get(request.probe).needs_gpu or tool is not Tool.NONE
+    tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
-    if needs_gpu and gpu_facts()[0] is None:
+    if admitted.needs_gpu and gpu_facts()[0] is None:
         missing.append(
             f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
             "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
@@ -106,10 +83,12 @@ def run_probe(
     settings: Settings | None = None,
     cancel_event: threading.Event | None = None,
 ) -> RunResult:
-    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`."""
+    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
+    BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or Settings()
-    tool, params = resolve(request)
-    sanitizer, refusal = _preflight(request, tool, params, settings)
+    admitted = admit(request.probe, request.tool, request.params)
+    tool, params = admitted.tool, admitted.params
+    sanitizer, refusal = _preflight(request, admitted, settings)
     if refusal is not None:
         return refusal
     workdir.mkdir(parents=True, exist_ok=True)
@@ -233,6 +212,3 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
 def allocations_of(probe: ProbeResult) -> list[tuple[str, Allocation]]:
     return [(c.id, a) for c in probe.cases for a in c.allocations]
 
-
-def write_result(result: RunResult, path: Path) -> None:
-    path.write_text(json.dumps(result.model_dump(mode="json"), indent=1))

@@ -11,7 +11,7 @@ from celery import Celery
 from celery.schedules import crontab
 
 from service.config import Settings
-from service.queue.names import CPU
+from service.models.queues import CPU
 
 TASK_RUN_PROBE = "cuprobe.run_probe"
 TASK_RECONCILE = "cuprobe.reconcile"

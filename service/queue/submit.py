@@ -7,13 +7,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from probes import registry
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
-from service.queue.names import Lane, queue_for
+from service.models.queues import Lane
+from service.probing.admission import BadRequest, admit
 
 COMMAND_PROBE = "command"
 # Time the worker needs around a probe's own limit (start-up, parsing, storing) within its soft limit.
@@ -35,55 +35,32 @@ class JobSpec(ProbeRequest):
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
 
 
-class SubmissionError(ValueError):
-    """A request the service refuses; `field` names the offending field, `status` the HTTP status."""
-
-    def __init__(self, field: str, message: str, status: int = 422) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-        self.status = status
-
-
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
-    """Validate against the probe registry and server limits; returns it with tool and params filled in."""
+    """Admit the spec and check it against server limits; returns it with tool and params filled in.
+    BadRequest names the offending field."""
     if spec.probe == COMMAND_PROBE and not settings.command_probe_enabled:
-        raise SubmissionError(
+        raise BadRequest(
             "probe",
             "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
             status=403,
         )
-    try:
-        probe = registry.get(spec.probe)
-    except registry.UnknownProbe as exc:
-        raise SubmissionError("probe", str(exc)) from exc
-    tool = spec.tool or probe.tools[0]
-    if tool not in probe.tools:
-        raise SubmissionError("tool", f"probe {spec.probe} runs under {', '.join(probe.tools)}, not {tool}")
-    try:
-        params = probe.Params.model_validate(spec.params)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        raise SubmissionError(f"params.{where}" if where else "params", error["msg"]) from exc
+    admitted = admit(spec.probe, spec.tool, spec.params)
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
-        raise SubmissionError("timeout_s", f"this server's job limit is {limit:.0f} s")
-    return spec.model_copy(update={"tool": tool, "params": params.model_dump(mode="json")})
+        raise BadRequest("timeout_s", f"this server's job limit is {limit:.0f} s")
+    return spec.model_copy(update={"tool": admitted.tool, "params": admitted.params})
 
 
 def create(spec: JobSpec, store: Store, settings: Settings) -> Job:
-    """Store a new queued job for a checked spec."""
-    probe = registry.get(spec.probe)
+    """Store a new queued job for a checked spec, on the queue its admission names."""
+    admitted = admit(spec.probe, spec.tool, spec.params)
     now = utcnow()
     job = Job(
         id=uuid.uuid4().hex,
         probe=spec.probe,
         tool=str(spec.tool),
         request=spec.model_dump(mode="json"),
-        queue=queue_for(
-            needs_gpu=probe.needs_gpu, arch=spec.arch or settings.default_gpu_arch, lane=spec.lane
-        ),
+        queue=admitted.queue(spec.arch or settings.default_gpu_arch, spec.lane),
         lane=spec.lane.value,
         state=JobState.QUEUED.value,
         message="queued",

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from probes import registry
 from probes.contract import Tool
+from service.probing.admission import BadRequest, probe_named, tool_for
 
 
 class DefinitionError(ValueError):
@@ -47,15 +47,11 @@ class Entry(BaseModel):
     @model_validator(mode="after")
     def _known_probe_and_tools(self) -> Entry:
         try:
-            probe = registry.get(self.probe)
-        except registry.UnknownProbe as exc:
-            raise ValueError(str(exc)) from exc
-        wrong = [t.value for t in self.tools if t not in probe.tools]
-        if wrong:
-            raise ValueError(
-                f"probe {self.probe} does not run under {', '.join(wrong)}; "
-                f"allowed: {', '.join(t.value for t in probe.tools)}"
-            )
+            probe = probe_named(self.probe)
+            for tool in self.tools:
+                tool_for(probe, tool)
+        except BadRequest as exc:
+            raise ValueError(exc.message) from exc
         self.name = self.name or self.probe
         return self
 

@@ -11,9 +11,9 @@ from typing import Any, Protocol
 from service.config import Settings
 from service.db.store import Job, Store, utcnow
 from service.models import Backtrace, Outcome, ProbeRequest, RunResult
+from service.models.queues import Lane
 from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from service.probing.runner import run_probe
-from service.queue.names import Lane
 from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
 from service.sweep.flaky import merge_findings, merge_outcome

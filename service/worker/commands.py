@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
-from service.queue.names import CPU, gpu_queue, lane_queues
+from service.models.queues import CPU, gpu_queue, lane_queues
 
 
 @dataclass(frozen=True)

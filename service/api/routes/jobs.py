@@ -14,6 +14,7 @@ from service.api.schemas import FindingList, JobList, JobView
 from service.db.artifacts import NAMES, artifact_path
 from service.db.store import Job, JobState
 from service.models import Outcome
+from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
@@ -32,7 +33,7 @@ def submit(spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, ce
     """Queue a probe run; the job id comes back at once, the outcome later (GET /jobs/{id})."""
     try:
         job = job_service.submit(spec, store, settings, lambda j: enqueue(celery, j))
-    except job_service.SubmissionError as exc:
+    except BadRequest as exc:
         raise HTTPException(exc.status, {"field": exc.field, "message": exc.message}) from exc
     return JobView.of(job, 0)
 

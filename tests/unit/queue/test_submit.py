@@ -6,12 +6,13 @@ import pytest
 from pydantic import ValidationError
 
 from service.config import Settings
-from service.queue.names import Lane, queue_for
-from service.queue.submit import JobSpec, SubmissionError, check
+from service.models.queues import Lane, queue_for
+from service.probing.admission import BadRequest
+from service.queue.submit import JobSpec, check
 
 
-def _refusal(settings: Settings | None = None, **spec: object) -> SubmissionError:
-    with pytest.raises(SubmissionError) as info:
+def _refusal(settings: Settings | None = None, **spec: object) -> BadRequest:
+    with pytest.raises(BadRequest) as info:
         check(JobSpec.model_validate(spec), settings or Settings())
     return info.value
 

@@ -1,0 +1,97 @@
+"""Admission: the one place that turns (probe, tool, params) into a checked request, its GPU need and its queue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from probes import registry
+from probes.base import Probe
+from probes.contract import Tool
+from service.models.queues import Lane, queue_for
+
+
+class BadRequest(ValueError):
+    """A request cuprobe refuses: `field` names the offending field, `message` the problem, `status` the HTTP
+    status the API answers with."""
+
+    def __init__(self, field: str, message: str, status: int = 422) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A request that passed admission: the probe, its tool (the default filled in), its validated parameters
+    and whether it needs a GPU worker."""
+
+    probe: Probe[Any]
+    tool: Tool
+    model: BaseModel
+    needs_gpu: bool
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The validated parameters as JSON (every default filled in)."""
+        return self.model.model_dump(mode="json")
+
+    def queue(self, arch: str, lane: Lane) -> str:
+        """The queue this request's job goes to: `arch`'s GPU queue or cpu, in `lane`."""
+        return queue_for(needs_gpu=self.needs_gpu, arch=arch, lane=lane)
+
+
+def probe_named(name: str) -> Probe[Any]:
+    """The registered probe called `name`; BadRequest (field `probe`) lists the known ones."""
+    try:
+        return registry.get(name)
+    except registry.UnknownProbe as exc:
+        raise BadRequest("probe", str(exc)) from exc
+
+
+def tool_for(probe: Probe[Any], tool: Tool | str | None) -> Tool:
+    """`tool` (the probe's default when None) if the probe runs under it; BadRequest (field `tool`) otherwise."""
+    if tool is None:
+        return probe.tools[0]
+    chosen = Tool(tool)
+    if chosen not in probe.tools:
+        allowed = ", ".join(t.value for t in probe.tools)
+        raise BadRequest("tool", f"probe {probe.name} does not run under {chosen.value}: it runs under {allowed}")
+    return chosen
+
+
+def gpu_needed(probe: Probe[Any], model: BaseModel, tool: Tool) -> bool:
+    """Any sanitizer tool needs a GPU; a bare run needs one when the probe says so for these parameters."""
+    return tool is not Tool.NONE or probe.gpu_needed(model)
+
+
+def admit(probe: str, tool: Tool | str | None, params: Mapping[str, Any]) -> Admission:
+    """Check a request against the probe registry: known probe, a tool it runs under, valid parameters it does
+    not refuse. BadRequest names the first offending field (`params.<name>` for a parameter)."""
+    found = probe_named(probe)
+    chosen = tool_for(found, tool)
+    try:
+        model = found.Params.model_validate(dict(params))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise BadRequest(
+            f"params.{where}" if where else "params", f"bad parameters for probe {found.name}: {error['msg']}"
+        ) from exc
+    if (refusal := found.refusal(model, chosen)) is not None:
+        raise BadRequest("tool", refusal)
+    return Admission(found, chosen, model, gpu_needed(found, model, chosen))
+
+
+def needs_gpu_by_default(name: str) -> bool:
+    """Whether probe `name` at its default tool and parameters needs a GPU (its class flag when its defaults
+    are not a valid request, e.g. a probe with required parameters)."""
+    probe = registry.get(name)
+    try:
+        return admit(name, None, {}).needs_gpu
+    except BadRequest:
+        return probe.needs_gpu
