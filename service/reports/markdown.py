@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from service.models.sweep import Sweep
+from service.reports.table import table
 from service.sweep.diff import SweepDiff
 
 
@@ -17,10 +18,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
         f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
         "",
-        "| outcome | cases |",
-        "|---|---|",
-        *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
-        "",
+        *table(["outcome", "cases"], sorted(counts.items())),
     ]
     dead = [p for p in batched if p.control_fired and not all(p.control_fired)]
     if dead:
@@ -51,8 +49,6 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
     not_run = [c for c in sweep.cases if not c.outcome.ran]
     if not_run:
         lines += ["## Could not run", "", *[f"- `{c.key}`: {c.outcome} — {c.message}" for c in not_run[:50]], ""]
-    lines += ["## Findings", "", "| case | signature | records | seen |", "|---|---|---|---|"]
-    for case in sweep.cases:
-        for f in case.findings:
-            lines.append(f"| {case.key} | `{f.signature}` | {f.count} | {f.seen or ''} |")
-    return "\n".join(lines) + "\n"
+    rows = [[case.key, f"`{f.signature}`", f.count, f.seen or ""] for case in sweep.cases for f in case.findings]
+    lines += ["## Findings", "", *table(["case", "signature", "records", "seen"], rows)]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -69,7 +69,9 @@ def test_selftest_stays_on_the_cpu_queue_and_arch_picks_the_gpu_queue(store: Sto
         ("determinism", None, {"processes": 1}, "params.processes", "greater than or equal to 2"),
     ],
 )
-def test_bad_requests_name_the_field(probe: str, tool: str | None, params: dict[str, Any], field: str, says: str) -> None:
+def test_bad_requests_name_the_field(
+    probe: str, tool: str | None, params: dict[str, Any], field: str, says: str
+) -> None:
     with pytest.raises(BadRequest) as info:
         admit(probe, tool, params)
     assert info.value.field == field and says in str(info.value) and info.value.status == 422
