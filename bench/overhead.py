@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from service.cli.embedded import free_port
 from service.client import Client
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.models import ProbeRequest, Tool
 from service.probing.admission import admit
 from service.probing.runner import _probe_env
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json-out", type=Path, help="also write the measurements here")
     args = parser.parse_args(argv)
 
-    settings = Settings()
+    settings = get_settings()
     request = ProbeRequest(probe=args.probe, tool=Tool(args.tool), params=json.loads(args.params))
     want_gpu = admit(request.probe, request.tool, request.params).needs_gpu
     scratch = Path(tempfile.mkdtemp(prefix="cuprobe-overhead-"))

@@ -15,7 +15,7 @@ import service
 from service.api.limits import BodySizeLimit
 from service.api.routes import health, jobs, probes, sweeps
 from service.api.schemas import ErrorBody
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue.celery_app import make_celery
 from service.queue.reconciler import ReconcilerThread
@@ -50,7 +50,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
 
 def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> FastAPI:
     """The API for `settings`; refuses to build when the command probe is enabled without a token."""
-    settings = settings or Settings()
+    settings = settings or get_settings()
     if settings.command_probe_enabled and not settings.api_token:
         raise ValueError(
             "the command probe is enabled: set CUPROBE_API_TOKEN so only token holders can run commands"

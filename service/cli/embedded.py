@@ -26,7 +26,7 @@ from probes import registry
 from service.config import Settings
 from service.db.store import Store
 from service.probing.admission import needs_gpu_by_default
-from service.worker.commands import GpuDevice, WorkerCommand, discover_gpus, worker_commands
+from service.worker.commands import GpuDevice, WorkerCommand, discover_gpus, stop_all, worker_commands
 
 console = Console(stderr=True)
 
@@ -132,13 +132,7 @@ def embedded_stack(
         finally:
             server.should_exit = True
             thread.join(30)
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_all(procs, timeout_s=30)
 
 
 def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:

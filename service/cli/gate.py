@@ -14,22 +14,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from service.cli.jobs import TokenOpt, UrlOpt
 from service.client import Client
-from service.config import Settings
+from service.config import get_settings
 from service.gate import github, junit, markdown, sarif
 from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
 from service.gate.runs import EntryRuns, run_local, run_remote
 from service.gate.suite import Suite, SuiteEntry, SuiteError, load_suite
-from service.gate.verdict import EXIT_NOT_RUN, GateReport, judge, location, updated_baseline
-from service.models import RunResult
+from service.gate.verdict import GateReport, judge, updated_baseline
+from service.models import ExitCode, RunResult
 
-USAGE_ERROR = 2
 out = Console()
 err = Console(stderr=True)
 
 
 def _refuse(message: str) -> typer.Exit:
     err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    return typer.Exit(USAGE_ERROR)
+    return typer.Exit(ExitCode.USAGE)
 
 
 def _run(
@@ -49,17 +48,17 @@ def _run(
             progress.advance(task)
 
         if not local:
-            return run_remote(suite, Client(url or Settings().api_url, token), poll_s=poll, on_result=on_result)
+            return run_remote(suite, Client(url or get_settings().api_url, token), poll_s=poll, on_result=on_result)
         if workdir is not None:
-            return run_local(suite, workdir, Settings(), on_result)
+            return run_local(suite, workdir, get_settings(), on_result)
         with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:
-            return run_local(suite, Path(tmp), Settings(), on_result)
+            return run_local(suite, Path(tmp), get_settings(), on_result)
 
 
 def _show(report: GateReport) -> None:
     for item in report.findings:
         style = "red" if item.status.fails else "dim"
-        where = f"{item.entry} {item.finding.kind} at {location(item.finding)}, seen {item.seen}/{item.repeats}"
+        where = f"{item.entry} {item.finding.kind} at {item.finding.location()}, seen {item.seen}/{item.repeats}"
         out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
     for n in report.not_run:
         out.print(
@@ -108,7 +107,7 @@ def gate(
     runs = _run(suite, local, workdir, url, token, poll)
     report = judge(suite, runs, known)
     if update_baseline:
-        if report.exit_code == EXIT_NOT_RUN:
+        if report.exit_code == ExitCode.NOT_RUN:
             err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
         else:
             fresh = updated_baseline(report, known)

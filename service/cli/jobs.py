@@ -13,13 +13,12 @@ from rich.console import Console
 from rich.table import Table
 
 from service.client import ApiError, Client
-from service.config import Settings
+from service.config import get_settings
+from service.models import ExitCode, Finding
+from service.queue.waiting import ended, poll
 
 out = Console()
 err = Console(stderr=True)
-# Exit codes besides the outcome's own 0/1/3: a refused request, and a job that has not finished yet.
-EXIT_REFUSED = 2
-EXIT_PENDING = 4
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
 TokenOpt = Annotated[
@@ -29,12 +28,12 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print the JSON the API re
 
 
 def _client(url: str | None, token: str | None) -> Client:
-    return Client(url or Settings().api_url, token)
+    return Client(url or get_settings().api_url, token)
 
 
 def _fail(exc: ApiError) -> typer.Exit:
     err.print(f"[red]error:[/red] {exc}")
-    return typer.Exit(3 if exc.status == 0 else EXIT_REFUSED)
+    return typer.Exit(ExitCode.NOT_RUN if exc.status == 0 else ExitCode.USAGE)
 
 
 def _param_value(raw: str) -> Any:
@@ -64,19 +63,22 @@ def _describe(job: dict[str, Any]) -> str:
 
 def _exit_code(job: dict[str, Any]) -> int:
     code = job.get("exit_code")
-    return EXIT_PENDING if code is None else int(code)
+    return ExitCode.PENDING if code is None else int(code)
 
 
 def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
     start = time.monotonic()
     with err.status("") as status:
-        while job["state"] in ("queued", "running"):
-            attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
-            status.update(
-                f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
-            )
-            time.sleep(poll_s)
-            job = client.job(job["id"])
+
+        def show(pending: dict[str, dict[str, Any]]) -> None:
+            for now in pending.values():
+                attempt = f" (attempt {now['attempts']})" if now["state"] == "running" else ""
+                status.update(
+                    f"{now['probe']} {now['id'][:8]}: {now['state']}{attempt}, {time.monotonic() - start:.0f} s"
+                )
+
+        for _, done in poll([job["id"]], client.job, lambda j: ended(j["state"]), poll_s=poll_s, progress=show):
+            return done
     return job
 
 
@@ -117,7 +119,7 @@ def submit(
         out.print(f"{job['id']} {job['probe']}: {_describe(job)} ({job.get('findings') or 0} findings)")
     else:
         out.print(job["id"])
-    raise typer.Exit(_exit_code(job) if wait else 0)
+    raise typer.Exit(_exit_code(job) if wait else ExitCode.CLEAN)
 
 
 def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
@@ -147,13 +149,8 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
     out.print(f"{job['id']} {job['probe']} [{job['tool']}]: {_describe(job)}")
     if findings:
         table = Table("kind", "tool", "location", "count", "evidence", "message")
-        for f in findings:
-            where = (
-                f"{f.get('file')}:{f.get('line')}"
-                if f.get("file")
-                else (f.get("kernel") or f.get("pc") or "?")
-            )
-            table.add_row(f["kind"], f["tool"], where, str(f["count"]), f["evidence"], f["message"])
+        for f in (Finding.model_validate(raw) for raw in findings):
+            table.add_row(f.kind, f.tool.value, f.location(), str(f.count), f.evidence.value, f.message)
         out.print(table)
     raise typer.Exit(_exit_code(job))
 
@@ -178,7 +175,7 @@ def serve(
 
     from service.api import create_app
 
-    settings = Settings()
+    settings = get_settings()
     uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
 
 
@@ -196,22 +193,22 @@ def worker(
 
     devices = discover_gpus() if gpus else []
     commands = worker_commands(
-        devices, cpu_concurrency=cpu_concurrency or Settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
+        devices, cpu_concurrency=cpu_concurrency or get_settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
     )
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
-        raise typer.Exit(3)
+        raise typer.Exit(ExitCode.NOT_RUN)
     for command in commands:
         env = " ".join(f"{k}={v!r}" for k, v in command.env.items())
         err.print(f"{command.name}: {env} {' '.join(command.argv)}")
     if dry_run:
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.CLEAN)
     raise typer.Exit(run_workers(commands))
 
 
 def beat(loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO") -> None:
     """Run Celery beat: periodic reconcile (deadlines, jobs Redis lost) and artifact pruning."""
-    settings = Settings()
+    settings = get_settings()
     schedule = settings.data_dir / "celerybeat-schedule"
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
@@ -237,7 +234,7 @@ def up(
     """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
     from service.cli.embedded import up as run_up
 
-    raise typer.Exit(run_up(Settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
+    raise typer.Exit(run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
 
 
 def register(app: typer.Typer) -> None:

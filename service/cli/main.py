@@ -19,8 +19,8 @@ from service.cli import gate as cli_gate
 from service.cli import jobs as cli_jobs
 from service.cli.check import check_local, check_service
 from service.cli.render import print_result
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
+from service.config import get_settings
+from service.models import ExitCode, Outcome, ProbeRequest, RunResult
 from service.probing.admission import BadRequest, needs_gpu_by_default
 from service.probing.environment import gpu_facts
 from service.probing.runner import run_probe
@@ -35,7 +35,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-USAGE_ERROR = 2
 
 ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
@@ -70,12 +69,12 @@ def run(
         )
         if workdir is None:
             with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
-                result = run_probe(request, workdir=Path(tmp), settings=Settings())
+                result = run_probe(request, workdir=Path(tmp), settings=get_settings())
         else:
-            result = run_probe(request, workdir=workdir, settings=Settings())
+            result = run_probe(request, workdir=workdir, settings=get_settings())
     except (BadRequest, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(USAGE_ERROR) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     _emit(result, as_json)
 
 
@@ -88,7 +87,7 @@ def parse(
     as_json: JsonFlag = False,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
-    settings = Settings()
+    settings = get_settings()
     parsed = parse_xml(
         xml,
         tool=tool,
@@ -137,7 +136,7 @@ def check(
 ) -> None:
     """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
     broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
-    settings = Settings()
+    settings = get_settings()
     with console.status("cuprobe check") as status:
 
         def progress(text: str) -> None:
@@ -158,7 +157,13 @@ def check(
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
     ran = [r for r in rows if r.outcome is not None]
     failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
-    raise typer.Exit(3 if failed else 1 if any(r.outcome == "findings" for r in ran) else 0)
+    raise typer.Exit(
+        ExitCode.NOT_RUN
+        if failed
+        else ExitCode.FINDINGS
+        if any(r.outcome == "findings" for r in ran)
+        else ExitCode.CLEAN
+    )
 
 
 @app.command("probes")
@@ -186,7 +191,7 @@ def list_probes() -> None:
 @app.command()
 def doctor() -> None:
     """What this machine has for running probes: GPU, driver, sanitizer, pycuda, torch (exit 3 if not ready)."""
-    settings = Settings()
+    settings = get_settings()
     gpu, driver, cuda, uuid = gpu_facts()
     ready = True
     console.print(
@@ -215,7 +220,7 @@ def doctor() -> None:
         if ready
         else "[yellow]not ready for GPU probes[/] (CPU probes still run: see `cuprobe probes`)"
     )
-    raise typer.Exit(0 if ready else 3)
+    raise typer.Exit(ExitCode.CLEAN if ready else ExitCode.NOT_RUN)
 
 
 cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up

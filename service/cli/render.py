@@ -13,12 +13,6 @@ from service.models import Finding, Outcome, RunResult
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
 
-def location(finding: Finding) -> str:
-    if finding.file:
-        return f"{finding.file}:{finding.line}" if finding.line is not None else finding.file
-    return f"pc {finding.pc}" if finding.pc else "-"
-
-
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
     table = Table(title=title, show_lines=False)
     for column in ("kind", "kernel", "location", "count", "hazards", "threads", "case", "flags"):
@@ -31,7 +25,7 @@ def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
         table.add_row(
             f.kind,
             f.kernel or "-",
-            location(f),
+            f.location(),
             str(f.count),
             "-" if f.hazards is None else str(f.hazards),
             threads,

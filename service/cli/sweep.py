@@ -11,9 +11,10 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Store
 from service.db.sweeps import SweepStore
+from service.models import ExitCode
 from service.reports.html import html
 from service.reports.markdown import markdown
 from service.sweep.definition import DefinitionError, load_definition
@@ -27,7 +28,7 @@ console = Console()
 
 
 def _sweeps() -> tuple[SweepStore, Settings]:
-    settings = Settings()
+    settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(settings.database)
     store.migrate()
@@ -46,7 +47,7 @@ def run_cmd(
         plan(parsed)  # every process's request through admission before the sweep is stored as running
     except DefinitionError as exc:
         console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     sweeps, settings = _sweeps()
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
@@ -73,7 +74,13 @@ def run_cmd(
         (report / "report.html").write_text(html(sweep, changes))
         (report / "summary.md").write_text(summary)
     console.print(summary, markup=False, highlight=False)
-    raise typer.Exit(3 if any(not c.outcome.ran for c in sweep.cases) else 1 if changes.new else 0)
+    raise typer.Exit(
+        ExitCode.NOT_RUN
+        if any(not c.outcome.ran for c in sweep.cases)
+        else ExitCode.FINDINGS
+        if changes.new
+        else ExitCode.CLEAN
+    )
 
 
 @app.command("show")
@@ -94,7 +101,7 @@ def show_cmd(
     sweep = sweeps.get(sweep_id)
     if sweep is None:
         console.print(f"[red]no sweep {sweep_id}[/red]")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     changes = diff(sweep, sweeps.previous(sweep))
     if html_out:
         html_out.write_text(html(sweep, changes))
@@ -117,7 +124,7 @@ def diff_cmd(
     previous = sweeps.get(against) if against else (sweeps.previous(sweep) if sweep else None)
     if sweep is None or (against and previous is None):
         console.print(f"[red]no sweep {sweep_id if sweep is None else against}[/red]")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     changes = diff(sweep, previous)
     typer.echo(json.dumps(changes.model_dump(mode="json"), indent=1))
-    raise typer.Exit(1 if changes.changed else 0)
+    raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.gate.verdict import GateReport, Status, location
+from service.gate.verdict import GateReport, Status
 from service.reports.table import table
 
 
@@ -23,7 +23,7 @@ def render(report: GateReport) -> str:
                     f.label,
                     f.entry,
                     f.finding.kind,
-                    location(f.finding),
+                    f.finding.location(),
                     f.finding.kernel or "-",
                     f"{f.seen}/{f.repeats}",
                     f.finding.count,
@@ -57,7 +57,7 @@ def render(report: GateReport) -> str:
             [
                 [
                     f.label,
-                    location(f.finding),
+                    f.finding.location(),
                     f"{f.seen}/{f.repeats}",
                     f.baseline.reason if f.baseline else "-",
                     f.baseline.expires if f.baseline and f.baseline.expires else "-",
@@ -79,7 +79,7 @@ def render(report: GateReport) -> str:
         table(
             ["probe", "kind", "location", "seen", "count"],
             [
-                [f.entry, f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}", f.finding.count]
+                [f.entry, f.finding.kind, f.finding.location(), f"{f.seen}/{f.repeats}", f.finding.count]
                 for f in controls
             ],
         )

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from probes.contract import Tool
 from service.models import ProbeRequest
+from service.models.files import load_toml
 from service.probing.admission import BadRequest, admit
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
@@ -83,17 +83,7 @@ def _check_entry(path: Path, entry: SuiteEntry) -> SuiteEntry:
 
 def load_suite(path: Path) -> Suite:
     """Read and check a suite; SuiteError says what is wrong, including a tool without a positive control."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"{path} is not valid TOML: {exc}") from exc
-    try:
-        suite = Suite.model_validate({**raw, "path": path})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise SuiteError(f"{path}: {problems}") from exc
+    suite = load_toml(path, "suite", Suite, SuiteError, extra={"path": path})
     names = [entry.name for entry in suite.entries]
     if duplicates := sorted({n for n in names if names.count(n) > 1}):
         raise SuiteError(f"{path}: probe names must be unique; repeated: {', '.join(duplicates)}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.contract import CaseResult, Expectation, Tool
+from probes.contract import Expectation, Tool
 
 SCHEMA_VERSION = 1
 # compute-sanitizer --show-backtrace values.
@@ -18,6 +18,7 @@ __all__ = [
     "CaseVerdict",
     "Environment",
     "Evidence",
+    "ExitCode",
     "Expectation",
     "Finding",
     "Outcome",
@@ -27,8 +28,18 @@ __all__ = [
 ]
 
 
+class ExitCode(IntEnum):
+    """Every exit code of the cuprobe CLI (run, gate, check, sweep, submit, status, results, doctor)."""
+
+    CLEAN = 0
+    FINDINGS = 1  # new findings (the gate: new or expired ones)
+    USAGE = 2  # a refused request: bad input, an unreadable suite, baseline or definition
+    NOT_RUN = 3  # something could not run (or a positive control came back clean): never clean
+    PENDING = 4  # the job has not finished yet
+
+
 class Outcome(StrEnum):
-    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (see DESIGN.md)."""
+    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (README.md, "Outcomes")."""
 
     CLEAN = "clean"
     FINDINGS = "findings"
@@ -43,9 +54,9 @@ class Outcome(StrEnum):
         return self in (Outcome.CLEAN, Outcome.FINDINGS)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """CLI and gate exit code: 0 clean, 1 findings, 3 could not run."""
-        return {Outcome.CLEAN: 0, Outcome.FINDINGS: 1}.get(self, 3)
+        return {Outcome.CLEAN: ExitCode.CLEAN, Outcome.FINDINGS: ExitCode.FINDINGS}.get(self, ExitCode.NOT_RUN)
 
 
 class Evidence(StrEnum):
@@ -101,6 +112,12 @@ class Finding(BaseModel):
     evidence: Evidence = Evidence.PROVEN
     seen: str | None = Field(None, description="k/n when reproduced in k of n repeats")
 
+    def location(self) -> str:
+        """file:line, else the kernel or pc, else `-` (the one way to say where a finding is)."""
+        if self.file:
+            return f"{self.file}:{self.line}" if self.line else self.file
+        return self.kernel or self.pc or "-"
+
 
 class Environment(BaseModel):
     """Where a result was measured: enough to tell whether two results are comparable."""
@@ -155,11 +172,3 @@ class RunResult(BaseModel):
     signal: int | None = None
     duration_s: float = 0.0
     probe_context: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def exit_code_for_cli(self) -> int:
-        return self.outcome.exit_code
-
-
-def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:
-    return {case.id: case for case in cases}

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes.contract import Allocation, ProbeResult, Tool
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.models import Finding, Outcome, ProbeRequest, RunResult
 from service.probing.admission import Admission, admit
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
@@ -85,7 +85,7 @@ def run_probe(
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
     BadRequest (service.probing.admission) when the request does not pass admission."""
-    settings = settings or Settings()
+    settings = settings or get_settings()
     admitted = admit(request.probe, request.tool, request.params)
     tool, params = admitted.tool, admitted.params
     sanitizer, refusal = _preflight(request, admitted, settings)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from probes.contract import Tool
+from service.models.files import load_toml, parse_toml
 from service.probing.admission import BadRequest, probe_named, tool_for
 
 
@@ -81,21 +81,9 @@ class SweepDefinition(BaseModel):
 
 def parse_definition(text: str, source: str = "<definition>") -> SweepDefinition:
     """A validated SweepDefinition from TOML text; DefinitionError names the source and the bad field."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DefinitionError(f"{source}: not valid TOML: {exc}") from exc
-    try:
-        return SweepDefinition.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "top level"
-        raise DefinitionError(f"{source}: {where}: {first['msg']}") from exc
+    return parse_toml(text, source, SweepDefinition, DefinitionError)
 
 
 def load_definition(path: Path) -> SweepDefinition:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DefinitionError(f"cannot read sweep definition {path}: {exc.strerror or exc}") from exc
-    return parse_definition(text, str(path))
+    """A validated SweepDefinition from its file; DefinitionError names the file and the bad field."""
+    return load_toml(path, "sweep definition", SweepDefinition, DefinitionError)

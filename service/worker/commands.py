@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -134,6 +135,19 @@ def worker_commands(
     return commands
 
 
+def stop_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float) -> None:
+    """SIGTERM every process still running, wait up to `timeout_s` for each, then SIGKILL the ones left."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def run_workers(commands: list[WorkerCommand]) -> int:
     """Start every worker, forward SIGINT/SIGTERM to them, and stop them all when one exits."""
     procs = [subprocess.Popen(c.argv, env={**os.environ, **c.env}) for c in commands]
@@ -149,12 +163,5 @@ def run_workers(commands: list[WorkerCommand]) -> int:
         while all(proc.poll() is None for proc in procs):
             time.sleep(0.5)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs, timeout_s=60)
     return max((proc.returncode or 0) for proc in procs)
