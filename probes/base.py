@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -38,7 +37,7 @@ class Recorder:
 
     def write(self, path: Path) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.result.model_dump(mode="json"), indent=1))
+        tmp.write_text(self.result.model_dump_json(indent=1), encoding="utf-8")
         os.replace(tmp, path)
 
 

@@ -26,7 +26,8 @@ from probes import registry
 from service.config import Settings
 from service.db.store import Store
 from service.probing.admission import needs_gpu_by_default
-from service.worker.commands import GpuDevice, WorkerCommand, discover_gpus, stop_all, worker_commands
+from service.probing.gpus import GpuDevice, visible_gpus
+from service.worker.commands import WorkerCommand, stop_all, worker_commands
 
 console = Console(stderr=True)
 
@@ -106,7 +107,7 @@ def embedded_stack(
     with embedded_broker(settings.data_dir.resolve()) as broker_url:
         settings = embedded_settings(settings, broker_url)
         Store(settings.database).migrate()
-        devices = discover_gpus()
+        devices = visible_gpus()
         commands = worker_commands(devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING")
         port = port or free_port(host)
         url = f"http://{host}:{port}"

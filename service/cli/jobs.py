@@ -189,9 +189,10 @@ def worker(
     ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
-    from service.worker.commands import discover_gpus, run_workers, worker_commands
+    from service.probing.gpus import visible_gpus
+    from service.worker.commands import run_workers, worker_commands
 
-    devices = discover_gpus() if gpus else []
+    devices = visible_gpus() if gpus else []
     commands = worker_commands(
         devices, cpu_concurrency=cpu_concurrency or get_settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -42,7 +41,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as J
 
 def _emit(result: RunResult, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
+        typer.echo(result.model_dump_json(indent=1))
     else:
         print_result(result, console)
     raise typer.Exit(result.outcome.exit_code)
@@ -195,7 +194,8 @@ def doctor() -> None:
     gpu, driver, cuda, uuid = gpu_facts()
     ready = True
     console.print(
-        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
+        f"GPU: {gpu or '[red]none found (NVML, nvidia-smi)[/]'} {uuid or ''}  "
+        f"driver: {driver or '-'}  CUDA: {cuda or '-'}"
     )
     ready &= gpu is not None
     for source, path in candidates(settings.sanitizer_path):

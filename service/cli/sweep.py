@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -106,7 +105,7 @@ def show_cmd(
     if html_out:
         html_out.write_text(html(sweep, changes))
     if as_json:
-        typer.echo(json.dumps(sweep.model_dump(mode="json"), indent=1))
+        typer.echo(sweep.model_dump_json(indent=1))
     else:
         console.print(markdown(sweep, changes), markup=False, highlight=False)
 
@@ -126,5 +125,5 @@ def diff_cmd(
         console.print(f"[red]no sweep {sweep_id if sweep is None else against}[/red]")
         raise typer.Exit(ExitCode.USAGE)
     changes = diff(sweep, previous)
-    typer.echo(json.dumps(changes.model_dump(mode="json"), indent=1))
+    typer.echo(changes.model_dump_json(indent=1))
     raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)

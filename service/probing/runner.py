@@ -63,7 +63,7 @@ def _preflight(
     sanitizer, missing = None, []
     if admitted.needs_gpu and gpu_facts()[0] is None:
         missing.append(
-            f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
+            f"no CUDA device on this machine (NVML and nvidia-smi found no GPU): {request.probe} under {tool} "
             "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
         )
     if tool is not Tool.NONE:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,22 +12,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from service.models.queues import CPU, gpu_queue, lane_queues
-
-
-@dataclass(frozen=True)
-class GpuDevice:
-    """One GPU as nvidia-smi lists it."""
-
-    index: int
-    uuid: str
-    name: str
-    compute_cap: str  # "9.0"
-
-    @property
-    def arch(self) -> str:
-        """`9.0` -> `sm90`."""
-        major, _, minor = self.compute_cap.partition(".")
-        return f"sm{major}{minor or '0'}"
+from service.probing.gpus import GpuDevice
 
 
 @dataclass(frozen=True)
@@ -38,39 +22,6 @@ class WorkerCommand:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-
-
-def parse_nvidia_smi(text: str) -> list[GpuDevice]:
-    """Devices from `nvidia-smi --query-gpu=index,uuid,name,compute_cap --format=csv,noheader`."""
-    devices = []
-    for line in text.splitlines():
-        parts = [part.strip() for part in line.split(",")]
-        if len(parts) == 4 and parts[0].isdigit():
-            devices.append(GpuDevice(int(parts[0]), parts[1], parts[2], parts[3]))
-    return devices
-
-
-def discover_gpus() -> list[GpuDevice]:
-    """The GPUs nvidia-smi sees (NVML, not CUDA: workers never initialise CUDA); [] if none."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=index,uuid,name,compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (subprocess.SubprocessError, OSError):
-        return []
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    devices = parse_nvidia_smi(out)
-    if visible is not None:
-        wanted = {v.strip() for v in visible.split(",") if v.strip()}
-        devices = [d for d in devices if str(d.index) in wanted or d.uuid in wanted]
-    return devices
 
 
 def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -54,30 +55,23 @@ def execute_job(
     spec = JobSpec.model_validate(job.request)
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
-    box: dict[str, RunResult | BaseException] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = runner.run_probe(
-                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
-            )
-        except BaseException as exc:  # reported as the job's result below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name=f"probe-{job_id}", daemon=True)
-    thread.start()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
+    running = pool.submit(
+        runner.run_probe, spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
+    )
+    pool.shutdown(wait=False)  # the pool ends with its one run
     cancelled = interrupted = False
     try:
-        while thread.is_alive():
-            thread.join(settings.heartbeat_s)
-            if thread.is_alive() and store.heartbeat(job_id, claim.attempt):
+        while not running.done():
+            wait([running], timeout=settings.heartbeat_s)
+            if not running.done() and store.heartbeat(job_id, claim.attempt):
                 cancelled = True
                 cancel.set()
     except interrupts:
         interrupted = True
         cancel.set()
-        thread.join(30)
-    result = _result_of(box, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
+        wait([running], timeout=30)
+    result = _result_of(running, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
     try:
         stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
     except SQLAlchemyError as exc:
@@ -111,9 +105,7 @@ def unstorable(result: RunResult, exc: Exception, workdir: Path) -> RunResult:
     )
 
 
-def _result_of(
-    box: dict[str, RunResult | BaseException], probe: str, tool: Tool, interrupted: bool, settings: Settings
-) -> RunResult:
+def _result_of(running: Future[RunResult], probe: str, tool: Tool, interrupted: bool, settings: Settings) -> RunResult:
     if interrupted:
         return RunResult(
             probe=probe,
@@ -122,12 +114,12 @@ def _result_of(
             message=f"the job hit the worker's soft time limit ({settings.task_soft_time_limit_s} s); "
             "its probe was killed",
         )
-    found = box.get("result")
-    if isinstance(found, RunResult):
-        return found
+    error = running.exception()
+    if error is None:
+        return running.result()
     return RunResult(
         probe=probe,
         tool=tool,
         outcome=Outcome.PROBE_ERROR,
-        message=f"cuprobe's runner failed before classifying the run: {box.get('error')!r}",
+        message=f"cuprobe's runner failed before classifying the run: {error!r}",
     )

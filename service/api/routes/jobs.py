@@ -11,7 +11,7 @@ from fastapi.responses import FileResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
-from service.db.artifacts import NAMES, artifact_path
+from service.db.artifacts import NAMES, artifact_path, content_type
 from service.db.store import Job, JobState
 from service.models import Outcome
 from service.probing.admission import BadRequest
@@ -105,14 +105,7 @@ def get_artifact(job_id: str, name: str, store: StoreDep) -> FileResponse:
     path = artifact_path(workdir, name) if workdir else None
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, or pruned)")
-    media = (
-        "application/xml"
-        if name.endswith(".xml")
-        else "application/json"
-        if name.endswith(".json")
-        else "text/plain"
-    )
-    return FileResponse(path, media_type=media, filename=name)
+    return FileResponse(path, media_type=content_type(name), filename=name)
 
 
 def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from service.worker.commands import GpuDevice, parse_nvidia_smi, worker_commands
+from service.probing.gpus import GpuDevice
+from service.worker.commands import worker_commands
 
-SMI = """0, GPU-aaaa, NVIDIA H200, 9.0
-1, GPU-bbbb, NVIDIA A100-SXM4-80GB, 8.0
-"""
+DEVICES = [GpuDevice(0, "GPU-aaaa", "NVIDIA H200", "9.0"), GpuDevice(1, "GPU-bbbb", "NVIDIA A100-SXM4-80GB", "8.0")]
 
 
 def _option(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
-def test_parse_nvidia_smi() -> None:
-    devices = parse_nvidia_smi(SMI)
-    assert [(d.index, d.uuid, d.arch) for d in devices] == [(0, "GPU-aaaa", "sm90"), (1, "GPU-bbbb", "sm80")]
-
-
 def test_one_pinned_worker_per_gpu_on_its_arch_queues_plus_a_cpu_worker() -> None:
-    commands = worker_commands(parse_nvidia_smi(SMI), python="/py", cpu_concurrency=3)
+    commands = worker_commands(DEVICES, python="/py", cpu_concurrency=3)
     assert [c.name for c in commands] == ["gpu0-sm90", "gpu1-sm80", "cpu"]
     gpu0, gpu1, cpu = commands
     assert gpu0.env["CUDA_VISIBLE_DEVICES"] == "GPU-aaaa" and gpu1.env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"
