@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,6 +16,7 @@ from service.models import ProbeRequest
 from service.models.queues import Lane
 from service.probing.admission import BadRequest, admit
 
+log = logging.getLogger(__name__)
 COMMAND_PROBE = "command"
 # Time the worker needs around a probe's own limit (start-up, parsing, storing) within its soft limit.
 RUN_MARGIN_S = 30.0
@@ -79,6 +81,7 @@ def submit(spec: JobSpec, store: Store, settings: Settings, enqueue: Callable[[J
     try:
         enqueue(job)
     except Exception:  # the store is the source of truth: reconcile() resends what Redis never got
+        log.warning("job %s is stored but the broker did not take it; the reconciler resends it", job.id, exc_info=True)
         return job
     store.mark_enqueued(job.id)
     return store.get(job.id) or job
