@@ -22,11 +22,13 @@ from service.config import get_settings
 from service.models import ExitCode, Outcome, ProbeRequest, RunResult
 from service.probing.admission import BadRequest, needs_gpu_by_default
 from service.probing.environment import gpu_facts
+from service.probing.gpus import visible_gpus
 from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import read_summary
+from service.worker.commands import slots_for
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -198,6 +200,10 @@ def doctor() -> None:
         f"driver: {driver or '-'}  CUDA: {cuda or '-'}"
     )
     ready &= gpu is not None
+    devices = visible_gpus()
+    for device in devices:
+        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()
         version = sanitizer_version(path) if here else None

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from probes import registry
+from probes.allocator import default_allocator
 from probes.base import Probe
 from probes.contract import Tool
 from service.models.queues import Lane, queue_for
@@ -71,7 +72,8 @@ def gpu_needed(probe: Probe[Any], model: BaseModel, tool: Tool) -> bool:
 
 def admit(probe: str, tool: Tool | str | None, params: Mapping[str, Any]) -> Admission:
     """Check a request against the probe registry: known probe, a tool it runs under, valid parameters it does
-    not refuse. BadRequest names the first offending field (`params.<name>` for a parameter)."""
+    not refuse (defaults filled in, a torch probe's allocator included). BadRequest names the first offending
+    field (`params.<name>` for a parameter)."""
     found = probe_named(probe)
     chosen = tool_for(found, tool)
     try:
@@ -82,6 +84,9 @@ def admit(probe: str, tool: Tool | str | None, params: Mapping[str, Any]) -> Adm
         raise BadRequest(
             f"params.{where}" if where else "params", f"bad parameters for probe {found.name}: {error['msg']}"
         ) from exc
+    if "allocator" in type(model).model_fields and getattr(model, "allocator", None) is None:
+        # A torch probe's allocator made explicit, so the stored request and the reproducing command say which.
+        model = model.model_copy(update={"allocator": default_allocator(chosen)})
     if (refusal := found.refusal(model, chosen)) is not None:
         raise BadRequest("tool", refusal)
     return Admission(found, chosen, model, gpu_needed(found, model, chosen))

@@ -11,7 +11,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-SMI_QUERY = "--query-gpu=index,uuid,name,compute_cap,driver_version"
+SMI_QUERY = "--query-gpu=index,uuid,name,compute_cap,memory.free,driver_version"
+SMI_FORMAT = "--format=csv,noheader,nounits"
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class GpuDevice:
     uuid: str
     name: str
     compute_cap: str  # "9.0"
+    free_bytes: int | None = None  # free device memory when discovered (sizes the sanitizer slots)
 
     @property
     def arch(self) -> str:
@@ -64,13 +66,14 @@ def visible(devices: Sequence[GpuDevice], setting: str | None) -> list[GpuDevice
 
 
 def parse_nvidia_smi(query: str, banner: str = "") -> GpuInventory:
-    """The inventory from `nvidia-smi {SMI_QUERY} --format=csv,noheader` and plain `nvidia-smi` (its CUDA Version)."""
+    """The inventory from `nvidia-smi SMI_QUERY SMI_FORMAT` and plain `nvidia-smi` (its CUDA Version)."""
     devices, driver = [], None
     for line in query.splitlines():
         parts = [part.strip() for part in line.split(",")]
-        if len(parts) >= 5 and parts[0].isdigit():
-            name = ", ".join(parts[2:-2])  # a name with a comma in it keeps it
-            devices.append(GpuDevice(int(parts[0]), parts[1], name, parts[-2]))
+        if len(parts) >= 6 and parts[0].isdigit():
+            name = ", ".join(parts[2:-3])  # a name with a comma in it keeps it
+            free = int(parts[-2]) << 20 if parts[-2].isdigit() else None  # MiB ("[N/A]" on some boards)
+            devices.append(GpuDevice(int(parts[0]), parts[1], name, parts[-3], free))
             driver = driver or parts[-1]
     found = re.search(r"CUDA Version:\s*([\d.]+)", banner)
     return GpuInventory(devices, driver, found.group(1) if found else None)
@@ -88,7 +91,7 @@ def _from_nvidia_smi() -> GpuInventory:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return GpuInventory()
-    return parse_nvidia_smi(_run([smi, SMI_QUERY, "--format=csv,noheader"]), _run([smi]))
+    return parse_nvidia_smi(_run([smi, SMI_QUERY, SMI_FORMAT]), _run([smi]))
 
 
 def _from_nvml() -> GpuInventory | None:
@@ -112,6 +115,7 @@ def _from_nvml() -> GpuInventory | None:
                     str(pynvml.nvmlDeviceGetUUID(handle)),
                     str(pynvml.nvmlDeviceGetName(handle)),
                     f"{major}.{minor}",
+                    int(pynvml.nvmlDeviceGetMemoryInfo(handle).free),
                 )
             )
         cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())  # 13000 -> 13.0

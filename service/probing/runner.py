@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from probes.allocator import needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings, get_settings
 from service.models import Finding, Outcome, ProbeRequest, RunResult
@@ -23,10 +24,12 @@ from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
+EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
 
 
-def _probe_env(tool: Tool) -> dict[str, str]:
+def _probe_env(tool: Tool, settings: Settings | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    env.setdefault(EXTENSION_DIR_ENV, str(((settings or get_settings()).data_dir / "extensions").resolve()))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
@@ -111,13 +114,14 @@ def run_probe(
             extra=["--show-backtrace", backtrace]
             if (backtrace := request.show_backtrace or settings.show_backtrace)
             else (),
+            nvtx=needs_nvtx(params),
         )
     )
     done = supervise(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool),
+        env=_probe_env(tool, settings),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,

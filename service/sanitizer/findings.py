@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,7 +57,7 @@ def user_location(rec: RawRecord) -> Location:
     """The innermost frame in user code: `where`, unless it is a CUDA header and a device frame is not."""
     if not is_cuda_header(rec.where.path):
         return rec.where
-    for frame in rec.device_stack:
+    for frame in rec.device_frames():
         if frame.path and not is_cuda_header(frame.path):
             return frame
     return rec.where
@@ -121,11 +123,35 @@ def case_of(address: str | None, allocations: Sequence[tuple[str, Allocation]]) 
     return None
 
 
+class CaseIndex:
+    """case_of over one allocation map, by binary search when the buffers do not overlap (a batched run's)."""
+
+    def __init__(self, allocations: Sequence[tuple[str, Allocation]]) -> None:
+        self.allocations = list(allocations)
+        spans = sorted((a.start, a.start + a.size, case) for case, a in self.allocations if a.size > 0)
+        disjoint = all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
+        self._spans = spans if disjoint else None
+        self._starts = [start for start, _, _ in spans]
+
+    def case_of(self, address: str | None) -> str | None:
+        if self._spans is None or not address:
+            return case_of(address, self.allocations)
+        try:
+            value = int(address, 16)
+        except ValueError:
+            return None
+        at = bisect.bisect_right(self._starts, value) - 1
+        if at >= 0 and value < self._spans[at][1]:
+            return self._spans[at][2]
+        return None
+
+
 @dataclass
 class _Group:
     """A finding being built; counts live here (not on the pydantic model) because they change per record."""
 
     finding: Finding
+    fallout_kind: bool = False  # its first record is an API or sanitizer error: fallout if a precise error came first
     count: int = 0
     hazards: int | None = None
     threads: dict[str, list[int]] = field(default_factory=dict)
@@ -158,6 +184,8 @@ class FindingGrouper:
     ) -> None:
         self.roots = list(roots)
         self.allocations = list(allocations)
+        self.cases = CaseIndex(self.allocations)
+        self._signatures: dict[tuple[object, ...], str] = {}
         self.single_case = single_case
         self.sanitizer_version = sanitizer_version
         self.filtered = filtered
@@ -166,9 +194,19 @@ class FindingGrouper:
         # The case of the latest record: when parsing stops at the record cap, counts from here on are partial.
         self.last_case: str | None = None
 
+    def _signature(self, rec: RawRecord) -> str:
+        """signature_of, remembered for records that differ only in what it leaves out (threads, addresses)."""
+        if rec.kind in ("leak", "api-error") or is_cuda_header(rec.where.path):
+            return signature_of(rec, self.roots)  # these read the host or device stack
+        key = (rec.tool, rec.kind, rec.where, rec.peers, rec.space, rec.access, rec.size, rec.detail)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self._signatures[key] = signature_of(rec, self.roots)
+        return signature
+
     def add(self, rec: RawRecord) -> None:
-        signature = signature_of(rec, self.roots)
-        case = case_of(rec.address, self.allocations) or self.single_case
+        signature = self._signature(rec)
+        case = self.cases.case_of(rec.address) or self.single_case
         self.last_case = case or self.last_case
         group = self.groups.get((signature, case))
         if group is None:
@@ -201,7 +239,7 @@ class FindingGrouper:
             size=rec.size,
             host_frames=[_frame(f, m) for f, m in rec.host_frames()[:MAX_FRAMES]],
             device_frames=[
-                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_stack
+                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_frames()
             ][:MAX_FRAMES],
             case=case,
             library=is_library(rec, loc),
@@ -209,7 +247,29 @@ class FindingGrouper:
             filtered=self.filtered and rec.tool is Tool.INITCHECK,
             sanitizer_version=self.sanitizer_version,
         )
-        return _Group(finding)
+        return _Group(finding, fallout_kind=rec.xml_kind in ("Api", "Sanitizer"))
+
+    def absorb(self, later: FindingGrouper) -> None:
+        """Fold in the groups of the records that come right after this grouper's (the next piece of one file)."""
+        for key, theirs in later.groups.items():
+            mine = self.groups.get(key)
+            if mine is None:
+                if self._context_dead and theirs.fallout_kind and not theirs.finding.fallout:
+                    theirs.finding = theirs.finding.model_copy(update={"fallout": True})
+                self.groups[key] = theirs
+                continue
+            mine.count += theirs.count
+            if theirs.hazards is not None:
+                mine.hazards = (mine.hazards or 0) + theirs.hazards
+            for mine_ranges, their_ranges in ((mine.threads, theirs.threads), (mine.blocks, theirs.blocks)):
+                for axis, (low, high) in their_ranges.items():
+                    ours = mine_ranges.setdefault(axis, [low, high])
+                    ours[0], ours[1] = min(ours[0], low), max(ours[1], high)
+            for address in theirs.addresses:
+                if len(mine.addresses) < MAX_ADDRESSES and address not in mine.addresses:
+                    mine.addresses.append(address)
+        self._context_dead = self._context_dead or later._context_dead
+        self.last_case = later.last_case or self.last_case
 
     def findings(self) -> list[Finding]:
         out = []

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
+from service.config import Settings
 from service.models.queues import CPU, gpu_queue, lane_queues
-from service.probing.gpus import GpuDevice
+from service.probing.gpus import GpuDevice, visible_gpus
+from service.worker.gpu_slots import default_slots
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,21 @@ class WorkerCommand:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+
+
+def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
+    """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default."""
+    if setting:
+        return setting, "CUPROBE_GPU_SLOTS"
+    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes)
+
+
+def host_slots(settings: Settings) -> int:
+    """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
+    if settings.gpu_slots:
+        return settings.gpu_slots
+    devices = visible_gpus()
+    return slots_for(devices[0], len(devices), 0)[0] if devices else 1
 
 
 def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:
@@ -57,16 +74,20 @@ def worker_commands(
     cpu_concurrency: int = 0,
     loglevel: str = "INFO",
     cpu: bool = True,
+    gpu_slots: int = 0,
 ) -> list[WorkerCommand]:
-    """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker."""
+    """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker.
+
+    A GPU worker's concurrency is its K sanitizer slots (`gpu_slots`, or the default for this host)."""
     python = python or sys.executable
     commands = []
     for device in devices:
         name = f"gpu{device.index}-{device.arch}"
+        k = slots_for(device, len(devices), gpu_slots)[0]
         commands.append(
             WorkerCommand(
                 name=name,
-                argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), 1, loglevel),
+                argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), k, loglevel),
                 env={
                     "CUDA_VISIBLE_DEVICES": device.uuid or str(device.index),
                     "CUPROBE_WORKER_GPU": device.name,

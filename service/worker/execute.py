@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -10,11 +11,13 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from probes import registry
 from service.config import Settings
 from service.db.store import ClaimVerdict, Store, worker_identity
 from service.models import Outcome, RunResult, Tool
 from service.probing import runner
 from service.queue.submit import JobSpec
+from service.worker.gpu_slots import gpu_held
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +58,15 @@ def execute_job(
     spec = JobSpec.model_validate(job.request)
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
+    exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
+
+    def run() -> RunResult:
+        with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
+            return runner.run_probe(spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel)
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
-    running = pool.submit(
-        runner.run_probe, spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
-    )
+    running = pool.submit(run)
     pool.shutdown(wait=False)  # the pool ends with its one run
     cancelled = interrupted = False
     try:

@@ -11,9 +11,9 @@ from service.probing import environment, gpus
 from service.probing.gpus import GpuDevice, GpuInventory, parse_nvidia_smi, visible
 
 BANNER = (Path(__file__).parents[2] / "data" / "runs" / "nvidia-smi.txt").read_text()  # captured on the H200
-QUERY = """0, GPU-0752b642-9ed6-da10-706b-5bbce876177d, NVIDIA H200, 9.0, 580.159.04
-1, GPU-0752ffff-1111-2222-3333-444455556666, NVIDIA A100-SXM4-80GB, 8.0, 580.159.04
-2, GPU-9abc0000-1111-2222-3333-444455556666, NVIDIA H200, 9.0, 580.159.04
+QUERY = """0, GPU-0752b642-9ed6-da10-706b-5bbce876177d, NVIDIA H200, 9.0, 143042, 580.159.04
+1, GPU-0752ffff-1111-2222-3333-444455556666, NVIDIA A100-SXM4-80GB, 8.0, 12000, 580.159.04
+2, GPU-9abc0000-1111-2222-3333-444455556666, NVIDIA H200, 9.0, [N/A], 580.159.04
 """
 DEVICES = parse_nvidia_smi(QUERY).devices
 H200, A100, THIRD = DEVICES
@@ -21,10 +21,10 @@ H200, A100, THIRD = DEVICES
 
 def test_nvidia_smi_query_and_banner_parse() -> None:
     found = parse_nvidia_smi(QUERY, BANNER)
-    assert [(d.index, d.name, d.arch) for d in found.devices] == [
-        (0, "NVIDIA H200", "sm90"),
-        (1, "NVIDIA A100-SXM4-80GB", "sm80"),
-        (2, "NVIDIA H200", "sm90"),
+    assert [(d.index, d.name, d.arch, d.free_bytes) for d in found.devices] == [
+        (0, "NVIDIA H200", "sm90", 143042 << 20),
+        (1, "NVIDIA A100-SXM4-80GB", "sm80", 12000 << 20),
+        (2, "NVIDIA H200", "sm90", None),
     ]
     assert (found.driver, found.cuda) == ("580.159.04", "13.0")
     assert parse_nvidia_smi("", "") == GpuInventory()  # no GPU, no driver: nothing invented
