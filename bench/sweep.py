@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from service.config import Settings  # noqa: E402
+from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
 from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
@@ -78,7 +78,7 @@ def main() -> int:
     if args.render:
         write_report(Sweep.model_validate_json(args.render.read_text()), args.out)
         return 0
-    settings = Settings()
+    settings = get_settings()
     default_k = host_slots(settings)
     ks = list(dict.fromkeys([*(int(k) for k in args.slots.split(",")), default_k]))
     print(f"host: {os.cpu_count()} cores; default K = {default_k}; K values: {ks}")

@@ -49,19 +49,17 @@ def median_time(run: Callable[[], Any], sync: Callable[[], Any], repeats: int) -
     return statistics.median(times)
 
 
-class Bf16Matmul(Probe):
+class Bf16Matmul(Probe[Bf16MatmulParams]):
     name = "bf16-matmul"
     summary = "Classifies bf16 x bf16 matmul per backend: refused, native, silent_upcast or garbage"
     Params = Bf16MatmulParams
     tools = (Tool.NONE, Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False
 
-    def gpu_needed(self, params: BaseModel) -> bool:
-        assert isinstance(params, Bf16MatmulParams)
+    def gpu_needed(self, params: Bf16MatmulParams) -> bool:
         return "torch-cuda" in params.backends
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, Bf16MatmulParams)
+    def run(self, params: Bf16MatmulParams, tool: Tool, recorder: Recorder) -> None:
         timed = params.timing and tool is Tool.NONE
         recorder.result.context["timing"] = "measured" if timed else "not measured (sanitizer or timing off)"
         for backend in params.backends:

@@ -1,7 +1,9 @@
-"""Settings, from CUPROBE_* environment variables (pydantic-settings), with one module-level instance."""
+"""Settings, from CUPROBE_* environment variables (pydantic-settings), read through one cached accessor."""
 
 from __future__ import annotations
 
+import functools
+import os
 import warnings
 from pathlib import Path
 
@@ -10,9 +12,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.models import Backtrace
 
+ENV_PREFIX = "CUPROBE_"
+
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CUPROBE_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # Where compute-sanitizer is: this path first, then the PyPI wheel's, then PATH, then CUDA_HOME.
     sanitizer_path: Path | None = None
@@ -134,4 +138,12 @@ class Settings(BaseSettings):
         return self
 
 
-settings = Settings()
+@functools.lru_cache(maxsize=8)
+def _settings_for(environment: frozenset[tuple[str, str]]) -> Settings:
+    return Settings()
+
+
+def get_settings() -> Settings:
+    """The settings of this process's CUPROBE_* environment, built once per distinct environment (so a test
+    that changes a variable sees it; tests may still build Settings(...) explicitly)."""
+    return _settings_for(frozenset((k, v) for k, v in os.environ.items() if k.upper().startswith(ENV_PREFIX)))

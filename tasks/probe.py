@@ -7,23 +7,18 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from service.config import Settings
+from service.config import get_settings
 from service.db.store import Store
 from service.worker.execute import execute_job
 from tasks.app import TASK_RUN_PROBE, app
 
 
 @cache
-def _settings() -> Settings:
-    return Settings()
-
-
-@cache
 def _store() -> Store:
-    return Store(_settings().database)
+    return Store(get_settings().database)
 
 
-_limits = _settings()
+_limits = get_settings()
 
 
 @app.task(  # type: ignore[untyped-decorator]  # celery is untyped
@@ -42,4 +37,4 @@ _limits = _settings()
 )
 def run_probe(job_id: str) -> dict[str, Any]:
     """Run job `job_id` once; a redelivered or duplicate message finds its result and stores nothing."""
-    return execute_job(job_id, store=_store(), settings=_settings(), interrupts=(SoftTimeLimitExceeded,))
+    return execute_job(job_id, store=_store(), settings=get_settings(), interrupts=(SoftTimeLimitExceeded,))

@@ -15,7 +15,7 @@ import service
 from service.api.limits import BodySizeLimit
 from service.api.routes import health, jobs, probes, sweeps
 from service.api.schemas import ErrorBody
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue import served
 from service.queue.celery_app import make_celery
@@ -58,7 +58,7 @@ def create_app(
     `served_queues` says which queues live workers serve (the worker registry by default): a job for a queue
     none serves is answered `unavailable` at once, after `unserved_grace_s` of start-up.
     """
-    settings = settings or Settings()
+    settings = settings or get_settings()
     if (settings.command_enabled or settings.replay_probe_enabled) and not settings.api_token:
         raise ValueError(
             "the command or replay probe is enabled: set CUPROBE_API_TOKEN so only token holders can run code"

@@ -15,24 +15,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from service.cli.jobs import TokenOpt, UrlOpt
 from service.cli.render import spelling_warnings
 from service.client import Client
-from service.config import Settings
+from service.config import get_settings
 from service.gate import github, junit, markdown, sarif
 from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
 from service.gate.discover import DiscoveryError
 from service.gate.runs import EntryRuns, run_local, run_remote
 from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
-from service.gate.verdict import EXIT_NOT_RUN, GateReport, judge, location, updated_baseline
-from service.models import RunResult
+from service.gate.verdict import GateReport, judge, updated_baseline
+from service.models import ExitCode, RunResult
 from service.models.reasons import by_reason, names_line
 
-USAGE_ERROR = 2
 out = Console()
 err = Console(stderr=True)
 
 
 def _refuse(message: str) -> typer.Exit:
     err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    return typer.Exit(USAGE_ERROR)
+    return typer.Exit(ExitCode.USAGE)
 
 
 def _run(
@@ -55,11 +54,11 @@ def _run(
             progress.advance(task)
 
         if not local:
-            return run_remote(suite, Client(url or Settings().api_url, token), poll_s=poll, on_result=on_result)
+            return run_remote(suite, Client(url or get_settings().api_url, token), poll_s=poll, on_result=on_result)
         if workdir is not None:
-            return run_local(suite, workdir, Settings(), on_result)
+            return run_local(suite, workdir, get_settings(), on_result)
         with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:
-            return run_local(suite, Path(tmp), Settings(), on_result)
+            return run_local(suite, Path(tmp), get_settings(), on_result)
 
 
 def _show(report: GateReport) -> None:
@@ -67,7 +66,7 @@ def _show(report: GateReport) -> None:
         style = "red" if item.status.fails else "dim"
         case = f" ({item.finding.case})" if item.finding.case else ""
         where = (
-            f"{item.entry}{case} {item.finding.severity} {item.finding.kind} at {location(item.finding)}, "
+            f"{item.entry}{case} {item.finding.severity} {item.finding.kind} at {item.finding.location()}, "
             f"seen {item.seen}/{item.repeats}"
         )
         out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
@@ -120,7 +119,7 @@ def gate(
         suite = expand(suite)
     except DiscoveryError as exc:
         err.print(f"[red]could not run:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(EXIT_NOT_RUN) from exc
+        raise typer.Exit(ExitCode.NOT_RUN) from exc
     baseline_path = baseline or suite.baseline_path()
     if baseline is not None and not baseline.exists() and not update_baseline:
         raise _refuse(f"baseline {baseline} does not exist (write one with --update-baseline)")
@@ -131,7 +130,7 @@ def gate(
     runs = _run(suite, local, workdir, url, token, poll)
     report = judge(suite, runs, known)
     if update_baseline:
-        if report.exit_code == EXIT_NOT_RUN:
+        if report.exit_code == ExitCode.NOT_RUN:
             err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
         else:
             fresh = updated_baseline(report, known)

@@ -15,14 +15,12 @@ from rich.table import Table
 from service.cli.options import SanitizerOpt, parse_options
 from service.cli.render import findings_table
 from service.client import ApiError, Client
-from service.config import Settings
-from service.models import Finding
+from service.config import get_settings
+from service.models import ExitCode, Finding
+from service.queue.waiting import ended, poll
 
 out = Console()
 err = Console(stderr=True)
-# Exit codes besides the outcome's own 0/1/3: a refused request, and a job that has not finished yet.
-EXIT_REFUSED = 2
-EXIT_PENDING = 4
 # How long `cancel` waits for a running job to stop before saying it is still running.
 CANCEL_WAIT_S = 5.0
 # Job ids in lists: every command accepts any unique prefix.
@@ -36,12 +34,12 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print the JSON the API re
 
 
 def _client(url: str | None, token: str | None) -> Client:
-    return Client(url or Settings().api_url, token)
+    return Client(url or get_settings().api_url, token)
 
 
 def _fail(exc: ApiError) -> typer.Exit:
     err.print(f"[red]error:[/red] {exc}")
-    return typer.Exit(3 if exc.status == 0 else EXIT_REFUSED)
+    return typer.Exit(ExitCode.NOT_RUN if exc.status == 0 else ExitCode.USAGE)
 
 
 def _param_value(raw: str) -> Any:
@@ -71,19 +69,23 @@ def _describe(job: dict[str, Any]) -> str:
 
 def _exit_code(job: dict[str, Any]) -> int:
     code = job.get("exit_code")
-    return EXIT_PENDING if code is None else int(code)
+    return ExitCode.PENDING if code is None else int(code)
 
 
 def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
     start = time.monotonic()
     with err.status("") as status:
-        while job["state"] in ("queued", "running"):
-            attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
-            status.update(
-                f"{job['probe']} {job['id'][:SHORT_ID]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
-            )
-            time.sleep(poll_s)
-            job = client.job(job["id"])
+
+        def show(pending: dict[str, dict[str, Any]]) -> None:
+            for now in pending.values():
+                attempt = f" (attempt {now['attempts']})" if now["state"] == "running" else ""
+                status.update(
+                    f"{now['probe']} {now['id'][:SHORT_ID]}: {now['state']}{attempt}, "
+                    f"{time.monotonic() - start:.0f} s"
+                )
+
+        for _, done in poll([job["id"]], client.job, lambda j: ended(j["state"]), poll_s=poll_s, progress=show):
+            return done
     return job
 
 
@@ -133,7 +135,7 @@ def submit(
         out.print(f"{job['id']} {job['probe']}: {_describe(job)} ({job.get('findings') or 0} findings)")
     else:
         out.print(job["id"])
-    raise typer.Exit(_exit_code(job) if wait else 0)
+    raise typer.Exit(_exit_code(job) if wait else ExitCode.CLEAN)
 
 
 def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
@@ -211,9 +213,13 @@ def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
     try:
         job = client.cancel(job_id)
         deadline = time.monotonic() + CANCEL_WAIT_S
-        while job["state"] == "running" and time.monotonic() < deadline:
-            time.sleep(0.1)
-            job = client.job(job["id"])
+        stopped = poll(
+            [job["id"]],
+            client.job,
+            lambda j: j["state"] != "running" or time.monotonic() >= deadline,
+            poll_s=0.1,
+        )
+        job = next(iter(stopped))[1] if job["state"] == "running" else job
     except ApiError as exc:
         raise _fail(exc) from exc
     if job["state"] == "running":
@@ -233,7 +239,7 @@ def serve(
 
     from service.api import create_app
 
-    settings = Settings()
+    settings = get_settings()
     uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
 
 
@@ -247,10 +253,11 @@ def worker(
     ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
-    from service.worker.commands import discover_gpus, run_workers, slots_for, worker_commands
+    from service.probing.gpus import visible_gpus
+    from service.worker.commands import run_workers, slots_for, worker_commands
 
-    settings = Settings()
-    devices = discover_gpus() if gpus else []
+    settings = get_settings()
+    devices = visible_gpus() if gpus else []
     commands = worker_commands(
         devices,
         cpu_concurrency=cpu_concurrency or settings.cpu_concurrency,
@@ -263,18 +270,18 @@ def worker(
         err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
-        raise typer.Exit(3)
+        raise typer.Exit(ExitCode.NOT_RUN)
     for command in commands:
         env = " ".join(f"{k}={v!r}" for k, v in command.env.items())
         err.print(f"{command.name}: {env} {' '.join(command.argv)}")
     if dry_run:
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.CLEAN)
     raise typer.Exit(run_workers(commands))
 
 
 def beat(loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO") -> None:
     """Run Celery beat: periodic reconcile (deadlines, jobs Redis lost) and artifact pruning."""
-    settings = Settings()
+    settings = get_settings()
     schedule = settings.data_dir / "celerybeat-schedule"
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
@@ -300,7 +307,7 @@ def up(
     """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
     from service.cli.embedded import up as run_up
 
-    raise typer.Exit(run_up(Settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
+    raise typer.Exit(run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
 
 
 def register(app: typer.Typer) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -22,17 +21,19 @@ from service.cli import jobs as cli_jobs
 from service.cli.check import check_local, check_service
 from service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
 from service.cli.render import parameter_rows, print_result
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult, Severity, exit_code_for
+from service.config import get_settings
+from service.models import ExitCode, Outcome, ProbeRequest, RunResult, Severity, exit_code_for
 from service.models.problems import describe
 from service.models.reasons import ALSO, by_reason, names_line
+from service.probing.admission import BadRequest, needs_gpu_by_default
 from service.probing.environment import gpu_facts
-from service.probing.runner import BadRequest, run_probe
+from service.probing.gpus import visible_gpus
+from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import is_text_log, read_summary
-from service.worker.commands import discover_gpus, slots_for
+from service.worker.commands import slots_for
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -40,7 +41,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-USAGE_ERROR = 2
 
 
 def _version(shown: bool) -> None:
@@ -63,7 +63,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as J
 
 def _emit(result: RunResult, as_json: bool, fail_on: Severity = "error") -> None:
     if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
+        typer.echo(result.model_dump_json(indent=1))
     else:
         print_result(result, console)
     raise typer.Exit(exit_code_for(result, fail_on))
@@ -73,8 +73,8 @@ def _run_here(request: ProbeRequest, workdir: Path | None) -> RunResult:
     """Run `request` on this machine as the user (trusted: paths are local, commands unrestricted)."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
-            return run_probe(request, workdir=Path(tmp), settings=Settings(), trusted=True)
-    return run_probe(request, workdir=workdir, settings=Settings(), trusted=True)
+            return run_probe(request, workdir=Path(tmp), settings=get_settings(), trusted=True)
+    return run_probe(request, workdir=workdir, settings=get_settings(), trusted=True)
 
 
 @app.command()
@@ -104,7 +104,7 @@ def run(
     except (BadRequest, ValueError) as exc:
         said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
         console.print(f"[red]error:[/] {escape(said)}")
-        raise typer.Exit(USAGE_ERROR) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     _emit(result, as_json, level)
 
 
@@ -149,7 +149,7 @@ def exec_command(
     except (BadRequest, ValueError) as exc:
         said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
         console.print(f"[red]error:[/] {escape(said)}")
-        raise typer.Exit(USAGE_ERROR) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     _emit(result, as_json, level)
 
 
@@ -167,8 +167,8 @@ def parse(
             f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
             "and give the --xml --save file as the argument"
         )
-        raise typer.Exit(USAGE_ERROR)
-    settings = Settings()
+        raise typer.Exit(ExitCode.USAGE)
+    settings = get_settings()
     parsed = parse_xml(
         xml,
         tool=tool,
@@ -186,7 +186,7 @@ def parse(
             + ("" if log else ", and there is no --log with racecheck's summary")
             + ")"
         )
-        raise typer.Exit(USAGE_ERROR)
+        raise typer.Exit(ExitCode.USAGE)
     used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
     if summary is None:
         outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
@@ -225,7 +225,7 @@ def check(
 ) -> None:
     """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
     broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
-    settings = Settings()
+    settings = get_settings()
     with console.status("cuprobe check") as status:
 
         def progress(text: str) -> None:
@@ -255,7 +255,13 @@ def check(
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
     ran = [r for r in rows if r.outcome is not None]
     failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
-    raise typer.Exit(3 if failed else 1 if any(r.outcome == "findings" for r in ran) else 0)
+    raise typer.Exit(
+        ExitCode.NOT_RUN
+        if failed
+        else ExitCode.FINDINGS
+        if any(r.outcome == "findings" for r in ran)
+        else ExitCode.CLEAN
+    )
 
 
 @app.command("probes")
@@ -267,7 +273,7 @@ def list_probes(
         _show_probe(name)
         return
     table = Table(title="Probes")
-    for column in ("name", "default tool", "tools", "needs GPU", "summary"):
+    for column in ("name", "default tool", "tools", "needs GPU (defaults)", "summary"):
         table.add_column(column, overflow="fold")
     for probe_name in registry.available():
         try:
@@ -279,7 +285,7 @@ def list_probes(
             probe_name,
             probe.tools[0].value,
             ",".join(t.value for t in probe.tools),
-            "yes" if probe.needs_gpu else "no",
+            "yes" if needs_gpu_by_default(probe_name) else "no",
             probe.summary,
         )
     console.print(table)
@@ -290,11 +296,11 @@ def _show_probe(name: str) -> None:
         probe = registry.get(name)
     except registry.UnknownProbe as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(USAGE_ERROR) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     console.print(f"[bold]{name}[/]: {escape(probe.summary)}")
     console.print(
         f"tools: {', '.join(t.value for t in probe.tools)} (default {probe.tools[0].value}); "
-        f"needs a GPU: {'yes' if probe.needs_gpu else 'no'}"
+        f"needs a GPU at its defaults: {'yes' if needs_gpu_by_default(name) else 'no'}"
     )
     table = Table(title=f"{name} parameters (-p NAME=VALUE)")
     for column in ("name", "type", "default", "allowed", "description"):
@@ -307,14 +313,15 @@ def _show_probe(name: str) -> None:
 @app.command()
 def doctor() -> None:
     """What this machine has for running probes: GPU, driver, sanitizer, pycuda, torch (exit 3 if not ready)."""
-    settings = Settings()
+    settings = get_settings()
     gpu, driver, cuda, uuid = gpu_facts()
     ready = True
     console.print(
-        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
+        f"GPU: {gpu or '[red]none found (NVML, nvidia-smi)[/]'} {uuid or ''}  "
+        f"driver: {driver or '-'}  CUDA: {cuda or '-'}"
     )
     ready &= gpu is not None
-    devices = discover_gpus()
+    devices = visible_gpus()
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
@@ -340,7 +347,7 @@ def doctor() -> None:
         if ready
         else "[yellow]not ready for GPU probes[/] (CPU probes still run: see `cuprobe probes`)"
     )
-    raise typer.Exit(0 if ready else 3)
+    raise typer.Exit(ExitCode.CLEAN if ready else ExitCode.NOT_RUN)
 
 
 cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up

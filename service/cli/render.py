@@ -23,12 +23,6 @@ from service.models.problems import SpellingDeprecated
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
 
-def location(finding: Finding) -> str:
-    if finding.file:
-        return f"{finding.file}:{finding.line}" if finding.line is not None else finding.file
-    return f"pc {finding.pc}" if finding.pc else "-"
-
-
 # "Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFree."
 _API_ERROR = re.compile(
     r'hit (?P<error>\w+)(?: \(error \d+\))?(?: due to "(?P<why>[^"]*)")? on CUDA API call to (?P<call>\w+)'
@@ -46,8 +40,8 @@ def what(finding: Finding) -> str:
 def where(finding: Finding) -> str:
     """Kernel and source line; for a host-side record (API error, leak), the API call it was made in."""
     if finding.kernel or finding.file or finding.pc:
-        loc = location(finding)
-        return f"{finding.kernel} {loc}" if finding.kernel and loc != "-" else finding.kernel or loc
+        loc = finding.location()
+        return f"{finding.kernel} {loc}" if finding.kernel and loc not in ("-", finding.kernel) else loc
     frames = [f.split(" (")[0] for f in finding.host_frames if not f.startswith("?")]
     return frames[0] if frames else "-"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -13,9 +12,10 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from service.cli.render import spelling_warnings
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Store
 from service.db.sweeps import SweepStore
+from service.models import ExitCode
 from service.models.sweep import Sweep
 from service.reports.html import html
 from service.reports.markdown import markdown
@@ -23,6 +23,7 @@ from service.sweep.definition import DefinitionError, load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
 from service.sweep.notify import notify
+from service.sweep.plan import plan
 from service.worker.commands import host_slots
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
@@ -31,7 +32,7 @@ err = Console(stderr=True)
 
 
 def _sweeps() -> tuple[SweepStore, Settings]:
-    settings = Settings()
+    settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(settings.database)
     store.migrate()
@@ -68,9 +69,10 @@ def run_cmd(
     try:
         with spelling_warnings(err):
             parsed = load_definition(definition)
+        plan(parsed)  # every process's request through admission before the sweep is stored as running
     except DefinitionError as exc:
         console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     sweeps, settings = _sweeps()
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
@@ -97,7 +99,13 @@ def run_cmd(
         (report / "report.html").write_text(html(sweep, changes))
         (report / "summary.md").write_text(summary)
     console.print(summary, markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(3 if any(not c.outcome.ran for c in sweep.cases) else 1 if changes.new else 0)
+    raise typer.Exit(
+        ExitCode.NOT_RUN
+        if any(not c.outcome.ran for c in sweep.cases)
+        else ExitCode.FINDINGS
+        if changes.new
+        else ExitCode.CLEAN
+    )
 
 
 @app.command("show")
@@ -120,7 +128,7 @@ def show_cmd(
     if html_out:
         html_out.write_text(html(sweep, changes))
     if as_json:
-        typer.echo(json.dumps(sweep.model_dump(mode="json"), indent=1))
+        typer.echo(sweep.model_dump_json(indent=1))
     else:
         console.print(markdown(sweep, changes), markup=False, highlight=False, soft_wrap=True)
 
@@ -137,5 +145,5 @@ def diff_cmd(
     sweep = _sweep(sweeps, sweep_id)
     previous = _sweep(sweeps, against) if against else sweeps.previous(sweep)
     changes = diff(sweep, previous)
-    typer.echo(json.dumps(changes.model_dump(mode="json"), indent=1))
-    raise typer.Exit(1 if changes.changed else 0)
+    typer.echo(changes.model_dump_json(indent=1))
+    raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)

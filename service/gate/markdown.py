@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from service.gate.verdict import GateReport, Status, location
-
-
-def _cell(text: object) -> str:
-    """A table cell: pipes escaped, newlines folded, long text cut."""
-    flat = " ".join(str(text).split()).replace("|", "\\|")
-    return flat if len(flat) <= 300 else flat[:297] + "..."
-
-
-def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return [*lines, ""]
+from service.gate.verdict import GateReport, Status
+from service.reports.table import table
 
 
 def render(report: GateReport) -> str:
@@ -25,18 +12,18 @@ def render(report: GateReport) -> str:
     out = [f"## cuprobe gate: {suite.name} — exit {report.exit_code} ({report.verdict})", ""]
     counts = report.outcome_counts()
     out += ["### Runs by outcome", ""]
-    out += _table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
+    out += table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
     failing = [f for f in report.findings if f.status.fails]
     out += [f"### New findings ({len(failing)})", ""]
     if failing:
-        out += _table(
+        out += table(
             ["status", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
             [
                 [
                     f.label,
                     f.entry,
                     f.finding.kind,
-                    location(f.finding),
+                    f.finding.location(),
                     f.finding.kernel or "-",
                     f"{f.seen}/{f.repeats}",
                     f.finding.count,
@@ -49,7 +36,7 @@ def render(report: GateReport) -> str:
         out += ["None.", ""]
     out += [f"### Fixed ({len(report.fixed)})", ""]
     out += (
-        _table(
+        table(
             ["signature", "location", "reason it was baselined"],
             [[f"`{e.signature}`", e.location or "-", e.reason] for e in report.fixed],
         )
@@ -61,16 +48,16 @@ def render(report: GateReport) -> str:
         [c.entry, "-", "positive control came back clean", f"case {c.case}: {c.reason}"] for c in report.failed_controls
     ]
     out += [f"### Could not run ({len(problems)})", ""]
-    out += _table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""]
+    out += table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""]
     known = report.by_status(Status.BASELINED)
     if known:
         out += [f"### Baselined ({len(known)})", ""]
-        out += _table(
+        out += table(
             ["status", "location", "seen", "reason", "expires", "signature"],
             [
                 [
                     f.label,
-                    location(f.finding),
+                    f.finding.location(),
                     f"{f.seen}/{f.repeats}",
                     f.baseline.reason if f.baseline else "-",
                     f.baseline.expires if f.baseline and f.baseline.expires else "-",
@@ -82,17 +69,17 @@ def render(report: GateReport) -> str:
     warnings = report.by_status(Status.WARNING)
     if warnings:
         out += [f"### Warnings, not failing ({len(warnings)})", ""]
-        out += _table(
+        out += table(
             ["entry", "case", "kind", "location", "seen", "count"],
             [
-                [f.entry, f.finding.case or "-", f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}",
+                [f.entry, f.finding.case or "-", f.finding.kind, f.finding.location(), f"{f.seen}/{f.repeats}",
                  f.finding.count]
                 for f in warnings
             ],
         )
     if report.flaky_unseen or report.unchecked:
         out += ["### Baseline entries not seen", ""]
-        out += _table(
+        out += table(
             ["signature", "why not reported fixed"],
             [[f"`{e.signature}`", "marked flaky: absence proves nothing"] for e in report.flaky_unseen]
             + [[f"`{e.signature}`", "its probe and tool did not run cleanly in this suite"] for e in report.unchecked],
@@ -100,10 +87,10 @@ def render(report: GateReport) -> str:
     controls = report.by_status(Status.EXPECTED)
     out += [f"### Positive controls fired ({len(controls)})", ""]
     out += (
-        _table(
+        table(
             ["probe", "kind", "location", "seen", "count"],
             [
-                [f.entry, f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}", f.finding.count]
+                [f.entry, f.finding.kind, f.finding.location(), f"{f.seen}/{f.repeats}", f.finding.count]
                 for f in controls
             ],
         )

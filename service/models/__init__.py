@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.contract import CaseResult, Expectation, Tool
+from probes.contract import Expectation, Tool
 from service.models.options import SanitizerOptions
 
 SCHEMA_VERSION = 1
@@ -21,6 +21,7 @@ __all__ = [
     "CaseVerdict",
     "Environment",
     "Evidence",
+    "ExitCode",
     "Expectation",
     "Finding",
     "Outcome",
@@ -32,6 +33,16 @@ __all__ = [
     "exit_code_for",
     "failing",
 ]
+
+
+class ExitCode(IntEnum):
+    """Every exit code of the cuprobe CLI (run, gate, check, sweep, submit, status, results, doctor)."""
+
+    CLEAN = 0
+    FINDINGS = 1  # new findings (the gate: new or expired ones)
+    USAGE = 2  # a refused request: bad input, an unreadable suite, baseline or definition
+    NOT_RUN = 3  # something could not run (or a positive control came back clean): never clean
+    PENDING = 4  # the job has not finished yet
 
 
 class Outcome(StrEnum):
@@ -50,9 +61,9 @@ class Outcome(StrEnum):
         return self in (Outcome.CLEAN, Outcome.FINDINGS)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """CLI and gate exit code: 0 clean, 1 findings, 3 could not run."""
-        return {Outcome.CLEAN: 0, Outcome.FINDINGS: 1}.get(self, 3)
+        return {Outcome.CLEAN: ExitCode.CLEAN, Outcome.FINDINGS: ExitCode.FINDINGS}.get(self, ExitCode.NOT_RUN)
 
 
 class Evidence(StrEnum):
@@ -110,6 +121,12 @@ class Finding(BaseModel):
     evidence: Evidence = Evidence.PROVEN
     seen: str | None = Field(None, description="k/n when reproduced in k of n repeats")
 
+    def location(self) -> str:
+        """file:line, else the kernel or pc, else `-` (the one way to say where a finding is)."""
+        if self.file:
+            return f"{self.file}:{self.line}" if self.line else self.file
+        return self.kernel or self.pc or "-"
+
 
 class Environment(BaseModel):
     """Where a result was measured: enough to tell whether two results are comparable."""
@@ -165,22 +182,14 @@ class RunResult(BaseModel):
     duration_s: float = 0.0
     probe_context: dict[str, Any] = Field(default_factory=dict)
 
-    @property
-    def exit_code_for_cli(self) -> int:
-        return self.outcome.exit_code
-
 
 def failing(findings: list[Finding], fail_on: Severity = "error") -> list[Finding]:
     """The findings that fail at `fail_on`: errors only, or errors and warnings (fallout never counts)."""
     return [f for f in findings if not f.fallout and (fail_on == "warning" or f.severity == "error")]
 
 
-def exit_code_for(result: RunResult, fail_on: Severity = "error") -> int:
+def exit_code_for(result: RunResult, fail_on: Severity = "error") -> ExitCode:
     """The exit code of `cuprobe run/exec`: like the outcome's, but warnings-only findings pass at fail-on error."""
     if result.outcome is Outcome.FINDINGS and not failing(result.findings, fail_on):
-        return 0
+        return ExitCode.CLEAN
     return result.outcome.exit_code
-
-
-def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:
-    return {case.id: case for case in cases}

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import threading
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes import registry
-from probes.allocator import default_allocator, needs_nvtx
+from probes.allocator import needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
-from service.models.problems import describe
 from service.models.reasons import ALSO
+from service.probing.admission import Admission, admit, suppressions_file
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -31,61 +28,12 @@ XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "std
 EXIT_CODE_NAME = "exit_code"
 # What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
 COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
-SUPPRESSIONS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
-
-
-class BadRequest(ValueError):
-    """The request names an unknown probe, a tool the probe does not support, or bad parameters."""
-
-
-def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
-    """The tool to use and the validated parameters (defaults filled in); BadRequest names what is wrong."""
-    try:
-        probe = registry.get(request.probe)
-    except registry.UnknownProbe as exc:
-        raise BadRequest(str(exc)) from exc
-    tool = request.tool or probe.tools[0]
-    if tool not in probe.tools:
-        raise BadRequest(
-            f"probe {probe.name} does not run under {tool}; allowed: {', '.join(t.value for t in probe.tools)}"
-        )
-    try:
-        params = probe.Params.model_validate(request.params).model_dump(mode="json")
-    except ValidationError as exc:
-        raise BadRequest(f"bad parameters for probe {probe.name}: {describe(exc)}") from exc
-    try:
-        check_options(request.options, tool)
-    except OptionRefused as exc:
-        raise BadRequest(str(exc)) from exc
-    if request.options.target_processes == "application-only" and probe.name == "command":
-        raise BadRequest(
-            "--target-processes application-only would check only the command probe's own Python process, "
-            "never the command it starts: leave target_processes unset for command and test entries"
-        )
-    if "allocator" in params and params["allocator"] is None:
-        params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
-    return tool, params
-
-
-def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
-    """A local run takes a path (in the repository); a service job a bare name in the operator's directory."""
-    if trusted:
-        path = Path(value)
-    else:
-        if not SUPPRESSIONS_NAME.match(value):
-            raise BadRequest(f"suppressions: a service job names a file in the suppressions directory, not {value!r}")
-        if settings.suppressions_dir is None:
-            raise BadRequest("suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
-        path = settings.suppressions_dir / value
-    if not path.is_file():
-        raise BadRequest(f"suppressions: no such file {path}")
-    return path.resolve()
 
 
 def _probe_env(tool: Tool, settings: Settings | None = None, trusted: bool = False) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != COMMAND_TRUSTED_ENV}
-    settings = settings or Settings()
+    settings = settings or get_settings()
     env.setdefault(EXTENSION_DIR_ENV, str((settings.data_dir / "extensions").resolve()))
     if trusted:
         env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
@@ -121,15 +69,15 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
 
 
 def _preflight(
-    request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings
+    request: ProbeRequest, admitted: Admission, settings: Settings
 ) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
-    needs_gpu = registry.get(request.probe).needs_gpu or tool is not Tool.NONE
+    tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
-    if needs_gpu and gpu_facts()[0] is None:
+    if admitted.needs_gpu and gpu_facts()[0] is None:
         missing.append(
             # The same words for every probe, so a list of runs can say it once with a count.
-            "no CUDA device on this machine (nvidia-smi found no GPU), and this run needs one: submit it to a "
+            "no CUDA device on this machine (NVML and nvidia-smi found no GPU), and this run needs one: submit it to a "
             "GPU worker's queue (gpu.smXX) or run it on a GPU machine"
         )
     if tool is not Tool.NONE:
@@ -158,16 +106,18 @@ def run_probe(
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
     `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted and
-    suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names."""
-    settings = settings or Settings()
+    suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names.
+    BadRequest (service.probing.admission) when the request does not pass admission."""
+    settings = settings or get_settings()
     workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
-    tool, params = resolve(request)
+    admitted = admit(request.probe, request.tool, request.params, request.options)
+    tool, params = admitted.tool, admitted.params
     suppressions = (
         suppressions_file(request.options.suppressions, trusted=trusted, settings=settings)
         if request.options.suppressions and tool is not Tool.NONE
         else None
     )
-    sanitizer, refusal = _preflight(request, tool, params, settings)
+    sanitizer, refusal = _preflight(request, admitted, settings)
     if refusal is not None:
         return refusal
     workdir.mkdir(parents=True, exist_ok=True)
@@ -318,6 +268,3 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
 def allocations_of(probe: ProbeResult) -> list[tuple[str, Allocation]]:
     return [(c.id, a) for c in probe.cases for a in c.allocations]
 
-
-def write_result(result: RunResult, path: Path) -> None:
-    path.write_text(json.dumps(result.model_dump(mode="json"), indent=1))

@@ -96,7 +96,7 @@ def _resend(store: Store, job: Job, enqueue: Callable[[Job], object], report: Re
     try:
         enqueue(job)
     except Exception as exc:  # broker still down: the next pass tries again
-        log.warning("could not resend job %s: %s", job.id, exc)
+        log.warning("could not resend job %s: %s", job.id, exc, exc_info=True)
         return
     store.mark_enqueued(job.id)
     report.resent.append(job.id)

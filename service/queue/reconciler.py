@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import redis
 from celery import Celery
+from redis.exceptions import LockError
+from redis.lock import Lock
 
 from service.config import Settings
 from service.db.artifacts import prune
@@ -19,6 +21,7 @@ from service.queue.reconcile import ReconcileReport, reconcile
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "cuprobe:reconcile-lock"
+LOCK_MIN_TTL_S = 30.0
 PRUNE_EVERY_S = 3600.0
 
 
@@ -54,18 +57,40 @@ def served_reader(app: Celery) -> Callable[[], set[str] | None]:
     return read
 
 
+def lock_ttl_s(settings: Settings) -> float:
+    """How long a holder that died keeps the reconcile lock: longer than any pass takes."""
+    return max(LOCK_MIN_TTL_S, 3 * settings.reconcile_interval_s)
+
+
 @contextmanager
 def locked(settings: Settings) -> Iterator[bool]:
-    """Yields True when this process holds the reconcile lock (or Redis is down and nobody can)."""
+    """Yields True when this process holds the reconcile lock (or Redis is down and nobody can); the lock is
+    redis-py's (an owner token, compare-and-delete release) and is released when the block ends, so the next
+    pass, by any process, can run at once."""
     client = _client(settings)
+    lock = client.lock(LOCK_KEY, timeout=lock_ttl_s(settings), blocking=False)
     try:
         try:
-            mine = bool(client.set(LOCK_KEY, "1", nx=True, ex=max(1, int(settings.reconcile_interval_s))))
+            mine = bool(lock.acquire())
         except redis.RedisError:
-            mine = True
-        yield mine
+            yield True
+            return
+        try:
+            yield mine
+        finally:
+            if mine:
+                _release(lock)
     finally:
         client.close()
+
+
+def _release(lock: Lock) -> None:
+    try:
+        lock.release()
+    except LockError as exc:  # it expired during a long pass and someone else holds it now: leave theirs
+        log.warning("reconcile lock not released: %s", exc)
+    except redis.RedisError as exc:  # Redis went away: the lock expires by itself
+        log.warning("reconcile lock not released (Redis unreachable): %s", exc)
 
 
 def reconcile_once(settings: Settings, store: Store, app: Celery) -> ReconcileReport | None:

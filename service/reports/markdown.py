@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from service.models.reasons import by_reason, names_line
 from service.models.sweep import Sweep
+from service.reports.table import table
 from service.sweep.diff import SweepDiff
 
 # Distinct reasons listed under "Could not run" before a line counting the rest.
@@ -21,10 +22,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
         f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
         "",
-        "| outcome | cases |",
-        "|---|---|",
-        *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
-        "",
+        *table(["outcome", "cases"], sorted(counts.items())),
     ]
     dead = [p for p in batched if p.control_fired and not all(p.control_fired)]
     if dead:
@@ -64,8 +62,6 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
                 "the HTML report and `cuprobe sweep show ID --json` list every one"
             )
         lines.append("")
-    lines += ["## Findings", "", "| case | signature | records | seen |", "|---|---|---|---|"]
-    for case in sweep.cases:
-        for f in case.findings:
-            lines.append(f"| {case.key} | `{f.signature}` | {f.count} | {f.seen or ''} |")
-    return "\n".join(lines) + "\n"
+    rows = [[case.key, f"`{f.signature}`", f.count, f.seen or ""] for case in sweep.cases for f in case.findings]
+    lines += ["## Findings", "", *table(["case", "signature", "records", "seen"], rows)]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -7,7 +7,7 @@ import functools
 import hashlib
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -300,9 +300,3 @@ class FindingGrouper:
             )
         return out
 
-
-def group_records(records: Iterable[RawRecord], roots: Sequence[str]) -> list[Finding]:
-    grouper = FindingGrouper(roots)
-    for rec in records:
-        grouper.add(rec)
-    return grouper.findings()

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, expected_uninit_reads
 from service.models import SanitizerOptions
-from service.sweep.definition import Entry, SweepDefinition
+from service.probing.admission import BadRequest, admit
+from service.sweep.definition import DefinitionError, Entry, SweepDefinition
 
 Point = dict[str, Any]
 
@@ -183,8 +184,19 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
     return out
 
 
+def _admitted(entry: Entry, processes: list[Process]) -> list[Process]:
+    """`processes` if each one's request passes admission; DefinitionError names the entry and the field."""
+    for process in processes:
+        try:
+            admit(process.probe, process.tool, process.params, process.options)
+        except BadRequest as exc:
+            raise DefinitionError(f"entry {entry.name} ({process.cases[0].key}): {exc}") from exc
+    return processes
+
+
 def plan(definition: SweepDefinition, slots: int = 1) -> list[Process]:
-    """Every process the sweep runs, in order; each case appears in exactly one process.
+    """Every process the sweep runs, in order; each case appears in exactly one process, and each process's
+    request passed admission (DefinitionError before anything runs when one does not).
 
     `slots` is how many processes will run at once: batches are split so each slot gets one."""
     processes: list[Process] = []
@@ -202,11 +214,10 @@ def plan(definition: SweepDefinition, slots: int = 1) -> list[Process]:
             if tool is Tool.RACECHECK and batching is not None:
                 why = "racecheck reports shared-memory addresses, which no allocation map holds"
             if why is None and len(points) > 1:
-                processes += _batches(entry, tool, points, len(processes), repeats, slots)
+                processes += _admitted(entry, _batches(entry, tool, points, len(processes), repeats, slots))
             else:
-                processes += _singles(entry, tool, points, why or "a single case", len(processes), repeats)
+                processes += _admitted(
+                    entry, _singles(entry, tool, points, why or "a single case", len(processes), repeats)
+                )
     return processes
 
-
-def cases_of(processes: list[Process]) -> list[PlannedCase]:
-    return [c for p in processes for c in p.cases]

@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -58,30 +59,24 @@ def execute_job(
     spec = JobSpec.model_validate(job.request)
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
-    box: dict[str, RunResult | BaseException] = {}
-
     exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
 
-    def target() -> None:
-        try:
-            with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
-                box["result"] = runner.run_probe(
-                    spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
-                )
-        except BaseException as exc:  # reported as the job's result below
-            box["error"] = exc
+    def run() -> RunResult:
+        with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
+            return runner.run_probe(spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel)
 
-    thread = threading.Thread(target=target, name=f"probe-{job_id}", daemon=True)
-    thread.start()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
+    running = pool.submit(run)
+    pool.shutdown(wait=False)  # the pool ends with its one run
     cancelled = interrupted = False
     try:
         beat = time.monotonic()
-        while thread.is_alive():
+        while not running.done():
             # The cancel flag is read every cancel_poll_s (a stop within about a second of the request);
             # the heartbeat is written every heartbeat_s.
-            thread.join(min(settings.cancel_poll_s, settings.heartbeat_s))
-            if not thread.is_alive():
+            wait([running], timeout=min(settings.cancel_poll_s, settings.heartbeat_s))
+            if running.done():
                 break
             if time.monotonic() - beat >= settings.heartbeat_s:
                 beat = time.monotonic()
@@ -94,8 +89,8 @@ def execute_job(
     except interrupts:
         interrupted = True
         cancel.set()
-        thread.join(30)
-    result = _result_of(box, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
+        wait([running], timeout=30)
+    result = _result_of(running, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
     try:
         stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
     except SQLAlchemyError as exc:
@@ -129,9 +124,7 @@ def unstorable(result: RunResult, exc: Exception, workdir: Path) -> RunResult:
     )
 
 
-def _result_of(
-    box: dict[str, RunResult | BaseException], probe: str, tool: Tool, interrupted: bool, settings: Settings
-) -> RunResult:
+def _result_of(running: Future[RunResult], probe: str, tool: Tool, interrupted: bool, settings: Settings) -> RunResult:
     if interrupted:
         return RunResult(
             probe=probe,
@@ -140,12 +133,12 @@ def _result_of(
             message=f"the job hit the worker's soft time limit ({settings.task_soft_time_limit_s} s); "
             "its probe was killed",
         )
-    found = box.get("result")
-    if isinstance(found, RunResult):
-        return found
+    error = running.exception()
+    if error is None:
+        return running.result()
     return RunResult(
         probe=probe,
         tool=tool,
         outcome=Outcome.PROBE_ERROR,
-        message=f"cuprobe's runner failed before classifying the run: {box.get('error')!r}",
+        message=f"cuprobe's runner failed before classifying the run: {error!r}",
     )

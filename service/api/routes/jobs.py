@@ -11,9 +11,10 @@ from fastapi.responses import FileResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
-from service.db.artifacts import NAMES, artifact_path
+from service.db.artifacts import NAMES, artifact_path, content_type
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
+from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
@@ -49,7 +50,7 @@ def submit(
         job = job_service.submit(
             spec, store, settings, lambda j: enqueue(celery, j), served=request.app.state.served_queues
         )
-    except job_service.SubmissionError as exc:
+    except BadRequest as exc:
         raise HTTPException(exc.status, {"field": exc.field, "message": exc.message}) from exc
     return JobView.of(job, 0)
 
@@ -123,14 +124,7 @@ def get_artifact(job_id: str, name: str, store: StoreDep) -> FileResponse:
     path = artifact_path(workdir, name) if workdir else None
     if path is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, or pruned)")
-    media = (
-        "application/xml"
-        if name.endswith(".xml")
-        else "application/json"
-        if name.endswith(".json")
-        else "text/plain"
-    )
-    return FileResponse(path, media_type=media, filename=name)
+    return FileResponse(path, media_type=content_type(name), filename=name)
 
 
 def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:
