@@ -93,7 +93,7 @@ def _check_entry(path: Path, entry: SuiteEntry, where: str | None = None) -> Sui
     try:
         admitted = admit(entry.probe, entry.tool, entry.params, entry.options)
     except BadRequest as exc:
-        raise SuiteError(f"{where}: {exc}") from exc
+        raise SuiteError(f"{where}: {exc.message}") from exc
     tool = admitted.tool
     if entry.control:
         expectation = admitted.probe.expectation(admitted.model, tool)

@@ -11,4 +11,5 @@ def test_each_artifact_has_its_content_type() -> None:
         "stdout.txt": "text/plain",
         "stderr.txt": "text/plain",
         "result.json": "application/json",
+        "replay-growth.svg": "image/svg+xml",
     }

@@ -84,7 +84,7 @@ def test_admission_fills_in_the_default_tool_and_parameters() -> None:
 
 def test_a_sweep_whose_grid_point_fails_admission_is_refused_before_it_runs() -> None:
     definition = parse_definition(
-        'name = "s"\n[[entry]]\nprobe = "determinism"\ntools = ["none"]\ngrid = { processes = [4, 1] }\n'
+        'name = "s"\n[[entry]]\nprobe = "determinism"\ntool = "none"\ngrid = { processes = [4, 1] }\n'
     )
     with pytest.raises(DefinitionError, match=r"entry determinism .*processes=1.*params\.processes"):
         plan(definition)
