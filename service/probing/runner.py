@@ -177,6 +177,7 @@ def run_probe(
             timed_out=done.timed_out,
             timeout_s=request.timeout_s or settings.timeout_s,
             xml_capped=done.xml_capped,
+            cancelled=done.cancelled,
             summary=summary,
             parsed=parsed,
             probe=probe,
@@ -186,8 +187,6 @@ def run_probe(
         )
     )
     outcome, message = verdict.outcome, verdict.message
-    if done.cancelled:
-        outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
     findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
     return RunResult(
         probe=request.probe,
@@ -197,7 +196,7 @@ def run_probe(
         message=message,
         records=parsed.records if parsed else 0,
         summary_count=summary.errors if summary else None,
-        truncated=bool(parsed and parsed.truncated) or done.xml_capped,
+        truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
         truncated_at_case=parsed.truncated_at_case if parsed else None,
         filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK,
         sanitizer_version=version,

@@ -9,6 +9,7 @@ from pathlib import Path
 from probes.contract import Allocation, Tool
 from service.models import Finding
 from service.sanitizer.findings import FindingGrouper
+from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.records import record_from_element
 from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, iter_records
 
@@ -18,7 +19,9 @@ class ParseResult:
     """Findings from one XML file, how many records it held, and whether cuprobe stopped early."""
 
     findings: list[Finding] = field(default_factory=list)
+    # Every record read; past `max_records` they are counted (and their memory flagged) but not kept.
     records: int = 0
+    kept: int = 0
     truncated: bool = False
     bytes_read: int = 0
     error: str | None = None
@@ -26,6 +29,8 @@ class ParseResult:
     tool: Tool | None = None
     # When truncated: the case the last kept record belonged to (its count and later cases' are partial).
     truncated_at_case: str | None = None
+    # initcheck: the memory each (signature, case) read, for the confirmer.
+    flagged: dict[tuple[str, str | None], FlaggedMemory] = field(default_factory=dict)
 
 
 def parse_xml(
@@ -40,21 +45,24 @@ def parse_xml(
     max_records: int = 10_000,
     max_bytes: int = 512 * 1024 * 1024,
 ) -> ParseResult:
-    """Parse `path`; past `max_records` records or `max_bytes` bytes stop and flag `truncated`."""
+    """Parse `path`; past `max_records` records keep counting without keeping them; at `max_bytes` stop. Either
+    flags `truncated`."""
     result = ParseResult(tool=tool)
     state = StreamState()
     grouper = FindingGrouper(roots, allocations, single_case, sanitizer_version, filtered)
     try:
         for elem in iter_records(path, max_bytes, state):
-            if result.records >= max_records:
-                result.truncated = True
-                break
             rec = record_from_element(elem)
             if tool is not None and tool is not Tool.NONE:
                 rec.tool = tool
             result.tool = result.tool or rec.tool
-            grouper.add(rec)
             result.records += 1
+            if result.kept >= max_records:
+                result.truncated = True
+                grouper.count_only(rec)
+                continue
+            grouper.add(rec)
+            result.kept += 1
     except HostileXML as exc:
         result.hostile, result.error = True, str(exc)
     except BrokenXML as exc:
@@ -64,6 +72,7 @@ def parse_xml(
     result.truncated = result.truncated or state.capped
     result.bytes_read = state.bytes_read
     result.findings = grouper.findings()
+    result.flagged = grouper.flagged()
     if result.truncated:
         result.truncated_at_case = grouper.last_case
     return result
