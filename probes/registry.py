@@ -13,6 +13,7 @@ BUILTIN: dict[str, str] = {
     "planted": "probes.planted:Planted",
     "selftest": "probes.selftest:Selftest",
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
+    "narrow-linear": "probes.narrow_linear:NarrowLinear",
     "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
     "determinism": "probes.determinism:Determinism",
     "gradcheck": "probes.gradcheck:Gradcheck",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from probes.base import ProbeUnavailable, Recorder
@@ -11,10 +12,13 @@ from probes.contract import CaseResult, Tool
 NO_CACHING = "PYTORCH_NO_CUDA_MEMORY_CACHING"
 
 
-def import_torch(device: str, tool: Tool, recorder: Recorder) -> Any:
-    """torch, ready for `device`; under a sanitizer the caching allocator is off (it hides defects)."""
-    if device == "cuda" and tool is not Tool.NONE and NO_CACHING not in os.environ:
-        os.environ[NO_CACHING] = "1"  # read when torch first allocates on CUDA, so set before importing
+def import_torch(device: str, tool: Tool, recorder: Recorder, caching: bool = False) -> Any:
+    """torch, ready for `device`; under a sanitizer the caching allocator is off (it hides defects) unless the
+    probe asks for it (`caching`); in a poisoned run every fresh CUDA block is filled with the poison byte."""
+    if device == "cuda" and caching:
+        os.environ.pop(NO_CACHING, None)  # read when torch first allocates on CUDA, so changed before importing
+    elif device == "cuda" and tool is not Tool.NONE and NO_CACHING not in os.environ:
+        os.environ[NO_CACHING] = "1"
         recorder.result.context["no_caching_set_by_probe"] = True
     try:
         import torch
@@ -28,7 +32,60 @@ def import_torch(device: str, tool: Tool, recorder: Recorder) -> Any:
         raise ProbeUnavailable(
             f"torch {torch.__version__} sees no CUDA device: run this case on a GPU worker (queue gpu.smXX)"
         )
+    if device == "cuda":
+        poisoned = recorder.poison.plan.fill is not None
+        if poisoned and "cuda_allocator" not in recorder.result.context:
+            _install_poisoning_allocator(torch, recorder)
+        elif not poisoned:
+            recorder.result.context["cuda_allocator"] = "uncached" if os.environ.get(NO_CACHING) else "caching"
     return torch
+
+
+def _install_poisoning_allocator(torch: Any, recorder: Recorder) -> None:
+    """Every fresh CUDA block torch takes (torch.empty, a matmul's output, cuBLAS workspace) comes poisoned.
+
+    torch's own fill_uninitialized_memory covers only torch.empty*; the outputs of ops come straight from the
+    allocator, so the allocator is what has to fill. It never caches: each block is fresh.
+    """
+    import ctypes
+
+    from kernels.poison_alloc import FREE, MALLOC, AllocatorBuildError, build
+
+    try:
+        path = build()
+    except AllocatorBuildError as exc:
+        raise ProbeUnavailable(f"cannot poison torch's CUDA memory: {exc}") from exc
+    ctypes.CDLL(str(path)).cuprobe_set_poison(recorder.poison.plan.fill)
+    allocator = torch.cuda.memory.CUDAPluggableAllocator(str(path), MALLOC, FREE)
+    torch.cuda.memory.change_current_allocator(allocator)
+    recorder.result.context["cuda_allocator"] = f"poisoning ({path.name}, fill 0x{recorder.poison.plan.fill:02X})"
+
+
+def tensor_bytes(tensor: Any) -> Callable[[], Any]:
+    """Reads a CUDA tensor's whole storage back as raw bytes, when called (a checkpoint)."""
+
+    def read() -> Any:
+        import torch
+
+        raw = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage())
+        torch.cuda.synchronize()
+        return raw.cpu().numpy()
+
+    return read
+
+
+def tensor_values(tensor: Any) -> Callable[[], Any]:
+    """A tensor's values as a numpy array, when called: bf16 and half widened to float32 (exactly)."""
+
+    def read() -> Any:
+        import torch
+
+        t = tensor.detach()
+        if t.dtype in (torch.bfloat16, torch.float16):
+            t = t.float()
+        return t.cpu().numpy()
+
+    return read
 
 
 def record_tensors(recorder: Recorder, case: CaseResult, **tensors: Any) -> None:

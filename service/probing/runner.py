@@ -12,8 +12,10 @@ from pydantic import ValidationError
 from probes import registry
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
-from service.models import Finding, Outcome, ProbeRequest, RunResult
+from service.models import Backtrace, Finding, Outcome, ProbeRequest, RunResult
+from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
+from service.probing.launch import probe_env, read_probe_result
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -46,25 +48,6 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
     return tool, params
-
-
-def _probe_env(tool: Tool) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["CUPROBE_TOOL"] = tool.value
-    if tool in (Tool.INITCHECK, Tool.MEMCHECK):
-        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
-    return env
-
-
-def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
-    try:
-        return ProbeResult.model_validate_json(path.read_bytes()), None
-    except FileNotFoundError:
-        return None, "the probe wrote no result.json"
-    except (OSError, ValidationError, ValueError) as exc:
-        return None, f"result.json unreadable: {str(exc)[:300]}"
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -118,6 +101,13 @@ def run_probe(
         stale.unlink(missing_ok=True)
     target = probe_command(request.probe, params, result_path, tool, settings.python)
     version = sanitizer_version(sanitizer) if sanitizer else None
+    confirm = confirming(request, tool, settings)
+    extra: list[str] = []
+    if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(request.probe, tool, params):
+        extra += ["--show-backtrace", backtrace]
+    if confirm:
+        target.append("--confirm-control")  # the confirmer's planted cases run in the same process
+        extra += control_options(version, request.kernel_filter)
     cmd = (
         target
         if sanitizer is None
@@ -129,16 +119,14 @@ def run_probe(
             error_exitcode=settings.error_exitcode,
             kernel_filter=request.kernel_filter,
             suppressions=Path(request.suppressions) if request.suppressions else None,
-            extra=["--show-backtrace", backtrace]
-            if (backtrace := request.show_backtrace or settings.show_backtrace)
-            else (),
+            extra=extra,
         )
     )
     done = supervise(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool),
+        env=probe_env(tool),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
@@ -147,7 +135,7 @@ def run_probe(
     (workdir / STDOUT_NAME).write_text(done.stdout.text())
     (workdir / STDERR_NAME).write_text(done.stderr.text())
     (workdir / EXIT_CODE_NAME).write_text(f"{done.returncode}\n")
-    probe, unreadable = _read_probe_result(result_path)
+    probe, unreadable = read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
     if sanitizer is not None:
@@ -188,7 +176,7 @@ def run_probe(
     )
     outcome, message = verdict.outcome, verdict.message
     findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
-    return RunResult(
+    result = RunResult(
         probe=request.probe,
         tool=tool,
         params=params,
@@ -209,6 +197,18 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+    if tool is Tool.INITCHECK:
+        result = confirm_findings(result, parsed, request, settings, workdir)
+    return result
+
+
+def default_backtrace(probe_name: str, tool: Tool, params: dict[str, object]) -> Backtrace | None:
+    """Probes that import torch run initcheck with device-only backtraces: host backtraces through libtorch are
+    most of the per-record cost, and initcheck's signatures and library flag need only the device side."""
+    if tool is not Tool.INITCHECK:
+        return None
+    probe = registry.get(probe_name)
+    return "device" if probe.uses_torch(probe.Params.model_validate(params)) else None
 
 
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal as signals
 from dataclasses import dataclass, field
 
-from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool
+from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
 from service.models import CaseVerdict, Finding, Outcome
 from service.sanitizer.parse import ParseResult
 from service.sanitizer.summary import SanitizerSummary
@@ -100,14 +100,12 @@ def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) 
 
 def _stopped_by_cuprobe(ev: RunEvidence, records: int) -> Classification:
     """cuprobe's own stop (byte cap, cancel) killed the run: never clean, never crashed; what was seen is kept."""
-    why = (
-        "its XML outgrew the byte cap (CUPROBE_MAX_XML_BYTES)"
-        if ev.xml_capped
-        else "the job was cancelled"
-    )
+    why = "its XML outgrew the byte cap (CUPROBE_MAX_XML_BYTES)" if ev.xml_capped else "the job was cancelled"
     stopped = f"cuprobe stopped the run because {why}; the process group died of cuprobe's signal, not a crash"
     if records:
-        findings = [f for f in ev.parsed.findings if not f.fallout] if ev.parsed else []
+        findings = (
+            [f for f in ev.parsed.findings if not f.fallout and not is_confirm_control(f.case)] if ev.parsed else []
+        )
         verdicts = case_verdicts(ev.probe.cases if ev.probe else [], findings, ev.tool)
         return Classification(
             Outcome.FINDINGS,
@@ -196,7 +194,8 @@ def classify(ev: RunEvidence) -> Classification:
             verdicts,
         )
     violations = [v for c in (probe.cases if probe else []) for v in c.violations]
-    real = [f for f in findings if not f.fallout]
+    # The confirmer's planted cases fire by design: they are checked by the confirmer, never the user's findings.
+    real = [f for f in findings if not f.fallout and not is_confirm_control(f.case)]
     if real or violations:
         parts = []
         if real:

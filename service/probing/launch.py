@@ -1,0 +1,30 @@
+"""What every probe process gets: its environment, and reading back the result.json it wrote."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from probes.contract import ProbeResult, Tool
+from service.probing.environment import PROJECT_ROOT
+
+
+def probe_env(tool: Tool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["CUPROBE_TOOL"] = tool.value
+    if tool in (Tool.INITCHECK, Tool.MEMCHECK):
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
+    return env
+
+
+def read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
+    try:
+        return ProbeResult.model_validate_json(path.read_bytes()), None
+    except FileNotFoundError:
+        return None, "the probe wrote no result.json"
+    except (OSError, ValidationError, ValueError) as exc:
+        return None, f"result.json unreadable: {str(exc)[:300]}"
