@@ -234,5 +234,20 @@ def confirmation_counts(findings: list[Finding]) -> dict[str, int]:
     return out
 
 
+# Which confirmation a merged finding (several cases or repeats of one signature) shows: the one that matters most.
+_CONFIRMATION_RANK = {
+    Confirmation.CONSEQUENTIAL: 0,
+    Confirmation.UNCONFIRMED: 1,
+    None: 2,
+    Confirmation.BENIGN: 3,
+    Confirmation.BLIND_SPOT: 4,
+}
+
+
+def strongest_confirmation(findings: list[Finding]) -> Finding:
+    """The finding whose confirmation decides for a group: consequential, then unconfirmed or none, then the rest."""
+    return min(findings, key=lambda f: _CONFIRMATION_RANK[f.confirmation])
+
+
 def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:
     return {case.id: case for case in cases}
