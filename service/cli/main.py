@@ -56,6 +56,16 @@ def run(
     timeout: Annotated[float | None, typer.Option(help="wall-clock limit in seconds")] = None,
     kernel: Annotated[list[str] | None, typer.Option(help="check only kernels whose name contains this")] = None,
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
+    confirm: Annotated[
+        bool | None,
+        typer.Option(
+            "--confirm/--no-confirm",
+            help="re-run initcheck findings' cases bare with poisoned memory: consequential, benign, blind-spot",
+        ),
+    ] = None,
+    backtrace: Annotated[
+        str | None, typer.Option("--show-backtrace", help="compute-sanitizer --show-backtrace: yes|host|device|no")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
@@ -66,6 +76,8 @@ def run(
             params=cli_jobs.parse_params(param or [], None),
             timeout_s=timeout,
             kernel_filter=kernel or [],
+            confirm=confirm,
+            show_backtrace=backtrace,
         )
         if workdir is None:
             with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:

@@ -80,6 +80,12 @@ def _bits(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.itemsize in (1, 2, 4, 8) else a.view(np.uint8)
 
 
+def _show(array: np.ndarray[Any, Any], at: tuple[Any, ...]) -> str:
+    """One element as its value and its bits (NaN payloads differ only there)."""
+    value = array[at]
+    return f"{value.item()!r} (0x{int(_bits(np.asarray(value).reshape(1))[0]):0{2 * array.dtype.itemsize}x})"
+
+
 def compare(first: Arrays, second: Arrays, names: tuple[str, str]) -> tuple[float | None, int, str | None]:
     """(max |difference| over elements finite in both, differing elements, the first difference) bit for bit."""
     max_diff: float | None = None
@@ -97,7 +103,7 @@ def compare(first: Arrays, second: Arrays, names: tuple[str, str]) -> tuple[floa
         if where is None:
             at = np.unravel_index(int(np.flatnonzero(mask)[0]), a.shape) if a.shape else ()
             index = ",".join(str(int(i)) for i in at)
-            where = f"{name}[{index}]: {a[at]!r} under {names[0]}, {b[at]!r} under {names[1]}"
+            where = f"{name}[{index}]: {_show(a, at)} under {names[0]}, {_show(b, at)} under {names[1]}"
         if np.issubdtype(a.dtype, np.number):
             x, y = a.astype(np.float64), b.astype(np.float64)
             finite = mask & np.isfinite(x) & np.isfinite(y)
