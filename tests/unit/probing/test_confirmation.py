@@ -105,7 +105,11 @@ def test_consequential_when_the_never_written_value_reaches_the_result(tmp_path:
     verdict, evidence = decide(finding, flagged, runs_of(tmp_path, "copy"))
     assert verdict is Confirmation.CONSEQUENTIAL, evidence.reason
     assert evidence.surviving_elements == evidence.flagged_elements == 24
-    assert evidence.differing == 24 and evidence.where is not None and evidence.where == "dst[1000]: nan (0xffffffff) under 0xFF, 0.0 (0x00000000) under zero"
+    assert (
+        evidence.differing == 24
+        and evidence.where is not None
+        and evidence.where == "dst[1000]: nan (0xffffffff) under 0xFF, 0.0 (0x00000000) under zero"
+    )
     assert evidence.digests["ff#1"] == evidence.digests["ff#2"] != evidence.digests["zero"]
 
 
@@ -169,5 +173,8 @@ def test_compare_reports_the_largest_finite_difference_and_the_first_place() -> 
     a = {"y": np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)}
     b = {"y": np.array([[1.0, 2.5], [3.0, 0.0]], np.float32)}
     max_diff, differing, where = compare(a, b, ("0xFF", "zero"))
-    assert (max_diff, differing) == (0.5, 2) and where == "y[0,1]: 2.0 (0x40000000) under 0xFF, 2.5 (0x40200000) under zero"
+    assert (max_diff, differing) == (
+        0.5,
+        2,
+    ) and where == "y[0,1]: 2.0 (0x40000000) under 0xFF, 2.5 (0x40200000) under zero"
     assert compare(a, {"y": a["y"].copy()}, ("a", "b")) == (None, 0, None)  # NaN payloads equal bit for bit
