@@ -186,7 +186,10 @@ def classify(ev: RunEvidence) -> Classification:
             f"the summary counts {summary.errors} errors but the XML held {records}: records were lost",
         )
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
-    failed_controls = [v for v in verdicts if not v.passed and not v.expectation.clean]
+    # The confirmer's planted cases are checked by the confirmer, and only in a run that confirms something.
+    failed_controls = [
+        v for v in verdicts if not v.passed and not v.expectation.clean and not is_confirm_control(v.id)
+    ]
     if failed_controls:
         return Classification(
             Outcome.SANITIZER_ERROR,
