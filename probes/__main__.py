@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes import registry
+from probes import allocator, registry
 from probes.base import ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import EXIT_BAD_PARAMS, EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, ProbeResult, Tool
 from probes.poison import PoisonPlan
@@ -41,6 +41,16 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 def _fail(out: Path, result: ProbeResult, code: int) -> int:
     out.write_text(json.dumps(result.model_dump(mode="json"), indent=1))
     return code
+
+
+def _allocator_context(recorder: Recorder) -> None:
+    """The allocator a torch probe set up, as it stands at the end (bytes cached, NVTX registrations)."""
+    state, torch = allocator.current(), sys.modules.get("torch")
+    if state is not None and torch is not None:
+        try:
+            recorder.result.context.update(allocator.final_context(state, torch))
+        except Exception as exc:  # never let this hide the probe's own outcome
+            recorder.result.context["allocator_context_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,17 +89,20 @@ def main(argv: list[str] | None = None) -> int:
 
             run_control_cases(tool, recorder)
     except ProbeRefused as exc:
+        _allocator_context(recorder)
         recorder.result.error = f"refused: {exc}"
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_BAD_PARAMS
     except ProbeUnavailable as exc:
+        _allocator_context(recorder)
         recorder.result.unavailable = str(exc)
         print(f"unavailable: {exc}", file=sys.stderr)
         recorder.write(args.out)
         return EXIT_UNAVAILABLE
     except Exception:
         recorder.result.error = traceback.format_exc(limit=20)
+        _allocator_context(recorder)
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_ERROR
@@ -97,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         from probes.gpu import cuda_devices
 
         recorder.result.context["cuda_devices"] = cuda_devices()
+    _allocator_context(recorder)
     recorder.result.complete = True  # the completion sentinel: set only after every case ran
     recorder.write(args.out)
     return EXIT_OK

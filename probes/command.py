@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probes.allocator import ENV, NO_CACHING, Allocator
 from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import Tool
 
@@ -40,6 +41,11 @@ class CommandParams(BaseModel):
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
     expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
+    allocator: Allocator | None = Field(
+        None,
+        description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
+        "caching-nvtx also loads the pytest plugin probes.allocator_plugin (PYTEST_PLUGINS)",
+    )
 
 
 def scrubbed_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -49,6 +55,21 @@ def scrubbed_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
         if (SECRET_NAME.search(k) and not k.startswith(PASS_THROUGH)) or URL_WITH_PASSWORD.search(v)
     )
     return {k: v for k, v in env.items() if k not in dropped}, dropped
+
+
+def allocator_env(allocator: Allocator, env: dict[str, str]) -> dict[str, str]:
+    """Variables that give a command's torch `allocator` (the pytest plugin does the NVTX part)."""
+    out: dict[str, str] = {ENV: allocator}
+    if "CUPROBE_EXTENSION_DIR" in os.environ:  # scrubbed with the other CUPROBE_ names; the plugin needs it
+        out["CUPROBE_EXTENSION_DIR"] = os.environ["CUPROBE_EXTENSION_DIR"]
+    if allocator == "no-caching":
+        out[NO_CACHING] = "1"
+    else:
+        env.pop(NO_CACHING, None)
+    if allocator == "caching-nvtx":
+        plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
+        out["PYTEST_PLUGINS"] = ",".join([*plugins, "probes.allocator_plugin"])
+    return out
 
 
 def allowed(executable: str, allowlist: str) -> bool:
@@ -81,6 +102,8 @@ class Command(Probe):
         if not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
             raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}")
         env, dropped = scrubbed_env(dict(os.environ))
+        if params.allocator is not None:
+            env.update(allocator_env(params.allocator, env))
         case = recorder.case(
             "command", self.expectation(params, tool), argv=params.argv, executable=executable
         )

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from probes.allocator import FIELD_DESCRIPTION, Allocator
 from probes.base import Probe, Recorder
 from probes.contract import Tool
 
@@ -22,11 +23,8 @@ class NarrowLinearParams(BaseModel):
     out_features: list[int] = Field(default_factory=lambda: list(DEFAULT_OUT), min_length=1, max_length=256)
     dtypes: list[DType] = Field(default_factory=lambda: list(DTYPES), min_length=1)
     bias: bool = Field(False, description="with a bias, addmm first copies it into the output (a tracked write)")
-    allocator: Literal["uncached", "caching"] = Field(
-        "uncached",
-        description="torch's CUDA caching allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING=1) or on; a cached block "
-        "written by an earlier case looks initialized to initcheck",
-    )
+    # Caching on: a cached block written by an earlier case looks initialized to initcheck.
+    allocator: Allocator | None = Field(None, description=FIELD_DESCRIPTION)
     seed: int = Field(0, ge=0)
 
     @field_validator("out_features")
@@ -51,9 +49,8 @@ class NarrowLinear(Probe):
         from probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
 
         assert isinstance(params, NarrowLinearParams)
-        torch = import_torch("cuda", tool, recorder, caching=params.allocator == "caching")
+        torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False
-        recorder.result.context["allocator_requested"] = params.allocator
         gen = torch.Generator().manual_seed(params.seed)
         keep = []  # every tensor lives to the end, so no address is reused by a later case (attribution)
         for dtype_name in params.dtypes:

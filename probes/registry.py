@@ -11,6 +11,7 @@ ENTRY_POINT_GROUP = "cuprobe.probes"
 BUILTIN: dict[str, str] = {
     "uninit-read": "probes.uninit_read:UninitRead",
     "planted": "probes.planted:Planted",
+    "planted-torch": "probes.planted_torch:PlantedTorch",
     "selftest": "probes.selftest:Selftest",
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
     "narrow-linear": "probes.narrow_linear:NarrowLinear",

@@ -1,43 +1,37 @@
-"""Importing torch inside a probe: uncached CUDA allocations under a sanitizer, `unavailable` when missing."""
+"""Importing torch inside a probe: its CUDA allocator set up as asked (probes.allocator), `unavailable` when missing."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
+from probes.allocator import Allocator, activate, prepare
 from probes.base import ProbeUnavailable, Recorder
 from probes.contract import CaseResult, Tool
 
-NO_CACHING = "PYTORCH_NO_CUDA_MEMORY_CACHING"
 
-
-def import_torch(device: str, tool: Tool, recorder: Recorder, caching: bool = False) -> Any:
-    """torch, ready for `device`; under a sanitizer the caching allocator is off (it hides defects) unless the
-    probe asks for it (`caching`); in a poisoned run every fresh CUDA block is filled with the poison byte."""
-    if device == "cuda" and caching:
-        os.environ.pop(NO_CACHING, None)  # read when torch first allocates on CUDA, so changed before importing
-    elif device == "cuda" and tool is not Tool.NONE and NO_CACHING not in os.environ:
-        os.environ[NO_CACHING] = "1"
-        recorder.result.context["no_caching_set_by_probe"] = True
+def import_torch(device: str, tool: Tool, recorder: Recorder, allocator: Allocator | None = None) -> Any:
+    """torch, ready for `device`; on CUDA its allocator is `allocator` (default: no-caching under a sanitizer), or,
+    in the confirmer's poisoned runs, one that fills every fresh block with the poison byte."""
+    state = prepare(allocator, tool) if device == "cuda" else None  # before torch's first CUDA allocation
     try:
         import torch
     except ImportError as exc:
         raise ProbeUnavailable(
             "torch is not installed: install the torch extra (pip install 'cuprobe[torch]')"
         ) from exc
-    recorder.result.context[NO_CACHING] = os.environ.get(NO_CACHING)
     recorder.result.context["torch"] = torch.__version__
+    if state is not None:
+        recorder.result.context.update(state.context())
     if device == "cuda" and not torch.cuda.is_available():
         raise ProbeUnavailable(
             f"torch {torch.__version__} sees no CUDA device: run this case on a GPU worker (queue gpu.smXX)"
         )
-    if device == "cuda":
-        poisoned = recorder.poison.plan.fill is not None
-        if poisoned and "cuda_allocator" not in recorder.result.context:
+    if state is not None and recorder.poison.active:
+        if "poisoning_allocator" not in recorder.result.context:
             _install_poisoning_allocator(torch, recorder)
-        elif not poisoned:
-            recorder.result.context["cuda_allocator"] = "uncached" if os.environ.get(NO_CACHING) else "caching"
+    elif state is not None:
+        recorder.result.context.update(activate(state, torch).context())
     return torch
 
 
@@ -58,7 +52,7 @@ def _install_poisoning_allocator(torch: Any, recorder: Recorder) -> None:
     ctypes.CDLL(str(path)).cuprobe_set_poison(recorder.poison.plan.fill)
     allocator = torch.cuda.memory.CUDAPluggableAllocator(str(path), MALLOC, FREE)
     torch.cuda.memory.change_current_allocator(allocator)
-    recorder.result.context["cuda_allocator"] = f"poisoning ({path.name}, fill 0x{recorder.poison.plan.fill:02X})"
+    recorder.result.context["poisoning_allocator"] = f"{path.name}, fill 0x{recorder.poison.plan.fill:02X}"
 
 
 def tensor_bytes(tensor: Any) -> Callable[[], Any]:
@@ -86,6 +80,8 @@ def tensor_values(tensor: Any) -> Callable[[], Any]:
         return t.cpu().numpy()
 
     return read
+
+
 
 
 def record_tensors(recorder: Recorder, case: CaseResult, **tensors: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.models import Backtrace
@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     default_gpu_arch: str = "sm90"
     # Worker processes of the CPU worker (0: one per core).
     cpu_concurrency: int = 0
+    # Sanitizer processes one GPU worker runs at once (its concurrency); 0 = from cores per GPU and free GPU
+    # memory (service/worker/gpu_slots.py). `cuprobe doctor` and the worker's start-up line say which.
+    gpu_slots: int = Field(default=0, ge=0, le=64)
 
     # --- sweeps (service/sweep) ---
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a

@@ -192,12 +192,20 @@ def worker(
     ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
-    from service.worker.commands import discover_gpus, run_workers, worker_commands
+    from service.worker.commands import discover_gpus, run_workers, slots_for, worker_commands
 
+    settings = Settings()
     devices = discover_gpus() if gpus else []
     commands = worker_commands(
-        devices, cpu_concurrency=cpu_concurrency or Settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
+        devices,
+        cpu_concurrency=cpu_concurrency or settings.cpu_concurrency,
+        loglevel=loglevel,
+        cpu=cpu,
+        gpu_slots=settings.gpu_slots,
     )
+    for device in devices:
+        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
         raise typer.Exit(3)

@@ -27,6 +27,7 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import read_summary
+from service.worker.commands import discover_gpus, slots_for
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -204,6 +205,10 @@ def doctor() -> None:
         f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
     )
     ready &= gpu is not None
+    devices = discover_gpus()
+    for device in devices:
+        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()
         version = sanitizer_version(path) if here else None

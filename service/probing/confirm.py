@@ -72,7 +72,11 @@ def _bare_run(
     cmd += ["--poison", mode, "--watch", json.dumps(watch, sort_keys=True), "--confirm-control"]
     limit = request.timeout_s or settings.timeout_s
     done = supervise(
-        cmd, timeout_s=limit, max_output_bytes=settings.max_output_bytes, env=probe_env(Tool.NONE), cwd=PROJECT_ROOT
+        cmd,
+        timeout_s=limit,
+        max_output_bytes=settings.max_output_bytes,
+        env=probe_env(Tool.NONE, settings),
+        cwd=PROJECT_ROOT,
     )
     (out.parent / "stdout.txt").write_text(done.stdout.text())
     (out.parent / "stderr.txt").write_text(done.stderr.text())

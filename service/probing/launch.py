@@ -8,11 +8,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes.contract import ProbeResult, Tool
+from service.config import Settings
 from service.probing.environment import PROJECT_ROOT
 
+EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
 
-def probe_env(tool: Tool) -> dict[str, str]:
+
+def probe_env(tool: Tool, settings: Settings | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    env.setdefault(EXTENSION_DIR_ENV, str(((settings or Settings()).data_dir / "extensions").resolve()))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value

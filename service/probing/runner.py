@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes import registry
+from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.models import Backtrace, Finding, Outcome, ProbeRequest, RunResult
@@ -47,6 +48,8 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
+    if "allocator" in params and params["allocator"] is None:
+        params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
     return tool, params
 
 
@@ -120,13 +123,14 @@ def run_probe(
             kernel_filter=request.kernel_filter,
             suppressions=Path(request.suppressions) if request.suppressions else None,
             extra=extra,
+            nvtx=needs_nvtx(params),
         )
     )
     done = supervise(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_env(tool),
+        env=probe_env(tool, settings),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,

@@ -42,8 +42,12 @@ def sanitizer_command(
     kernel_filter: Sequence[str] = (),
     suppressions: Path | None = None,
     extra: Sequence[str] = (),
+    nvtx: bool = False,
 ) -> list[str]:
-    """compute-sanitizer --tool T --print-limit 0 --xml --save X --error-exitcode N [filters] -- target."""
+    """compute-sanitizer --tool T --print-limit 0 --xml --save X --error-exitcode N [filters] -- target.
+
+    nvtx: `--nvtx yes`, so the tool honours NVTX memory registrations (torch's allocator under caching-nvtx).
+    """
     if tool is Tool.NONE:
         raise ValueError("a bare run (tool none) has no sanitizer command")
     cmd = [
@@ -62,5 +66,7 @@ def sanitizer_command(
         cmd += ["--kernel-name", f"kns={name}"]
     if suppressions is not None:
         cmd += ["--suppressions", str(suppressions)]
+    if nvtx:
+        cmd += ["--nvtx", "yes"]
     cmd += [*TOOL_OPTIONS.get(tool, ()), *extra, "--", *target]
     return cmd

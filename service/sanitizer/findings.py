@@ -65,7 +65,7 @@ def user_location(rec: RawRecord) -> Location:
     """The innermost frame in user code: `where`, unless it is a CUDA header and a device frame is not."""
     if not is_cuda_header(rec.where.path):
         return rec.where
-    for frame in rec.device_stack:
+    for frame in rec.device_frames():
         if frame.path and not is_cuda_header(frame.path):
             return frame
     return rec.where
@@ -76,7 +76,7 @@ def is_library(rec: RawRecord, loc: Location) -> bool:
     frame that launched it when there is a host backtrace, else by the kernel's name (device-only backtraces)."""
     if loc.path and not is_cuda_header(loc.path):
         return False
-    kernels = [rec.where.func, loc.func, *(frame.func for frame in rec.device_stack)]
+    kernels = [rec.where.func, loc.func, *(frame.func for frame in rec.device_frames())]
     if any(name and _LIBRARY_KERNEL.search(name) for name in kernels):
         return True
     launcher = next(
@@ -135,6 +135,7 @@ class _Group:
     """A finding being built; counts live here (not on the pydantic model) because they change per record."""
 
     finding: Finding
+    fallout_kind: bool = False  # its first record is an API or sanitizer error: fallout if a precise error came first
     count: int = 0
     hazards: int | None = None
     threads: dict[str, list[int]] = field(default_factory=dict)
@@ -167,7 +168,9 @@ class FindingGrouper:
         filtered: bool = False,
     ) -> None:
         self.roots = list(roots)
-        self.index = AllocationIndex(allocations)
+        self.allocations = list(allocations)
+        self.index = AllocationIndex(self.allocations)
+        self._signatures: dict[tuple[object, ...], str] = {}
         self.single_case = single_case
         self.sanitizer_version = sanitizer_version
         self.filtered = filtered
@@ -176,11 +179,21 @@ class FindingGrouper:
         # The case of the latest record: when parsing stops at the record cap, counts from here on are partial.
         self.last_case: str | None = None
 
+    def _signature(self, rec: RawRecord) -> str:
+        """signature_of, remembered for records that differ only in what it leaves out (threads, addresses)."""
+        if rec.kind in ("leak", "api-error") or is_cuda_header(rec.where.path):
+            return signature_of(rec, self.roots)  # these read the host or device stack
+        key = (rec.tool, rec.kind, rec.where, rec.peers, rec.space, rec.access, rec.size, rec.detail)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self._signatures[key] = signature_of(rec, self.roots)
+        return signature
+
     def _place(self, rec: RawRecord) -> tuple[str, str | None, tuple[str, int] | None]:
         """(signature, case, (buffer, offset) or None) of one record."""
         found = self.index.locate(rec.address)
         case = found[0] if found else self.single_case
-        return signature_of(rec, self.roots), case, (found[1].name, found[2]) if found else None
+        return self._signature(rec), case, (found[1].name, found[2]) if found else None
 
     def add(self, rec: RawRecord) -> None:
         signature, case, where = self._place(rec)
@@ -216,6 +229,12 @@ class FindingGrouper:
         """The memory each (signature, case) read, over every record parsed (kept or past the cap)."""
         return {key: group.flagged for key, group in self.groups.items() if group.flagged.records}
 
+    def absorb_flagged(self, later: FindingGrouper) -> None:
+        """Fold in only the flagged memory of later records past the cap, for findings already kept."""
+        for key, theirs in later.groups.items():
+            if key in self.groups:
+                self.groups[key].flagged.absorb(theirs.flagged)
+
     def _new_group(self, rec: RawRecord, signature: str, case: str | None) -> _Group:
         loc = user_location(rec)
         fallout = self._context_dead and rec.xml_kind in ("Api", "Sanitizer")
@@ -233,7 +252,7 @@ class FindingGrouper:
             size=rec.size,
             host_frames=[_frame(f, m) for f, m in rec.host_frames()[:MAX_FRAMES]],
             device_frames=[
-                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_stack
+                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_frames()
             ][:MAX_FRAMES],
             case=case,
             library=is_library(rec, loc),
@@ -241,7 +260,30 @@ class FindingGrouper:
             filtered=self.filtered and rec.tool is Tool.INITCHECK,
             sanitizer_version=self.sanitizer_version,
         )
-        return _Group(finding)
+        return _Group(finding, fallout_kind=rec.xml_kind in ("Api", "Sanitizer"))
+
+    def absorb(self, later: FindingGrouper) -> None:
+        """Fold in the groups of the records that come right after this grouper's (the next piece of one file)."""
+        for key, theirs in later.groups.items():
+            mine = self.groups.get(key)
+            if mine is None:
+                if self._context_dead and theirs.fallout_kind and not theirs.finding.fallout:
+                    theirs.finding = theirs.finding.model_copy(update={"fallout": True})
+                self.groups[key] = theirs
+                continue
+            mine.count += theirs.count
+            if theirs.hazards is not None:
+                mine.hazards = (mine.hazards or 0) + theirs.hazards
+            for mine_ranges, their_ranges in ((mine.threads, theirs.threads), (mine.blocks, theirs.blocks)):
+                for axis, (low, high) in their_ranges.items():
+                    ours = mine_ranges.setdefault(axis, [low, high])
+                    ours[0], ours[1] = min(ours[0], low), max(ours[1], high)
+            for address in theirs.addresses:
+                if len(mine.addresses) < MAX_ADDRESSES and address not in mine.addresses:
+                    mine.addresses.append(address)
+            mine.flagged.absorb(theirs.flagged)
+        self._context_dead = self._context_dead or later._context_dead
+        self.last_case = later.last_case or self.last_case
 
     def findings(self) -> list[Finding]:
         out = []

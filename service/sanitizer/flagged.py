@@ -44,6 +44,14 @@ class FlaggedMemory:
         else:
             spans.append((offset, offset + size))
 
+    def absorb(self, later: FlaggedMemory) -> None:
+        """Fold in the memory flagged by later records (another piece of the same file)."""
+        self.records += later.records
+        self.unmapped += later.unmapped
+        self.access_size = max(self.access_size, later.access_size)
+        for name, spans in later.ranges.items():
+            self.ranges.setdefault(name, []).extend(spans)
+
     def merged(self) -> dict[str, list[Range]]:
         return {name: merge_ranges(spans) for name, spans in self.ranges.items()}
 

@@ -27,6 +27,7 @@ TOOL_OF_KIND: dict[str, Tool] = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def slug(text: str) -> str:
     return _SLUG.sub("-", text.lower()).strip("-")
 
@@ -67,6 +68,13 @@ class RawRecord:
         if not self.host_stack and self.source is not None:
             self.host_stack = _host_stack(self.source)
         return self.host_stack
+
+    def device_frames(self) -> list[Location]:
+        """The device stack — read from the element on first use: only a finding's first record needs it."""
+        if not self.device_stack and self.source is not None:
+            stacks = [child for child in self.source if child.tag == "deviceStack"]
+            self.device_stack = [_location(f) for f in stacks[-1]] if stacks else []
+        return self.device_stack
 
 
 def _text(elem: Any, path: str) -> str | None:
@@ -123,10 +131,9 @@ def record_from_element(elem: Any) -> RawRecord:
     """Build a RawRecord from a parsed <record> element (lxml or ElementTree)."""
     parts = {child.tag: child for child in elem}
     what = _leaves(parts.get("what"))
-    who = parts.get("who")
+    who = {child.tag: child for child in reversed(parts["who"])} if "who" in parts else None  # first wins, as find()
     xml_kind = (parts["kind"].text or "Unknown").strip() if "kind" in parts else "Unknown"
     level = parts.get("level")
-    device = parts.get("deviceStack")
     rec = RawRecord(
         xml_kind=xml_kind,
         tool=TOOL_OF_KIND.get(xml_kind, Tool.NONE),
@@ -134,9 +141,8 @@ def record_from_element(elem: Any) -> RawRecord:
         text=what.get("text", ""),
         level=(level.text or "").strip() if level is not None else None,
         where=_location(parts.get("where")),
-        device_stack=[_location(f) for f in device] if device is not None else [],
-        thread=_dim3_of(who.find("threadIdx")) if who is not None else None,
-        block=_dim3_of(who.find("blockIdx")) if who is not None else None,
+        thread=_dim3_of(who.get("threadIdx")) if who is not None else None,
+        block=_dim3_of(who.get("blockIdx")) if who is not None else None,
         address=what.get("address"),
         size=_int(what.get("size")),
         source=elem,

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from probes import registry
 from service.config import Settings
 from service.db.store import ClaimVerdict, Store, worker_identity
 from service.models import Outcome, RunResult, Tool
 from service.probing import runner
 from service.queue.submit import JobSpec
+from service.worker.gpu_slots import gpu_held
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +59,15 @@ def execute_job(
     cancel = threading.Event()
     box: dict[str, RunResult | BaseException] = {}
 
+    exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
+
     def target() -> None:
         try:
-            box["result"] = runner.run_probe(
-                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
-            )
+            with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
+                box["result"] = runner.run_probe(
+                    spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
+                )
         except BaseException as exc:  # reported as the job's result below
             box["error"] = exc
 

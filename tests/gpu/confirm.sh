@@ -52,7 +52,7 @@ PY
 step uninit_read 60 uninit-read --tool initcheck
 step narrow_unguarded 90 narrow-matmul --tool initcheck -p 'variants=["unguarded","guarded"]'
 step bf16_matmul 200 bf16-matmul --tool initcheck
-step a3_uncached 90 narrow-linear --tool initcheck -p allocator=uncached
+step a3_uncached 90 narrow-linear --tool initcheck -p allocator=no-caching
 step a3_caching 90 narrow-linear --tool initcheck -p allocator=caching
 step planted_memcheck 40 planted --tool memcheck
 step planted_racecheck 60 planted --tool racecheck
