@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from probes import registry
 from probes.allocator import default_allocator, needs_nvtx
-from probes.contract import Allocation, ProbeResult, Tool
+from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings
 from service.models import Backtrace, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.confirm import confirm_findings, confirming, control_options
@@ -144,7 +144,8 @@ def run_probe(
     parsed = None
     if sanitizer is not None:
         allocations = allocations_of(probe) if probe else []
-        single = probe.cases[0].id if probe and len(probe.cases) == 1 else None
+        own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
+        single = own[0].id if len(own) == 1 else None  # the confirmer's planted cases map by address
         parsed = (
             parse_xml(
                 xml,
