@@ -14,7 +14,7 @@ import service.sanitizer.pool as pool
 from bench.previous_parser.parse import parse_xml as previous
 from probes.contract import ProbeResult
 from service.probing.runner import allocations_of
-from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.parse import parse_xml
 from service.sanitizer.xmlstream import check_prolog
 from tests.conftest import BOX_ROOT, CAPTURES, xml_of
 
