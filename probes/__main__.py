@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     recorder = Recorder(probe.name, tool, params, plan)
+    recorder.artifacts_dir = args.out.resolve().parent
     no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"
     recorder.result.context[no_caching] = os.environ.get(no_caching)
     try:

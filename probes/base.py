@@ -29,6 +29,8 @@ class Recorder:
         self.result = ProbeResult(probe=probe, tool=tool, params=params.model_dump(mode="json"))
         # The confirmer's bare re-runs: fresh allocations poisoned, results and watched buffers kept.
         self.poison = PoisonLog(poison)
+        # Where a probe may leave extra artifacts (plots) beside result.json; None when it has nowhere to.
+        self.artifacts_dir: Path | None = None
 
     def case(self, case_id: str, expectation: Expectation, **params: Any) -> CaseResult:
         case = CaseResult(id=case_id, params=params, expectation=expectation)

@@ -14,9 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from probes.allocator import ENV, NO_CACHING, Allocator
 from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
-from probes.contract import Tool
+from probes.contract import Expectation, Tool
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
+# Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
+TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+# Variables a service job's `env` may not set: the loader's and cuprobe's own.
+REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
 ALLOWLIST_ENV = (
     "CUPROBE_COMMAND_ALLOWLIST"  # path globs (fnmatch over the resolved path), os.pathsep-separated
 )
@@ -41,6 +45,13 @@ class CommandParams(BaseModel):
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
     expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
+    env: dict[str, str] = Field(default_factory=dict, description="variables added to the command's environment")
+    case: str = Field(
+        "command", min_length=1, max_length=1000, description="the case findings are attributed to (a test's id)"
+    )
+    expect: str | None = Field(
+        None, description="a known defect: the finding kind the tool must report (a positive control)"
+    )
     allocator: Allocator | None = Field(
         None,
         description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
@@ -77,8 +88,10 @@ def allowed(executable: str, allowlist: str) -> bool:
     return any(fnmatch.fnmatchcase(executable, glob) for glob in allowlist.split(os.pathsep) if glob)
 
 
-def resolve(program: str) -> str:
-    """The executable's real absolute path, as the allowlist sees it."""
+def resolve(program: str, cwd: str | None = None) -> str:
+    """The executable's real absolute path, as the allowlist sees it (a relative path is taken from `cwd`)."""
+    if os.sep in program and not os.path.isabs(program) and cwd:
+        program = os.path.join(cwd, program)
     found = shutil.which(program)
     if found is None:
         raise ProbeRefused(f"argv[0]: {program!r} is not an executable file found on PATH")
@@ -91,21 +104,32 @@ class Command(Probe):
     Params = CommandParams
     tools = (Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
 
+    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
+        assert isinstance(params, CommandParams)
+        if params.expect and tool is not Tool.NONE:
+            return Expectation.positive_control(tool, params.expect)
+        return Expectation()
+
     def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
         assert isinstance(params, CommandParams)
-        if os.environ.get(ENABLED_ENV) != "1":
+        trusted = os.environ.get(TRUSTED_ENV) == "1"
+        if os.environ.get(ENABLED_ENV) != "1" and not trusted:
             raise ProbeUnavailable(
                 f"the command probe is off on this worker: the operator enables it with "
                 f"{ENABLED_ENV}=1 and an allowlist of path globs in {ALLOWLIST_ENV}"
             )
-        executable = resolve(params.argv[0])
-        if not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
+        executable = resolve(params.argv[0], params.cwd)
+        if not trusted and not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
             raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}")
-        env, dropped = scrubbed_env(dict(os.environ))
+        if not trusted and (refused := sorted(k for k in params.env if REFUSED_ENV.match(k))):
+            raise ProbeRefused(f"env: a service job may not set {', '.join(refused)}")
+        base = {k: v for k, v in os.environ.items() if k not in (TRUSTED_ENV, ENABLED_ENV)}
+        env, dropped = (base, []) if trusted else scrubbed_env(base)
         if params.allocator is not None:
             env.update(allocator_env(params.allocator, env))
+        env.update(params.env)
         case = recorder.case(
-            "command", self.expectation(params, tool), argv=params.argv, executable=executable
+            params.case, self.expectation(params, tool), argv=params.argv, executable=executable
         )
         case.observations["env_dropped"] = dropped
         proc = subprocess.Popen(

@@ -20,6 +20,7 @@ BUILTIN: dict[str, str] = {
     "gradcheck": "probes.gradcheck:Gradcheck",
     "matmul-throughput": "probes.matmul_throughput:MatmulThroughput",
     "command": "probes.command:Command",
+    "replay": "probes.replay:Replay",
 }
 
 

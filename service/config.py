@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     max_output_bytes: int = 4 * 1024 * 1024
     # Where each run's artifacts (run.xml, stdout, stderr, result.json) are written.
     data_dir: Path = Path("cuprobe-data")
+    # Suppression files a service job may name (by file name only); local runs take paths in the repository.
+    suppressions_dir: Path | None = None
     # Extra source roots that finding paths are made relative to (the project root and cwd always are).
     source_roots: list[str] = []
     # Python that runs probes (the worker's own by default).
@@ -87,6 +89,8 @@ class Settings(BaseSettings):
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
     command_probe_enabled: bool = False
+    # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
+    replay_probe_enabled: bool = False
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
     artifact_retention_days: float = 30.0

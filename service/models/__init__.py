@@ -8,10 +8,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from probes.contract import CaseResult, Expectation, Tool
+from service.models.options import SanitizerOptions
 
 SCHEMA_VERSION = 1
 # compute-sanitizer --show-backtrace values.
 Backtrace = Literal["yes", "host", "device", "no"]
+# How the sanitizer ranks a record; what fails a run's exit code or a gate is chosen per run or suite entry.
+Severity = Literal["error", "warning"]
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -26,7 +29,11 @@ __all__ = [
     "ProbeRequest",
     "RangeSurvival",
     "RunResult",
+    "SanitizerOptions",
+    "Severity",
     "Tool",
+    "exit_code_for",
+    "failing",
 ]
 
 
@@ -119,6 +126,7 @@ class ProbeRequest(BaseModel):
         description="re-run the cases of initcheck findings bare with poisoned memory and say whether each read "
         "matters (default: the server's setting, on)",
     )
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
 
 
 class Finding(BaseModel):
@@ -137,6 +145,7 @@ class Finding(BaseModel):
     size: int | None = None
     count: int = 0
     hazards: int | None = None
+    severity: Severity = Field("error", description="error or warning, as the sanitizer ranks the record")
     threads: dict[str, list[int]] = Field(default_factory=dict, description="axis -> [min, max] thread index")
     blocks: dict[str, list[int]] = Field(default_factory=dict, description="axis -> [min, max] block index")
     addresses: list[str] = Field(default_factory=list, description="a few example addresses")
@@ -200,8 +209,8 @@ class RunResult(BaseModel):
     truncated_at_case: str | None = Field(
         None, description="when truncated: the case of the last record kept; its count and later cases' are partial"
     )
-    suppressed: int = 0
     filtered: bool = False
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="the sanitizer options set")
     sanitizer_version: str | None = None
     environment: Environment = Field(default_factory=Environment)
     findings: list[Finding] = Field(default_factory=list)
@@ -247,6 +256,19 @@ _CONFIRMATION_RANK = {
 def strongest_confirmation(findings: list[Finding]) -> Finding:
     """The finding whose confirmation decides for a group: consequential, then unconfirmed or none, then the rest."""
     return min(findings, key=lambda f: _CONFIRMATION_RANK[f.confirmation])
+def failing(findings: list[Finding], fail_on: Severity = "error") -> list[Finding]:
+    """The findings that fail at `fail_on`: errors only, or errors and warnings (fallout never counts, nor reads the
+    confirmer showed benign or a blind spot of the tool)."""
+    return [
+        f for f in findings if not f.fallout and f.fails_alone and (fail_on == "warning" or f.severity == "error")
+    ]
+
+
+def exit_code_for(result: RunResult, fail_on: Severity = "error") -> int:
+    """The exit code of `cuprobe run/exec`: like the outcome's, but warnings-only findings pass at fail-on error."""
+    if result.outcome is Outcome.FINDINGS and not failing(result.findings, fail_on):
+        return 0
+    return result.outcome.exit_code
 
 
 def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from probes import registry
 from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings
-from service.models import Backtrace, Finding, Outcome, ProbeRequest, RunResult
+from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import probe_env, read_probe_result
@@ -21,12 +22,14 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
+from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
 from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
+SUPPRESSIONS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 
 
 class BadRequest(ValueError):
@@ -48,9 +51,33 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
+    try:
+        check_options(request.options, tool)
+    except OptionRefused as exc:
+        raise BadRequest(str(exc)) from exc
+    if request.options.target_processes == "application-only" and probe.name == "command":
+        raise BadRequest(
+            "--target-processes application-only would check only the command probe's own Python process, "
+            "never the command it starts: leave target_processes unset for command and test entries"
+        )
     if "allocator" in params and params["allocator"] is None:
         params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
     return tool, params
+
+
+def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
+    """A local run takes a path (in the repository); a service job a bare name in the operator's directory."""
+    if trusted:
+        path = Path(value)
+    else:
+        if not SUPPRESSIONS_NAME.match(value):
+            raise BadRequest(f"suppressions: a service job names a file in the suppressions directory, not {value!r}")
+        if settings.suppressions_dir is None:
+            raise BadRequest("suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
+        path = settings.suppressions_dir / value
+    if not path.is_file():
+        raise BadRequest(f"suppressions: no such file {path}")
+    return path.resolve()
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -80,6 +107,11 @@ def _preflight(
             sanitizer = find_sanitizer(settings.sanitizer_path)
         except SanitizerMissing as exc:
             missing.append(str(exc))
+    if sanitizer is not None and request.options.flags():
+        try:
+            check_options(request.options, tool, installed_options(sanitizer))
+        except OptionRefused as exc:
+            missing.append(f"refused before the run: {exc}")
     if missing:
         return None, _unavailable(request, tool, params, "; ".join(missing))
     return sanitizer, None
@@ -91,10 +123,19 @@ def run_probe(
     workdir: Path,
     settings: Settings | None = None,
     cancel_event: threading.Event | None = None,
+    trusted: bool = False,
 ) -> RunResult:
-    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`."""
+    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
+
+    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted and
+    suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names."""
     settings = settings or Settings()
     tool, params = resolve(request)
+    suppressions = (
+        suppressions_file(request.options.suppressions, trusted=trusted, settings=settings)
+        if request.options.suppressions and tool is not Tool.NONE
+        else None
+    )
     sanitizer, refusal = _preflight(request, tool, params, settings)
     if refusal is not None:
         return refusal
@@ -110,7 +151,7 @@ def run_probe(
         extra += ["--show-backtrace", backtrace]
     if confirm:
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
-        extra += control_options(version, request.kernel_filter)
+        extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
     cmd = (
         target
         if sanitizer is None
@@ -120,8 +161,9 @@ def run_probe(
             target,
             xml=xml,
             error_exitcode=settings.error_exitcode,
+            options=request.options,
             kernel_filter=request.kernel_filter,
-            suppressions=Path(request.suppressions) if request.suppressions else None,
+            suppressions=suppressions or (Path(request.suppressions) if request.suppressions else None),
             extra=extra,
             nvtx=needs_nvtx(params),
         )
@@ -130,7 +172,7 @@ def run_probe(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_env(tool, settings),
+        env=probe_env(tool, settings, trusted),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
@@ -154,7 +196,7 @@ def run_probe(
                 allocations=allocations,
                 single_case=single,
                 sanitizer_version=version,
-                filtered=bool(request.kernel_filter),
+                filtered=bool(request.kernel_filter or request.options.kernel_name),
                 max_records=settings.max_records,
                 max_bytes=settings.max_xml_bytes,
             )
@@ -180,7 +222,9 @@ def run_probe(
         )
     )
     outcome, message = verdict.outcome, verdict.message
-    findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
+    findings = keyed_by_options(
+        (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
+    )
     result = RunResult(
         probe=request.probe,
         tool=tool,
@@ -191,7 +235,8 @@ def run_probe(
         summary_count=summary.errors if summary else None,
         truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
         truncated_at_case=parsed.truncated_at_case if parsed else None,
-        filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK,
+        filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
+        options=request.options,
         sanitizer_version=version,
         environment=fingerprint(version, str(sanitizer) if sanitizer else None),
         findings=findings,
@@ -216,8 +261,17 @@ def default_backtrace(probe_name: str, tool: Tool, params: dict[str, object]) ->
     return "device" if probe.uses_torch(probe.Params.model_validate(params)) else None
 
 
+def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:
+    """Findings whose signatures carry the options they ran under (not the suppressions file): a baseline
+    entry recorded under other options does not match them."""
+    key = request.options.model_copy(update={"suppressions": None}).key()
+    if not key:
+        return findings
+    return [f.model_copy(update={"signature": bounded(f"{f.signature}|opts:{key}")}) for f in findings]
+
+
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:
-    """A probe's own violated expectations, as Findings (signature: tool|expectation-violation|probe|case)."""
+    """A probe's violated expectations (tool|expectation-violation|probe|case) and its own observed findings."""
     out = []
     for case in probe.cases if probe else []:
         for violation in case.violations:
@@ -229,6 +283,19 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
                     message=violation,
                     case=case.id,
                     count=1,
+                )
+            )
+        for seen in case.findings:
+            out.append(
+                Finding(
+                    signature=bounded(seen.signature),
+                    tool=tool,
+                    kind=seen.kind,
+                    message=seen.message,
+                    case=case.id,
+                    count=1,
+                    seen=seen.seen,
+                    evidence=Evidence(seen.evidence),
                 )
             )
     return out

@@ -102,6 +102,7 @@ def requests_of(processes: list[Process]) -> list[tuple[Process, ProbeRequest]]:
                 params=p.params,
                 timeout_s=p.timeout_s,
                 show_backtrace=SWEEP_BACKTRACE.get(p.tool),
+                options=p.options,
             ),
         )
         for p in processes

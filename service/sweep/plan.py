@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, expected_uninit_reads
+from service.models import SanitizerOptions
 from service.sweep.definition import Entry, SweepDefinition
 
 Point = dict[str, Any]
@@ -42,6 +43,7 @@ class Process:
     repeats: int = 1
     timeout_s: float | None = None
     extra_cases: list[str] = field(default_factory=list)
+    options: SanitizerOptions = field(default_factory=SanitizerOptions)
 
 
 class NarrowMatmulBatching:
@@ -102,7 +104,10 @@ def _singles(entry: Entry, tool: Tool, points: list[Point], reason: str, start: 
             label, params, probe_case = _generic_label(point), {**entry.params, **point}, None
         case = PlannedCase(f"{entry.name}/{tool}/{label}", entry.name, entry.probe, tool, point, probe_case)
         out.append(
-            Process(start + offset, entry.probe, tool, params, [case], False, reason, None, repeats, entry.timeout_s)
+            Process(
+                start + offset, entry.probe, tool, params, [case], False, reason, None, repeats, entry.timeout_s,
+                options=entry.options,
+            )
         )
     return out
 
@@ -172,6 +177,7 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
                 repeats,
                 entry.timeout_s,
                 [e for e in extra if e != control_label],
+                entry.options,
             )
         )
     return out

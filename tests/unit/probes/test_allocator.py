@@ -49,22 +49,25 @@ def test_every_torch_probe_refuses_a_bad_allocator(probe: str) -> None:
 def test_the_default_is_written_into_the_params_so_the_reproducing_command_says_it(probe: str) -> None:
     _, sanitized = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK))
     _, bare = resolve(ProbeRequest(probe=probe, tool=Tool.NONE))
-    _, asked = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK, params={"allocator": "caching-nvtx"}))
-    assert (sanitized["allocator"], bare["allocator"], asked["allocator"]) == ("no-caching", "caching", "caching-nvtx")
+    _, asked = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK, params={"allocator": "no-caching"}))
+    assert (sanitized["allocator"], bare["allocator"], asked["allocator"]) == ("caching-nvtx", "caching", "no-caching")
 
 
 def test_caching_nvtx_passes_nvtx_yes_and_the_allocator_reaches_the_reproducing_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_present: None, replay_settings: Settings
 ) -> None:
     replay(monkeypatch, RUNS / f"uninit-read-initcheck-{VERSIONS[1]}")
-    request = ProbeRequest(probe="planted-torch", tool=Tool.INITCHECK, params={"allocator": "caching-nvtx"})
-    command = run_probe(request, workdir=tmp_path / "a", settings=replay_settings).command
+    request = ProbeRequest(probe="planted-torch", tool=Tool.INITCHECK, params={"allocator": "no-caching"})
+    plain = run_probe(request, workdir=tmp_path / "a", settings=replay_settings).command
+    assert "--nvtx" not in plain
+    assert json.loads(plain[plain.index("--params") + 1])["allocator"] == "no-caching"
+    # the default under a sanitizer is caching-nvtx: --nvtx yes, and the params name it
+    command = run_probe(
+        request.model_copy(update={"params": {}}), workdir=tmp_path / "b", settings=replay_settings
+    ).command
     nvtx = command.index("--nvtx")
     assert command[nvtx + 1] == "yes" and nvtx < command.index("--")
     assert json.loads(command[command.index("--params") + 1])["allocator"] == "caching-nvtx"
-    plain = run_probe(request.model_copy(update={"params": {}}), workdir=tmp_path / "b", settings=replay_settings)
-    assert "--nvtx" not in plain.command
-    assert json.loads(plain.command[plain.command.index("--params") + 1])["allocator"] == "no-caching"
 
 
 def test_the_extension_does_not_build_against_cpu_torch_and_says_why(tmp_path: Path) -> None:
@@ -100,8 +103,10 @@ def test_a_probe_records_the_allocator_it_was_asked_for(run_probe: ProbeRun) -> 
     code, result, _ = run_probe("planted-torch", {"allocator": "caching"}, "memcheck", env={NO_CACHING: "1"})
     assert code == 69 and "CUDA device" in result["unavailable"]  # no GPU here: but the setting was made
     assert result["context"]["allocator"] == "caching" and result["context"][NO_CACHING] is None
-    code, result, _ = run_probe("planted-torch", {}, "memcheck")
+    code, result, _ = run_probe("planted-torch", {"allocator": "no-caching"}, "memcheck")
     assert result["context"]["allocator"] == "no-caching" and result["context"][NO_CACHING] == "1"
+    code, result, _ = run_probe("planted-torch", {}, "memcheck")  # the default under a sanitizer
+    assert result["context"]["allocator"] == "caching-nvtx" and result["context"][NO_CACHING] is None
 
 
 def test_command_probe_hands_the_allocator_to_a_pytest_run() -> None:
