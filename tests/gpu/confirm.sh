@@ -8,7 +8,7 @@
 #   confirming run carries the confirmer's own planted control (its verdicts are in each STEP.json).
 set -uo pipefail
 OUT=${OUT:-build/gpu-confirm}
-HARD_S=${HARD_S:-400}
+HARD_S=${HARD_S:-420}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/confirm.log") 2>&1
 export PYTHONUNBUFFERED=1
@@ -51,13 +51,13 @@ PY
 
 step uninit_read 60 uninit-read --tool initcheck
 step narrow_unguarded 90 narrow-matmul --tool initcheck -p 'variants=["unguarded","guarded"]'
-step bf16_matmul 200 bf16-matmul --tool initcheck
+step bf16_matmul 240 bf16-matmul --tool initcheck
 step a3_uncached 90 narrow-linear --tool initcheck -p allocator=no-caching
 step a3_caching 90 narrow-linear --tool initcheck -p allocator=caching
 step planted_memcheck 40 planted --tool memcheck
 step planted_racecheck 60 planted --tool racecheck
 step planted_synccheck 40 planted --tool synccheck
-left=$((HARD_S - SECONDS + 150))
+left=$((HARD_S - SECONDS + 130))
 if ((left > 60)); then
   echo "== bench/confirm.py (narrow-matmul at its defaults, 39 cases; limit ${left}s)"
   timeout -k 10 "$left" python3 bench/confirm.py --out "$OUT/bench" 2>&1 | tee "$OUT/bench_confirm.txt"
