@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from probes import registry
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
+from service.db.artifacts import read_regular, write_artifact
 from service.models import Finding, Outcome, ProbeRequest, RunResult
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.sanitizer.classify import RunEvidence, classify
@@ -60,7 +61,7 @@ def _probe_env(tool: Tool) -> dict[str, str]:
 
 def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
     try:
-        return ProbeResult.model_validate_json(path.read_bytes()), None
+        return ProbeResult.model_validate_json(read_regular(path)), None
     except FileNotFoundError:
         return None, "the probe wrote no result.json"
     except (OSError, ValidationError, ValueError) as exc:
@@ -144,9 +145,10 @@ def run_probe(
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
-    (workdir / STDOUT_NAME).write_text(done.stdout.text())
-    (workdir / STDERR_NAME).write_text(done.stderr.text())
-    (workdir / EXIT_CODE_NAME).write_text(f"{done.returncode}\n")
+    # The probe could have planted symlinks under these names: replace them, never write through them.
+    write_artifact(workdir / STDOUT_NAME, done.stdout.text())
+    write_artifact(workdir / STDERR_NAME, done.stderr.text())
+    write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
     probe, unreadable = _read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
@@ -165,8 +167,8 @@ def run_probe(
                 max_records=settings.max_records,
                 max_bytes=settings.max_xml_bytes,
             )
-            if xml.exists()
-            else ParseResult(tool=tool)
+            if xml.exists() and not xml.is_symlink()
+            else ParseResult(tool=tool, error=_not_regular(xml))
         )
         if summary and summary.not_printed:
             parsed.truncated = True
@@ -210,6 +212,13 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+
+
+def _not_regular(xml: Path) -> str | None:
+    """Why `xml` is not read: a symlink in its place (something in the run planted it), or nothing."""
+    if xml.is_symlink():
+        return f"{xml.name} is a symlink, not the file the sanitizer wrote: not followed"
+    return None
 
 
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:
