@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import shutil
@@ -16,9 +15,8 @@ from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import Tool
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
-ALLOWLIST_ENV = (
-    "CUPROBE_COMMAND_ALLOWLIST"  # path globs (fnmatch over the resolved path), os.pathsep-separated
-)
+# Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
+ALLOWLIST_ENV = "CUPROBE_COMMAND_ALLOWLIST"
 OUTPUT_TAIL = 64 * 1024
 # Names of variables that carry the service's credentials.
 SECRET_NAME = re.compile(
@@ -51,9 +49,47 @@ def scrubbed_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     return {k: v for k, v in env.items() if k not in dropped}, dropped
 
 
+# Programs that run whatever their arguments say (shells, interpreters, launchers): allowlisting one allows
+# everything, so they run only when the allowlist names their exact path, never through a glob.
+INTERPRETER = re.compile(
+    r"^(env|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|busybox|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|"
+    r"node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish[0-9.]*|R|Rscript|julia|java|"
+    r"awk|gawk|mawk|nawk|xargs|nohup|timeout|nice|ionice|setsid|stdbuf|chroot|sudo|su|doas|strace|ltrace|"
+    r"gdb|valgrind|find|make|ssh|compute-sanitizer)$"
+)
+GLOB_CHARS = frozenset("*?[")
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """`glob` as a regex whose `*`, `?` and `[...]` match within one path segment (never across `/`)."""
+    out, i = [], 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end]
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            out.append(f"[{'^' if negate else ''}{body.replace(chr(92), chr(92) * 2).replace('/', '')}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
 def allowed(executable: str, allowlist: str) -> bool:
-    """Whether the resolved executable path matches one of the allowlist's globs."""
-    return any(fnmatch.fnmatchcase(executable, glob) for glob in allowlist.split(os.pathsep) if glob)
+    """Whether the resolved executable path matches an allowlist entry: exact for an interpreter-like program,
+    else a glob whose wildcards stay within one path segment."""
+    entries = [entry for entry in allowlist.split(os.pathsep) if entry]
+    if executable in entries:
+        return True
+    if INTERPRETER.match(Path(executable).name):
+        return False
+    return any(glob_regex(entry).match(executable) for entry in entries if GLOB_CHARS & set(entry))
 
 
 def resolve(program: str) -> str:
@@ -79,7 +115,10 @@ class Command(Probe):
             )
         executable = resolve(params.argv[0])
         if not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
-            raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}")
+            exact = " (an interpreter-like program: allowed only by its exact path)" if INTERPRETER.match(
+                Path(executable).name
+            ) else ""
+            raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}{exact}")
         env, dropped = scrubbed_env(dict(os.environ))
         case = recorder.case(
             "command", self.expectation(params, tool), argv=params.argv, executable=executable

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
     command_probe_enabled: bool = False
+    # Jobs name their suppressions file; only files in this directory can be named (none when unset).
+    suppressions_dir: Path | None = None
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
     artifact_retention_days: float = 30.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
+# A job names its suppressions file; the worker finds it in its suppressions directory (no path, no option).
+SUPPRESSIONS_NAME = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
 
 
 class BadRequest(ValueError):
@@ -47,6 +50,30 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
     return tool, params
+
+
+def named_suppressions(name: str, directory: Path | None) -> Path:
+    """The file `name` names in the suppressions directory (a job's request); BadRequest saying why not."""
+    if directory is None:
+        raise BadRequest("this server has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
+    if re.fullmatch(SUPPRESSIONS_NAME, name) is None:
+        raise BadRequest(f"{name!r} is not a suppressions file name (letters, digits and ._- only, never a path)")
+    path = directory / name
+    if path.is_symlink() or not path.is_file():
+        raise BadRequest(f"no suppressions file {name!r} in the server's suppressions directory")
+    return path.resolve()
+
+
+def _suppressions(request: ProbeRequest, named_in: Path | None, named: bool) -> Path | None:
+    """The suppressions file: by name in the server's directory for a job, a path for a local run."""
+    if request.suppressions is None:
+        return None
+    if named:
+        return named_suppressions(request.suppressions, named_in)
+    path = Path(request.suppressions).resolve()
+    if not path.is_file():
+        raise BadRequest(f"suppressions: no such file {path}")
+    return path
 
 
 def _probe_env(tool: Tool) -> dict[str, str]:
@@ -106,10 +133,15 @@ def run_probe(
     workdir: Path,
     settings: Settings | None = None,
     cancel_event: threading.Event | None = None,
+    named_suppressions: bool = False,
 ) -> RunResult:
-    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`."""
+    """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
+
+    `named_suppressions`: the request came over the queue, so its suppressions value is a name in the
+    settings' suppressions directory, never a path."""
     settings = settings or Settings()
     tool, params = resolve(request)
+    suppressions = _suppressions(request, settings.suppressions_dir, named_suppressions)
     sanitizer, refusal = _preflight(request, tool, params, settings)
     if refusal is not None:
         return refusal
@@ -129,7 +161,7 @@ def run_probe(
             xml=xml,
             error_exitcode=settings.error_exitcode,
             kernel_filter=request.kernel_filter,
-            suppressions=Path(request.suppressions) if request.suppressions else None,
+            suppressions=suppressions,
             extra=["--show-backtrace", backtrace]
             if (backtrace := request.show_backtrace or settings.show_backtrace)
             else (),

@@ -13,6 +13,7 @@ from probes import registry
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
+from service.probing.runner import SUPPRESSIONS_NAME, BadRequest, named_suppressions
 from service.queue.names import Lane, queue_for
 
 COMMAND_PROBE = "command"
@@ -29,6 +30,11 @@ class JobSpec(ProbeRequest):
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
     deadline_s: float | None = Field(
         default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker"
+    )
+    suppressions: str | None = Field(
+        default=None,
+        pattern=SUPPRESSIONS_NAME,
+        description="name of a suppressions file in the server's suppressions directory (never a path)",
     )
 
     def probe_request(self) -> ProbeRequest:
@@ -66,10 +72,29 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
         raise SubmissionError(f"params.{where}" if where else "params", error["msg"]) from exc
+    refuse_nul(spec.params, "params")
+    if spec.suppressions is not None:
+        try:
+            named_suppressions(spec.suppressions, settings.suppressions_dir)
+        except BadRequest as exc:
+            raise SubmissionError("suppressions", str(exc)) from exc
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise SubmissionError("timeout_s", f"this server's job limit is {limit:.0f} s")
     return spec.model_copy(update={"tool": tool, "params": params.model_dump(mode="json")})
+
+
+def refuse_nul(value: Any, where: str) -> None:
+    """SubmissionError naming the first string under `value` that holds a NUL byte (argv cannot carry one)."""
+    if isinstance(value, str) and "\x00" in value:
+        raise SubmissionError(where, "a NUL byte is not allowed")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            refuse_nul(str(key), where)
+            refuse_nul(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_nul(item, f"{where}.{index}")
 
 
 def create(spec: JobSpec, store: Store, settings: Settings) -> Job:

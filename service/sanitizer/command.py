@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.contract import Tool
+from service.models import kernel_name
 
 # Tool-specific options cuprobe always passes.
 TOOL_OPTIONS: dict[Tool, tuple[str, ...]] = {
@@ -59,8 +60,12 @@ def sanitizer_command(
         str(error_exitcode),
     ]
     for name in kernel_filter:
-        cmd += ["--kernel-name", f"kns={name}"]
+        cmd += ["--kernel-name", f"kns={kernel_name(name)}"]
     if suppressions is not None:
-        cmd += ["--suppressions", str(suppressions)]
+        # Absolute, so the value can never read as an option of its own (`--injection-path=...`).
+        cmd += ["--suppressions", str(suppressions.resolve())]
+    for part in (*cmd, *extra, *target):
+        if "\x00" in part:
+            raise ValueError(f"a NUL byte in the sanitizer command line: {part!r}")
     cmd += [*TOOL_OPTIONS.get(tool, ()), *extra, "--", *target]
     return cmd

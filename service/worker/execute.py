@@ -59,7 +59,11 @@ def execute_job(
     def target() -> None:
         try:
             box["result"] = runner.run_probe(
-                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
+                spec.probe_request(),
+                workdir=workdir,
+                settings=settings,
+                cancel_event=cancel,
+                named_suppressions=True,
             )
         except BaseException as exc:  # reported as the job's result below
             box["error"] = exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -108,6 +109,30 @@ def test_scrub_and_allowlist_rules() -> None:
     )
     assert dropped == ["BROKER_URL", "MY_PASSWORD"]
     assert set(env) == {"LD_PRELOAD", "NV_SANITIZER_SESSION", "HOME"}
-    assert allowed("/opt/tests/bin/run", f"/usr/bin/*{os.pathsep}/opt/tests/*")
+    assert allowed("/opt/tests/bin/run", f"/usr/bin/*{os.pathsep}/opt/tests/*/*")
     assert not allowed("/opt/other/run", "/opt/tests/*")
     assert not allowed("/opt/tests/run", "")
+
+
+def test_allowlist_globs_stay_within_one_path_segment() -> None:
+    assert allowed("/opt/tests/run", "/opt/tests/*")  # positive control
+    assert not allowed("/opt/tests/bin/run", "/opt/tests/*")
+    assert not allowed("/opt/tests/../../usr/bin/id", "/opt/tests/*")
+    assert allowed("/opt/tests/run-7", "/opt/tests/run-[0-9]")
+    assert not allowed("/opt/tests/run-x", "/opt/tests/run-[0-9]")
+
+
+@pytest.mark.parametrize("program", ["env", "sh", "bash", "python3", "python3.12", "perl", "node", "xargs"])
+def test_interpreters_run_only_when_listed_by_exact_path(program: str) -> None:
+    path = f"/usr/bin/{program}"
+    assert not allowed(path, "/usr/bin/*")
+    assert not allowed(path, "/usr/*/*")
+    assert allowed(path, f"/opt/x{os.pathsep}{path}")
+
+
+def test_an_allowlisted_glob_does_not_let_env_run_anything(run_probe: ProbeRun) -> None:
+    env_path = str(Path(shutil.which("env") or "/usr/bin/env").resolve())
+    code, result, _ = run_probe(
+        "command", {"argv": ["env", "id"]}, env=enabled(str(Path(env_path).parent) + "/*")
+    )
+    assert code == 2 and "exact path" in result["error"] and result["cases"] == []
