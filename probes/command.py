@@ -5,28 +5,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probes.allowed_env import allowlisted
 from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import Tool
+from probes.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
 ALLOWLIST_ENV = "CUPROBE_COMMAND_ALLOWLIST"
 OUTPUT_TAIL = 64 * 1024
-# Names of variables that carry the service's credentials.
-SECRET_NAME = re.compile(
-    r"^(CUPROBE_|AWS_|AZURE_|GOOGLE_|GCP_|CELERY_)|TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY|AUTH|"
-    r"SESSION|COOKIE|^(DATABASE|BROKER|REDIS|RESULT_BACKEND)_URL$",
-    re.IGNORECASE,
-)
-URL_WITH_PASSWORD = re.compile(r"://[^/\s:@]*:[^/\s@]+@")
-# The sanitizer follows children through these (injection library, preload): never dropped by name.
-PASS_THROUGH = ("NV_", "NVIDIA_", "CUDA_", "COMPUTE_SANITIZER", "LD_")
 
 
 class CommandParams(BaseModel):
@@ -34,19 +26,18 @@ class CommandParams(BaseModel):
 
     argv: list[str] = Field(min_length=1, description="the executable and its arguments")
     timeout_s: float = Field(
-        600, gt=0, le=24 * 3600, description="wall-clock limit; the process group is killed"
+        600, gt=0, le=24 * 3600, description="wall-clock limit; every process the command started is killed"
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
     expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
 
 
-def scrubbed_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """`env` without credentials (by name, or URLs holding a password); returns it and the names dropped."""
-    dropped = sorted(
-        k for k, v in env.items()
-        if (SECRET_NAME.search(k) and not k.startswith(PASS_THROUGH)) or URL_WITH_PASSWORD.search(v)
-    )
-    return {k: v for k, v in env.items() if k not in dropped}, dropped
+def child_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The command's environment: the probe's own allowlist (what CUDA, torch and Triton need) plus what
+    compute-sanitizer injected to follow it; no credentials, no cuprobe settings. Returns it and what was left out."""
+    kept, dropped = allowlisted(env, sanitizer_injected=True)
+    cuprobe = sorted(k for k in kept if k.startswith("CUPROBE_"))
+    return {k: v for k, v in kept.items() if k not in cuprobe}, sorted(dropped + cuprobe)
 
 
 # Programs that run whatever their arguments say (shells, interpreters, launchers): allowlisting one allows
@@ -119,31 +110,39 @@ class Command(Probe):
                 Path(executable).name
             ) else ""
             raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}{exact}")
-        env, dropped = scrubbed_env(dict(os.environ))
+        env, dropped = child_env(dict(os.environ))
         case = recorder.case(
             "command", self.expectation(params, tool), argv=params.argv, executable=executable
         )
         case.observations["env_dropped"] = dropped
+        # Orphans of the command are re-parented to this probe, so every process it started can be found.
+        become_subreaper()
+        # Same process group as the probe (no new session): the supervisor's group kill on cancel reaches it.
         proc = subprocess.Popen(
             [executable, *params.argv[1:]],
             cwd=params.cwd,
             env=env,
-            start_new_session=True,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         try:
             out, err = proc.communicate(timeout=params.timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_descendants(os.getpid())
             out, err = proc.communicate()
             case.observations.update(timed_out=True, stdout_tail=_tail(out), stderr_tail=_tail(err))
             raise RuntimeError(
                 f"command exceeded its wall-clock limit of {params.timeout_s:g} s; "
-                "its process group was killed"
+                "it and every process it started were killed"
             ) from None
+        left = kill_descendants(os.getpid())  # a background child outlives the command only until the probe ends
         case.observations.update(
-            exit_code=proc.returncode, timed_out=False, stdout_tail=_tail(out), stderr_tail=_tail(err)
+            exit_code=proc.returncode,
+            timed_out=False,
+            stdout_tail=_tail(out),
+            stderr_tail=_tail(err),
+            leftover_processes_killed=left,
         )
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
             case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}")

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     data_dir: Path = Path("cuprobe-data")
     # Extra source roots that finding paths are made relative to (the project root and cwd always are).
     source_roots: list[str] = []
+    # Variables passed to probes beyond the built-in allowlist (probes.allowed_env); names that look like
+    # credentials (TOKEN, KEY, PASSWORD, ...) are never passed.
+    probe_env_pass: list[str] = []
     # Python that runs probes (the worker's own by default).
     python: str | None = None
     # Store and queue (used by the service; the embedded default needs neither set).

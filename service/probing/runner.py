@@ -16,6 +16,7 @@ from service.config import Settings
 from service.db.artifacts import read_regular, write_artifact
 from service.models import Finding, Outcome, ProbeRequest, RunResult
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
+from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -74,16 +75,6 @@ def _suppressions(request: ProbeRequest, named_in: Path | None, named: bool) -> 
     if not path.is_file():
         raise BadRequest(f"suppressions: no such file {path}")
     return path
-
-
-def _probe_env(tool: Tool) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["CUPROBE_TOOL"] = tool.value
-    if tool in (Tool.INITCHECK, Tool.MEMCHECK):
-        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
-    return env
 
 
 def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
@@ -171,16 +162,18 @@ def run_probe(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool),
+        env=probe_environment(tool, settings),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
+    secrets = secret_values(settings)
     # The probe could have planted symlinks under these names: replace them, never write through them.
-    write_artifact(workdir / STDOUT_NAME, done.stdout.text())
-    write_artifact(workdir / STDERR_NAME, done.stderr.text())
+    write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
+    write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
     write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
+    _scrub_file(result_path, secrets)
     probe, unreadable = _read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
@@ -221,9 +214,10 @@ def run_probe(
     )
     outcome, message = verdict.outcome, verdict.message
     if done.cancelled:
-        outcome, message = Outcome.PROBE_ERROR, "cancelled while running; the process group was killed"
+        outcome = Outcome.PROBE_ERROR
+        message = "cancelled while running; the probe and every process it started were killed"
     findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
-    return RunResult(
+    result = RunResult(
         probe=request.probe,
         tool=tool,
         params=params,
@@ -244,6 +238,17 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+    return scrub_result(result, secrets)
+
+
+def _scrub_file(path: Path, secrets: list[str]) -> None:
+    """Rewrite a probe-written artifact without the secrets it holds (it is served over HTTP)."""
+    try:
+        text = read_regular(path).decode("utf-8", errors="replace")
+    except OSError:
+        return
+    if any(secret in text for secret in secrets):
+        write_artifact(path, scrub(text, secrets))
 
 
 def _not_regular(xml: Path) -> str | None:

@@ -1,4 +1,4 @@
-"""command: off unless enabled, allowlisted executables only, credentials stripped, wall-clock limit."""
+"""command: off unless enabled, allowlisted executables only, an allowlisted environment, wall-clock limit."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.command import allowed, scrubbed_env
+from probes.command import allowed, child_env
 from tests.unit.probes.conftest import ProbeRun
 
 
@@ -46,8 +46,12 @@ def test_runs_allowlisted_command_without_credentials(run_probe: ProbeRun, scrip
         "AWS_SECRET_ACCESS_KEY": "x",
         "GITHUB_TOKEN": "ghp_x",
         "CACHE_URL": "redis://:hunter2@cache:6379/0",
-        "PLAIN_SETTING": "kept",
+        "CUDA_API_KEY": "cuda-key",
+        "LD_AUTH_TOKEN": "ld-token",
+        "NVIDIA_TOKEN": "nv-token",
+        "PLAIN_SETTING": "not on the allowlist",
         "CUDA_VISIBLE_DEVICES": "0",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
     }
     code, result, _ = run_probe(
         "command",
@@ -57,11 +61,12 @@ def test_runs_allowlisted_command_without_credentials(run_probe: ProbeRun, scrip
     assert code == 0 and result["complete"]
     case = result["cases"][0]
     shown = case["observations"]["stdout_tail"]
-    assert "hunter2" not in shown and "ghp_x" not in shown and "AWS_SECRET" not in shown
-    assert "PLAIN_SETTING=kept" in shown and "CUDA_VISIBLE_DEVICES=0" in shown
-    assert {"CUPROBE_DATABASE_URL", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "CACHE_URL"} <= set(
-        case["observations"]["env_dropped"]
-    )
+    for value in ("hunter2", "ghp_x", "AWS_SECRET", "cuda-key", "ld-token", "nv-token", "PLAIN_SETTING"):
+        assert value not in shown
+    assert "CUDA_VISIBLE_DEVICES=0" in shown and "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in shown
+    assert "CUPROBE_COMMAND_ALLOWLIST" not in shown
+    secret_names = {"CUPROBE_DATABASE_URL", "GITHUB_TOKEN", "CACHE_URL", "CUDA_API_KEY", "LD_AUTH_TOKEN"}
+    assert secret_names | {"NVIDIA_TOKEN"} <= set(case["observations"]["env_dropped"])
     assert case["observations"]["exit_code"] == 3 and case["violations"] == []
 
 
@@ -97,18 +102,25 @@ def test_bad_parameter_exits_2_naming_it(run_probe: ProbeRun) -> None:
     assert code == 2 and "argv" in result["error"]
 
 
-def test_scrub_and_allowlist_rules() -> None:
-    env, dropped = scrubbed_env(
+def test_child_env_rules() -> None:
+    env, dropped = child_env(
         {
-            "LD_PRELOAD": "libsanitizer.so",
-            "NV_SANITIZER_SESSION": "1",
+            "LD_PRELOAD": "libsanitizer.so",  # set by compute-sanitizer in the process it instruments
+            "NV_SANITIZER_INJECTION_PORT_BASE": "1",
+            "CUDA_INJECTION64_PATH": "/opt/sanitizer/libinjection.so",
             "HOME": "/root",
             "MY_PASSWORD": "p",
             "BROKER_URL": "redis://localhost",
+            "CUDA_API_KEY": "k",
+            "LD_AUTH_TOKEN": "t",
+            "NVIDIA_TOKEN": "t",
+            "CUPROBE_COMMAND_ALLOWLIST": "/bin/*",
         }
     )
-    assert dropped == ["BROKER_URL", "MY_PASSWORD"]
-    assert set(env) == {"LD_PRELOAD", "NV_SANITIZER_SESSION", "HOME"}
+    assert set(env) == {"LD_PRELOAD", "NV_SANITIZER_INJECTION_PORT_BASE", "CUDA_INJECTION64_PATH", "HOME"}
+    assert dropped == sorted(
+        ["BROKER_URL", "CUDA_API_KEY", "CUPROBE_COMMAND_ALLOWLIST", "LD_AUTH_TOKEN", "MY_PASSWORD", "NVIDIA_TOKEN"]
+    )
     assert allowed("/opt/tests/bin/run", f"/usr/bin/*{os.pathsep}/opt/tests/*/*")
     assert not allowed("/opt/other/run", "/opt/tests/*")
     assert not allowed("/opt/tests/run", "")
