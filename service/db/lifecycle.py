@@ -99,6 +99,12 @@ class JobLifecycle(JobExpiry):
                     ),
                 )
                 if changed:
+                    if job.state == JobState.RUNNING:  # taking over a silent attempt: its run ended without a result
+                        s.execute(
+                            update(Run)
+                            .where(Run.job_id == job_id, Run.attempt == job.attempts, Run.finished_at.is_(None))
+                            .values(finished_at=now)
+                        )
                     s.add(
                         Run(
                             job_id=job_id,
