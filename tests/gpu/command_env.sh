@@ -27,7 +27,7 @@ for san in /usr/local/cuda/bin/compute-sanitizer /tmp/site/nvidia/cu13/bin/compu
   CUPROBE_SANITIZER_PATH=$san CUPROBE_COMMAND_ENABLED=1 CUPROBE_COMMAND_ALLOWLIST="$(readlink -f "$(command -v sh)"):$ENV_BIN" \
     CUPROBE_API_TOKEN=should-never-show-4412 \
     python3 -m service.cli run command --tool memcheck --json \
-      --params "{\"argv\": [\"sh\", \"-c\", \"/tmp/harness ok >/dev/null; $ENV_BIN\"], \"expect_exit\": null}" \
+      -p "argv=[\"sh\", \"-c\", \"/tmp/harness ok >/dev/null; $ENV_BIN\"]" -p expect_exit=null \
       > "$OUT/env-cuprobe-$v.json"
   echo "exit=$?"
   python3 - "$OUT/env-cuprobe-$v.json" "$OUT/injected-$v.txt" <<'PY'
