@@ -12,7 +12,7 @@ SECRET_NAME = re.compile(
 NAMES = frozenset(
     {
         # the process basics
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+        "PATH", "PWD", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
         "VIRTUAL_ENV", "CONDA_PREFIX", "XDG_CACHE_HOME", "CC", "CXX",
         "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONUNBUFFERED",
         # the driver and runtime (device choice, JIT and module cache, library search)
@@ -28,10 +28,12 @@ NAMES = frozenset(
 # Whole families of tuning variables (torch's allocator, Triton's cache, thread counts, locale).
 PREFIXES = ("LC_", "PYTORCH_", "TORCH_", "TORCHINDUCTOR_", "TRITON_", "OMP_", "MKL_", "OPENBLAS_")
 # What compute-sanitizer sets in the process it instruments so that the process's own children are
-# instrumented too (tests/gpu/command_env.sh records them on the H200): a command's child keeps them.
+# instrumented too (captured on the H200: tests/data/captures/2025.3.1.0/env-child-under-memcheck.txt; it also
+# points LD_LIBRARY_PATH at its own directory): a command's child keeps them.
 SANITIZER_INJECTED = (
-    "CUDA_INJECTION64_PATH", "CUDA_INJECTION32_PATH", "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH",
-    "NV_SANITIZER_", "NV_COMPUTE_SANITIZER_", "COMPUTE_SANITIZER_", "LD_PRELOAD",
+    "NVIDIA-PROCESS-TRACKING-", "NVIDIA_PROCESS_INJECTION_", "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH",
+    "NV_SANITIZER_", "NV_COMPUTE_SANITIZER_", "COMPUTE_SANITIZER_", "CUDA_INJECTION64_PATH", "CUDA_INJECTION32_PATH",
+    "LD_PRELOAD",
 )  # fmt: skip
 
 
