@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -148,3 +149,15 @@ def test_an_allowlisted_glob_does_not_let_env_run_anything(run_probe: ProbeRun) 
         "command", {"argv": ["env", "id"]}, env=enabled(str(Path(env_path).parent) + "/*")
     )
     assert code == 2 and "exact path" in result["error"] and result["cases"] == []
+
+
+def test_child_keeps_every_variable_the_sanitizer_injected_on_the_h200() -> None:
+    """The environment a command's child saw under compute-sanitizer 2025.3 (memcheck, started from an empty
+    environment, so every variable but PATH and PWD is the sanitizer's own): all of them reach the child."""
+    from tests.conftest import CAPTURES
+
+    lines = (CAPTURES / "2025.3.1.0" / "env-child-under-memcheck.txt").read_text().splitlines()
+    captured = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in lines if re.match(r"^[A-Za-z_][\w-]*=", line)}
+    assert {"NV_SANITIZER_INJECTION_PORT_BASE", "NVTX_INJECTION64_PATH"} <= set(captured)  # the capture is real
+    env, dropped = child_env(captured)
+    assert dropped == [] and set(env) == set(captured)
