@@ -1,16 +1,18 @@
-"""Benchmark: a 48-case narrow-matmul initcheck sweep batched vs one process per case; then the full grid.
+"""Benchmark: narrow-matmul initcheck sweeps with K sanitizer processes sharing one GPU.
 
-Runs n = 1..16 x {unguarded, guarded, torch} (m = k = tile = 32) batched (one sanitizer process) and one
-process per case, checks every case's findings (signature, count) are identical, prints both wall times
-and their ratio. With --full, runs the nightly narrow-matmul grid (n = 1..128 x 3 variants) batched and
-prints its wall time and cases per GPU-hour. Writes report.html and summary.md of the last sweep to --out.
-    python bench/sweep.py [--full] [--out DIR]
+The 48-case grid (n = 1..16 x {unguarded, guarded, torch}, m = k = tile = 32) runs once as the baseline — one
+process per case, one at a time — then batched with K = 1, 2, 4, 8 and this host's default K, all in this one
+run; each batched run's per-case findings (outcome, signature, count) must equal K = 1's and the baseline's.
+With --full, the 384-case nightly grid (n = 1..128 x 3 variants) runs batched at each K: cases per GPU-hour.
+Prints a table of wall times and ratios. Writes report.html and summary.md of the last sweep to --out.
+    python bench/sweep.py [--full] [--slots 1,2,4,8] [--out DIR]
     python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -26,6 +28,7 @@ from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
 from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, run_sweep  # noqa: E402
+from service.worker.commands import host_slots  # noqa: E402
 
 GRID = """
 name = "{name}"
@@ -37,30 +40,37 @@ params = {{ m = 32, k = 32, tile = 32 }}
 grid = {{ n = {{ first = 1, last = {last} }}, variant = ["unguarded", "guarded", "torch"] }}
 """
 
+Cases = dict[str, tuple[str, tuple[tuple[str, int], ...]]]
 
-def timed(name: str, last: int, batch: bool, workdir: Path, settings: Settings) -> tuple[Sweep, float]:
+
+def timed(name: str, last: int, batch: bool, workdir: Path, settings: Settings, slots: int) -> tuple[Sweep, float]:
     definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
     start = time.monotonic()
     sweep = run_sweep(
         definition,
-        LocalRunner(workdir / name, settings),
-        progress=lambda done, total, what: print(f"  {name}: {done}/{total} {what}", flush=True),
+        LocalRunner(workdir / name, settings, slots),
+        progress=lambda done, total, what: print(f"  {name}: {done}/{total} {what}", file=sys.stderr, flush=True),
     )
     return sweep, time.monotonic() - start
 
 
-def per_case(sweep: Sweep) -> dict[str, tuple[str, tuple[tuple[str, int], ...]]]:
+def per_case(sweep: Sweep) -> Cases:
     return {
-        c.key: (c.outcome.value, tuple(sorted((f.signature, f.count) for f in c.findings)))
+        c.key.split("/", 1)[1]: (c.outcome.value, tuple(sorted((f.signature, f.count) for f in c.findings)))
         for c in sweep.cases
         if not c.added
     }
 
 
+def differences(a: Cases, b: Cases) -> list[str]:
+    return [f"{key}: {a.get(key)} vs {b.get(key)}" for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--full", action="store_true", help="also run the full n = 1..128 grid batched")
-    parser.add_argument("--skip-compare", action="store_true", help="skip the 48-case batched vs per-case run")
+    parser.add_argument("--full", action="store_true", help="also run the 384-case grid batched at each K")
+    parser.add_argument("--skip-compare", action="store_true", help="skip the 48-case runs")
+    parser.add_argument("--slots", default="1,2,4,8", help="K values to run, comma separated (plus the default)")
     parser.add_argument("--out", type=Path, default=Path("build/sweep-bench"))
     parser.add_argument("--render", type=Path, help="only write the report of a sweep saved as JSON")
     args = parser.parse_args()
@@ -69,37 +79,45 @@ def main() -> int:
         write_report(Sweep.model_validate_json(args.render.read_text()), args.out)
         return 0
     settings = Settings()
+    default_k = host_slots(settings)
+    ks = list(dict.fromkeys([*(int(k) for k in args.slots.split(",")), default_k]))
+    print(f"host: {os.cpu_count()} cores; default K = {default_k}; K values: {ks}")
     print(f"sweep processes use compute-sanitizer --show-backtrace as SWEEP_BACKTRACE says: {SWEEP_BACKTRACE}")
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
-    same = ran = True
+    ok = True
     last: Sweep | None = None
     if not args.skip_compare:
-        batched, t_batched = timed("bench48-batched", 16, True, work, settings)
-        single, t_single = timed("bench48-per-case", 16, False, work, settings)
-        a, b = per_case(batched), per_case(single)
-        same = a == b
-        ran = all(c.outcome.ran for c in batched.cases + single.cases)
-        print(f"\n48-case sweep: {len(batched.processes)} batched process(es) vs {len(single.processes)} processes")
-        print(f"{'run':<12}{'cases':>7}{'procs':>7}{'wall_s':>10}{'records':>10}")
-        for label, sweep, wall in (("batched", batched, t_batched), ("per-case", single, t_single)):
-            records = sum(c.records for c in sweep.cases if not c.added)
-            print(f"{label:<12}{len(a):>7}{len(sweep.processes):>7}{wall:>10.1f}{records:>10}")
-        print(f"ratio per-case / batched: {t_single / t_batched:.1f}x  (target >= 10x)")
-        print(f"per-case findings identical: {same}; every case ran: {ran}")
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key):
-                print(f"  DIFFERS {key}: batched {a.get(key)} per-case {b.get(key)}")
-        last = batched
+        base, t_base = timed("bench48-per-case", 16, False, work, settings, 1)
+        reference = per_case(base)
+        ok &= all(c.outcome.ran for c in base.cases)
+        rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-")]
+        first: Cases | None = None
+        for k in ks:
+            sweep, wall = timed(f"bench48-batched-k{k}", 16, True, work, settings, k)
+            cases = per_case(sweep)
+            first = first if first is not None else cases
+            diffs = differences(first, cases) + differences(reference, cases)
+            ok &= not diffs and all(c.outcome.ran for c in sweep.cases)
+            rows.append((f"batched, K={k}", len(sweep.processes), wall, "yes" if not diffs else "NO"))
+            for line in diffs:
+                print(f"  DIFFERS K={k} {line}")
+            last = sweep
+        print(f"\n48-case sweep ({len(reference)} cases)")
+        print(f"{'run':<28}{'procs':>6}{'wall_s':>9}{'vs baseline':>13}{'same findings':>15}")
+        for label, procs, wall, same in rows:
+            print(f"{label:<28}{procs:>6}{wall:>9.1f}{t_base / wall:>12.1f}x{same:>15}")
     if args.full:
-        full, t_full = timed("nightly-narrow-matmul", 128, True, work, settings)
-        cases = sum(1 for c in full.cases if not c.added)
-        print(
-            f"\nfull grid: {cases} cases in {len(full.processes)} process(es), wall {t_full:.1f} s, "
-            f"{cases / t_full * 3600:,.0f} cases per GPU-hour (target >= 10,000); "
-            f"outcomes {full.counts()}; truncated cases {sum(c.truncated for c in full.cases)}"
-        )
-        last = full
-        ran = ran and all(c.outcome.ran for c in full.cases)
+        print(f"\n384-case grid, batched\n{'K':>3}{'procs':>7}{'wall_s':>9}{'cases/GPU-hour':>16}{'same as K=1':>13}")
+        first = None
+        for k in ks:
+            full, wall = timed(f"nightly-narrow-matmul-k{k}", 128, True, work, settings, k)
+            cases = per_case(full)
+            first = first if first is not None else cases
+            same = not differences(first, cases)
+            ok &= same and all(c.outcome.ran for c in full.cases)
+            n = len(cases)
+            print(f"{k:>3}{len(full.processes):>7}{wall:>9.1f}{n / wall * 3600:>16,.0f}{'yes' if same else 'NO':>13}")
+            last = full
     if last is None:
         return 0
     (args.out / "sweep.json").write_text(last.model_dump_json())
@@ -107,7 +125,7 @@ def main() -> int:
         write_report(last, args.out)
     except ImportError as exc:  # the GPU box may lack matplotlib: render from sweep.json elsewhere
         print(f"no report here ({exc}); render it with: python bench/sweep.py --render {args.out / 'sweep.json'}")
-    return 0 if same and ran else 1
+    return 0 if ok else 1
 
 
 def write_report(sweep: Sweep, out: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes import registry
+from probes import allocator, registry
 from probes.base import ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import EXIT_BAD_PARAMS, EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, ProbeResult, Tool
 
@@ -32,6 +32,16 @@ def _fail(out: Path, result: ProbeResult, code: int) -> int:
     return code
 
 
+def _allocator_context(recorder: Recorder) -> None:
+    """The allocator a torch probe set up, as it stands at the end (bytes cached, NVTX registrations)."""
+    state, torch = allocator.current(), sys.modules.get("torch")
+    if state is not None and torch is not None:
+        try:
+            recorder.result.context.update(allocator.final_context(state, torch))
+        except Exception as exc:  # never let this hide the probe's own outcome
+            recorder.result.context["allocator_context_error"] = f"{type(exc).__name__}: {exc}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     tool = Tool(args.tool)
@@ -49,22 +59,26 @@ def main(argv: list[str] | None = None) -> int:
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     recorder = Recorder(probe.name, tool, params)
+    recorder.artifacts_dir = args.out.resolve().parent
     no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"
     recorder.result.context[no_caching] = os.environ.get(no_caching)
     try:
         probe.run(params, tool, recorder)
     except ProbeRefused as exc:
+        _allocator_context(recorder)
         recorder.result.error = f"refused: {exc}"
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_BAD_PARAMS
     except ProbeUnavailable as exc:
+        _allocator_context(recorder)
         recorder.result.unavailable = str(exc)
         print(f"unavailable: {exc}", file=sys.stderr)
         recorder.write(args.out)
         return EXIT_UNAVAILABLE
     except Exception:
         recorder.result.error = traceback.format_exc(limit=20)
+        _allocator_context(recorder)
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_ERROR
@@ -72,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         from probes.gpu import cuda_devices
 
         recorder.result.context["cuda_devices"] = cuda_devices()
+    _allocator_context(recorder)
     recorder.result.complete = True  # the completion sentinel: set only after every case ran
     recorder.write(args.out)
     return EXIT_OK

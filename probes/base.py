@@ -26,6 +26,8 @@ class Recorder:
 
     def __init__(self, probe: str, tool: Tool, params: BaseModel) -> None:
         self.result = ProbeResult(probe=probe, tool=tool, params=params.model_dump(mode="json"))
+        # Where a probe may leave extra artifacts (plots) beside result.json; None when it has nowhere to.
+        self.artifacts_dir: Path | None = None
 
     def case(self, case_id: str, expectation: Expectation, **params: Any) -> CaseResult:
         case = CaseResult(id=case_id, params=params, expectation=expectation)

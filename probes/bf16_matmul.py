@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from probes.allocator import FIELD_DESCRIPTION, Allocator
 from probes.base import Probe, Recorder
 from probes.bf16_classify import Bf16Class, Bf16Observation, classify
 from probes.contract import Tool
@@ -31,6 +32,7 @@ class Bf16MatmulParams(BaseModel):
     garbage_factor: float = Field(4.0, gt=0)
     speed_margin: float = Field(0.8, gt=0, le=1)
     seed: int = Field(0, ge=0)
+    allocator: Allocator | None = Field(None, description=FIELD_DESCRIPTION)
 
 
 def median_time(run: Callable[[], Any], sync: Callable[[], Any], repeats: int) -> float:
@@ -95,7 +97,7 @@ class Bf16Matmul(Probe):
         from probes.torch_env import import_torch, record_tensors
 
         device = "cuda" if backend == "torch-cuda" else "cpu"
-        torch = import_torch(device, tool, recorder)
+        torch = import_torch(device, tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False
         gen = torch.Generator().manual_seed(params.seed)
         a = torch.randn(params.m, params.k, generator=gen).to(torch.bfloat16).to(device)

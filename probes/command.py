@@ -10,12 +10,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probes.allocator import ENV, NO_CACHING, Allocator
 from probes.allowed_env import allowlisted
 from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
-from probes.contract import Tool
+from probes.contract import Expectation, Tool
 from probes.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
+# Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
+TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+# Variables a service job's `env` may not set: the loader's and cuprobe's own.
+REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
 # Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
 ALLOWLIST_ENV = "CUPROBE_COMMAND_ALLOWLIST"
 OUTPUT_TAIL = 64 * 1024
@@ -30,6 +35,18 @@ class CommandParams(BaseModel):
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
     expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
+    env: dict[str, str] = Field(default_factory=dict, description="variables added to the command's environment")
+    case: str = Field(
+        "command", min_length=1, max_length=1000, description="the case findings are attributed to (a test's id)"
+    )
+    expect: str | None = Field(
+        None, description="a known defect: the finding kind the tool must report (a positive control)"
+    )
+    allocator: Allocator | None = Field(
+        None,
+        description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
+        "caching-nvtx also loads the pytest plugin probes.allocator_plugin (PYTEST_PLUGINS)",
+    )
 
 
 def child_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -72,6 +89,21 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
+def allocator_env(allocator: Allocator, env: dict[str, str]) -> dict[str, str]:
+    """Variables that give a command's torch `allocator` (the pytest plugin does the NVTX part)."""
+    out: dict[str, str] = {ENV: allocator}
+    if "CUPROBE_EXTENSION_DIR" in os.environ:  # left out with the other CUPROBE_ names; the plugin needs it
+        out["CUPROBE_EXTENSION_DIR"] = os.environ["CUPROBE_EXTENSION_DIR"]
+    if allocator == "no-caching":
+        out[NO_CACHING] = "1"
+    else:
+        env.pop(NO_CACHING, None)
+    if allocator == "caching-nvtx":
+        plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
+        out["PYTEST_PLUGINS"] = ",".join([*plugins, "probes.allocator_plugin"])
+    return out
+
+
 def allowed(executable: str, allowlist: str) -> bool:
     """Whether the resolved executable path matches an allowlist entry: exact for an interpreter-like program,
     else a glob whose wildcards stay within one path segment."""
@@ -83,8 +115,10 @@ def allowed(executable: str, allowlist: str) -> bool:
     return any(glob_regex(entry).match(executable) for entry in entries if GLOB_CHARS & set(entry))
 
 
-def resolve(program: str) -> str:
-    """The executable's real absolute path, as the allowlist sees it."""
+def resolve(program: str, cwd: str | None = None) -> str:
+    """The executable's real absolute path, as the allowlist sees it (a relative path is taken from `cwd`)."""
+    if os.sep in program and not os.path.isabs(program) and cwd:
+        program = os.path.join(cwd, program)
     found = shutil.which(program)
     if found is None:
         raise ProbeRefused(f"argv[0]: {program!r} is not an executable file found on PATH")
@@ -97,22 +131,35 @@ class Command(Probe):
     Params = CommandParams
     tools = (Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
 
+    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
+        assert isinstance(params, CommandParams)
+        if params.expect and tool is not Tool.NONE:
+            return Expectation.positive_control(tool, params.expect)
+        return Expectation()
+
     def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
         assert isinstance(params, CommandParams)
-        if os.environ.get(ENABLED_ENV) != "1":
+        trusted = os.environ.get(TRUSTED_ENV) == "1"
+        if os.environ.get(ENABLED_ENV) != "1" and not trusted:
             raise ProbeUnavailable(
                 f"the command probe is off on this worker: the operator enables it with "
                 f"{ENABLED_ENV}=1 and an allowlist of path globs in {ALLOWLIST_ENV}"
             )
-        executable = resolve(params.argv[0])
-        if not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
+        executable = resolve(params.argv[0], params.cwd)
+        if not trusted and not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
             exact = " (an interpreter-like program: allowed only by its exact path)" if INTERPRETER.match(
                 Path(executable).name
             ) else ""
             raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}{exact}")
-        env, dropped = child_env(dict(os.environ))
+        if not trusted and (refused := sorted(k for k in params.env if REFUSED_ENV.match(k))):
+            raise ProbeRefused(f"env: a service job may not set {', '.join(refused)}")
+        base = {k: v for k, v in os.environ.items() if k not in (TRUSTED_ENV, ENABLED_ENV)}
+        env, dropped = (base, []) if trusted else child_env(base)
+        if params.allocator is not None:
+            env.update(allocator_env(params.allocator, env))
+        env.update(params.env)
         case = recorder.case(
-            "command", self.expectation(params, tool), argv=params.argv, executable=executable
+            params.case, self.expectation(params, tool), argv=params.argv, executable=executable
         )
         case.observations["env_dropped"] = dropped
         # Orphans of the command are re-parented to this probe, so every process it started can be found.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +49,17 @@ class Allocation(BaseModel):
     size: int
 
 
+class ObservedFinding(BaseModel):
+    """A defect the probe observed itself, under a signature of its own that stays stable across runs."""
+
+    signature: str
+    kind: str
+    message: str
+    seen: str | None = Field(None, description="k/n when seen in k of n comparisons")
+    evidence: Literal["proven", "reproduced", "correlated"] = "proven"
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
 class CaseResult(BaseModel):
     """What the probe observed for one case."""
 
@@ -58,6 +69,11 @@ class CaseResult(BaseModel):
     observations: dict[str, Any] = Field(default_factory=dict)
     allocations: list[Allocation] = Field(default_factory=list)
     violations: list[str] = Field(default_factory=list)
+    findings: list[ObservedFinding] = Field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        """Every violated expectation and observed finding of this case, as messages."""
+        return self.violations + [f.message for f in self.findings]
 
 
 class ProbeResult(BaseModel):

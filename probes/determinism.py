@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from probes.allocator import FIELD_DESCRIPTION, Allocator
 from probes.base import Probe, Recorder
 from probes.contract import CaseResult, Tool
 from probes.determinism_ops import EXPECTED
@@ -42,6 +43,7 @@ class DeterminismParams(BaseModel):
         "none", description="shared: one on-disk Triton autotune cache for all processes of this run"
     )
     seed: int = Field(0, ge=0)
+    allocator: Allocator | None = Field(None, description=FIELD_DESCRIPTION)
     timeout_s: float = Field(600, gt=0, le=3600, description="wall-clock limit per process")
 
     @model_validator(mode="after")
@@ -100,6 +102,10 @@ class Determinism(Probe):
             reports = [
                 json.loads((work / f"p{i}" / "report.json").read_text()) for i in range(params.processes)
             ]
+            allocators = [r["allocator"] for r in reports if "allocator" in r]
+            if allocators:
+                recorder.result.context.update(allocators[0])
+                recorder.result.context["allocators_in_children"] = sorted({a["allocator"] for a in allocators})
             for op in params.ops:
                 outputs = [np.load(work / f"p{i}" / f"{op}.npy") for i in range(params.processes)]
                 case = recorder.case(

@@ -55,6 +55,17 @@ def run_op(op: str, spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     raise ValueError(f"unknown op {op!r}")
 
 
+def _set_up_allocator(requested: Any) -> dict[str, Any]:
+    """The child's torch allocator as the probe's params ask (set before its first CUDA allocation)."""
+    from probes.allocator import activate, prepare
+    from probes.contract import Tool
+
+    state = prepare(requested, Tool.NONE)
+    import torch
+
+    return activate(state, torch).context() if torch.cuda.is_available() else state.context()
+
+
 def main(argv: list[str]) -> int:
     """Child: `python -m probes.determinism_ops SPEC_JSON OUT_DIR`; writes OP.npy and choices.json."""
     import numpy as np
@@ -62,6 +73,8 @@ def main(argv: list[str]) -> int:
     spec, out_dir = json.loads(argv[0]), Path(argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"pid": os.getpid()}
+    if spec["device"] == "cuda":
+        report["allocator"] = _set_up_allocator(spec.get("allocator"))
     for op in spec["ops"]:
         output, choice = run_op(op, spec)
         np.save(out_dir / f"{op}.npy", output)

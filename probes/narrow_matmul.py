@@ -8,6 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from probes.allocator import FIELD_DESCRIPTION, Allocator
 from probes.base import Probe, Recorder
 from probes.contract import CaseResult, Expectation, Tool
 from probes.kinds import UNINITIALIZED_GLOBAL_READ
@@ -34,6 +35,7 @@ class NarrowMatmulParams(BaseModel):
     tile: Literal[8, 16, 32] = Field(32, description="tile width (blocks are tile x tile threads)")
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
     dtype: DType = "float32"
+    allocator: Allocator | None = Field(None, description=FIELD_DESCRIPTION)
     seed: int = Field(0, ge=0)
 
     @field_validator("n")
@@ -141,7 +143,7 @@ class NarrowMatmul(Probe):
     ) -> None:
         from probes.torch_env import import_torch, record_tensors
 
-        torch = import_torch("cuda", tool, recorder)
+        torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
         for n in params.n:
             case = self._case(params, tool, "torch", n, recorder)

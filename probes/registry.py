@@ -11,6 +11,7 @@ ENTRY_POINT_GROUP = "cuprobe.probes"
 BUILTIN: dict[str, str] = {
     "uninit-read": "probes.uninit_read:UninitRead",
     "planted": "probes.planted:Planted",
+    "planted-torch": "probes.planted_torch:PlantedTorch",
     "selftest": "probes.selftest:Selftest",
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
     "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
@@ -18,6 +19,7 @@ BUILTIN: dict[str, str] = {
     "gradcheck": "probes.gradcheck:Gradcheck",
     "matmul-throughput": "probes.matmul_throughput:MatmulThroughput",
     "command": "probes.command:Command",
+    "replay": "probes.replay:Replay",
 }
 
 

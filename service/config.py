@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.models import Backtrace
@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     max_output_bytes: int = 4 * 1024 * 1024
     # Where each run's artifacts (run.xml, stdout, stderr, result.json) are written.
     data_dir: Path = Path("cuprobe-data")
+    # Suppression files a service job may name (by file name only); local runs take paths in the repository.
+    suppressions_dir: Path | None = None
     # Extra source roots that finding paths are made relative to (the project root and cwd always are).
     source_roots: list[str] = []
     # Variables passed to probes beyond the built-in allowlist (probes.allowed_env); names that look like
@@ -73,6 +75,9 @@ class Settings(BaseSettings):
     default_gpu_arch: str = "sm90"
     # Worker processes of the CPU worker (0: one per core).
     cpu_concurrency: int = 0
+    # Sanitizer processes one GPU worker runs at once (its concurrency); 0 = from cores per GPU and free GPU
+    # memory (service/worker/gpu_slots.py). `cuprobe doctor` and the worker's start-up line say which.
+    gpu_slots: int = Field(default=0, ge=0, le=64)
 
     # --- sweeps (service/sweep) ---
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
@@ -94,8 +99,8 @@ class Settings(BaseSettings):
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
     command_probe_enabled: bool = False
-    # Jobs name their suppressions file; only files in this directory can be named (none when unset).
-    suppressions_dir: Path | None = None
+    # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
+    replay_probe_enabled: bool = False
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
     artifact_retention_days: float = 30.0

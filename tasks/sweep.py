@@ -19,6 +19,7 @@ from service.sweep.diff import diff
 from service.sweep.execute import ServiceRunner, run_sweep
 from service.sweep.notify import notify
 from service.sweep.schedule import start_once
+from service.worker.commands import host_slots
 from tasks.app import TASK_RUN_SWEEP, app
 
 
@@ -50,7 +51,7 @@ def scheduled_sweep(definition_path: str) -> dict[str, Any]:
     store = Store(settings.database)
     store.migrate()
     definition = load_definition(Path(definition_path))
-    runner = ServiceRunner(store, settings, lambda job: enqueue(app, job))
+    runner = ServiceRunner(store, settings, lambda job: enqueue(app, job), slots=host_slots(settings))
     status, sweep = start_once(
         redis.Redis.from_url(settings.broker),
         definition.name,

@@ -70,11 +70,11 @@ async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> FastAPI:
-    """The API for `settings`; refuses to build when the command probe is enabled without a token."""
+    """The API for `settings`; refuses to build when a probe that runs code (command, replay) is on without a token."""
     settings = settings or Settings()
-    if settings.command_probe_enabled and not settings.api_token:
+    if (settings.command_probe_enabled or settings.replay_probe_enabled) and not settings.api_token:
         raise ValueError(
-            "the command probe is enabled: set CUPROBE_API_TOKEN so only token holders can run commands"
+            "the command or replay probe is enabled: set CUPROBE_API_TOKEN so only token holders can run code"
         )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(settings.database, timeout_s=settings.store_timeout_s)

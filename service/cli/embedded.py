@@ -108,7 +108,9 @@ def embedded_stack(
         settings = embedded_settings(settings, broker_url)
         Store(settings.database).migrate()
         devices = discover_gpus()
-        commands = worker_commands(devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING")
+        commands = worker_commands(
+            devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING", gpu_slots=settings.gpu_slots
+        )
         port = port or free_port(host)
         url = f"http://{host}:{port}"
         if not quiet:

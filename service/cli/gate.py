@@ -17,8 +17,9 @@ from service.client import Client
 from service.config import Settings
 from service.gate import github, junit, markdown, sarif
 from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
+from service.gate.discover import DiscoveryError
 from service.gate.runs import EntryRuns, run_local, run_remote
-from service.gate.suite import Suite, SuiteEntry, SuiteError, load_suite
+from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
 from service.gate.verdict import EXIT_NOT_RUN, GateReport, judge, location, updated_baseline
 from service.models import RunResult
 
@@ -42,8 +43,9 @@ def _run(
 
         def on_result(entry: SuiteEntry, repeat: int, result: RunResult) -> None:
             style = "green" if result.outcome.ran else "red"
+            what = f"{entry.case or entry.name} [{'' if entry.case else entry.probe + ' '}{entry.tool.value}]"
             progress.console.print(
-                f"{entry.name} [{entry.probe} {entry.tool.value}] {repeat + 1}/{entry.repeats}: "
+                f"{escape(what)} {repeat + 1}/{entry.repeats}: "
                 f"[{style}]{result.outcome.value}[/] {escape(result.message)}"
             )
             progress.advance(task)
@@ -59,7 +61,11 @@ def _run(
 def _show(report: GateReport) -> None:
     for item in report.findings:
         style = "red" if item.status.fails else "dim"
-        where = f"{item.entry} {item.finding.kind} at {location(item.finding)}, seen {item.seen}/{item.repeats}"
+        case = f" ({item.finding.case})" if item.finding.case else ""
+        where = (
+            f"{item.entry}{case} {item.finding.severity} {item.finding.kind} at {location(item.finding)}, "
+            f"seen {item.seen}/{item.repeats}"
+        )
         out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
     for n in report.not_run:
         out.print(
@@ -98,6 +104,11 @@ def gate(
         suite = load_suite(suite_file)
     except SuiteError as exc:
         raise _refuse(str(exc)) from exc
+    try:
+        suite = expand(suite)
+    except DiscoveryError as exc:
+        err.print(f"[red]could not run:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(EXIT_NOT_RUN) from exc
     baseline_path = baseline or suite.baseline_path()
     if baseline is not None and not baseline.exists() and not update_baseline:
         raise _refuse(f"baseline {baseline} does not exist (write one with --update-baseline)")

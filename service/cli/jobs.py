@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from service.cli.options import SanitizerOpt, parse_options
 from service.client import ApiError, Client
 from service.config import Settings
 
@@ -95,12 +96,15 @@ def submit(
     ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
     poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
+    sanitizer_option: SanitizerOpt = None,
     as_json: JsonOpt = False,
     url: UrlOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Submit a probe job; with --wait, exit 0 clean, 1 findings, 3 could not run."""
     spec: dict[str, Any] = {"probe": probe, "params": parse_params(param or [], params), "lane": lane}
+    if options := parse_options(sanitizer_option or []).model_dump(mode="json", exclude_defaults=True):
+        spec["options"] = options
     for key, value in (("tool", tool), ("timeout_s", timeout), ("arch", arch), ("deadline_s", deadline)):
         if value is not None:
             spec[key] = value
@@ -192,12 +196,20 @@ def worker(
     ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
-    from service.worker.commands import discover_gpus, run_workers, worker_commands
+    from service.worker.commands import discover_gpus, run_workers, slots_for, worker_commands
 
+    settings = Settings()
     devices = discover_gpus() if gpus else []
     commands = worker_commands(
-        devices, cpu_concurrency=cpu_concurrency or Settings().cpu_concurrency, loglevel=loglevel, cpu=cpu
+        devices,
+        cpu_concurrency=cpu_concurrency or settings.cpu_concurrency,
+        loglevel=loglevel,
+        cpu=cpu,
+        gpu_slots=settings.gpu_slots,
     )
+    for device in devices:
+        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
         raise typer.Exit(3)

@@ -18,15 +18,17 @@ from probes.contract import Tool
 from service.cli import gate as cli_gate
 from service.cli import jobs as cli_jobs
 from service.cli.check import check_local, check_service
+from service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
 from service.cli.render import print_result
 from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
+from service.models import Outcome, ProbeRequest, RunResult, Severity, exit_code_for
 from service.probing.environment import gpu_facts
 from service.probing.runner import BadRequest, run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import read_summary
+from service.worker.commands import discover_gpus, slots_for
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -40,12 +42,20 @@ ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
 
 
-def _emit(result: RunResult, as_json: bool) -> None:
+def _emit(result: RunResult, as_json: bool, fail_on: Severity = "error") -> None:
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
     else:
         print_result(result, console)
-    raise typer.Exit(result.outcome.exit_code)
+    raise typer.Exit(exit_code_for(result, fail_on))
+
+
+def _run_here(request: ProbeRequest, workdir: Path | None) -> RunResult:
+    """Run `request` on this machine as the user (trusted: paths are local, commands unrestricted)."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
+            return run_probe(request, workdir=Path(tmp), settings=Settings(), trusted=True)
+    return run_probe(request, workdir=workdir, settings=Settings(), trusted=True)
 
 
 @app.command()
@@ -55,10 +65,13 @@ def run(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")] = None,
     timeout: Annotated[float | None, typer.Option(help="wall-clock limit in seconds")] = None,
     kernel: Annotated[list[str] | None, typer.Option(help="check only kernels whose name contains this")] = None,
+    sanitizer_option: SanitizerOpt = None,
+    fail_on_level: FailOnOpt = "error",
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
+    level = fail_on(fail_on_level)
     try:
         request = ProbeRequest(
             probe=probe,
@@ -66,16 +79,57 @@ def run(
             params=cli_jobs.parse_params(param or [], None),
             timeout_s=timeout,
             kernel_filter=kernel or [],
+            options=parse_options(sanitizer_option or []),
         )
-        if workdir is None:
-            with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
-                result = run_probe(request, workdir=Path(tmp), settings=Settings())
-        else:
-            result = run_probe(request, workdir=workdir, settings=Settings())
+        result = _run_here(request, workdir)
     except (BadRequest, ValueError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(USAGE_ERROR) from exc
-    _emit(result, as_json)
+    _emit(result, as_json, level)
+
+
+@app.command("exec")
+def exec_command(
+    command: Annotated[list[str], typer.Argument(help="the command and its arguments, after --")],
+    tool: ToolOption = None,
+    sanitizer_option: SanitizerOpt = None,
+    fail_on_level: FailOnOpt = "error",
+    timeout: Annotated[float, typer.Option(help="wall-clock limit of the command, seconds")] = 600,
+    cwd: Annotated[Path | None, typer.Option(help="working directory of the command")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the command, repeatable")] = None,
+    case: Annotated[str | None, typer.Option(help="the case its findings are named for (default: the command)")] = None,
+    expect_exit: Annotated[int, typer.Option(help="exit status the command must end with")] = 0,
+    any_exit: Annotated[bool, typer.Option("--any-exit", help="accept any exit status")] = False,
+    workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run one command under the sanitizer here, as you (no allowlist): cuprobe exec -t memcheck -- ./app args.
+
+    Exit 0 clean (or warnings only at --fail-on error), 1 findings, 3 could not run, 2 bad input."""
+    level = fail_on(fail_on_level)
+    pairs = [item.partition("=") for item in env or []]
+    if bad := [key for key, sep, _ in pairs if not sep or not key]:
+        raise typer.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--env")
+    try:
+        request = ProbeRequest(
+            probe="command",
+            tool=tool or Tool.MEMCHECK,
+            params={
+                "argv": command,
+                "cwd": str((cwd or Path.cwd()).resolve()),
+                "env": {key: value for key, _, value in pairs},
+                "timeout_s": timeout,
+                "expect_exit": None if any_exit else expect_exit,
+                "case": case or " ".join(command)[:1000],
+            },
+            timeout_s=timeout + 60,
+            options=parse_options(sanitizer_option or []),
+        )
+        result = _run_here(request, workdir)
+    except (BadRequest, ValueError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(USAGE_ERROR) from exc
+    _emit(result, as_json, level)
 
 
 @app.command()
@@ -192,6 +246,10 @@ def doctor() -> None:
         f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
     )
     ready &= gpu is not None
+    devices = discover_gpus()
+    for device in devices:
+        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()
         version = sanitizer_version(path) if here else None

@@ -21,7 +21,7 @@ def location(finding: Finding) -> str:
 
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
     table = Table(title=title, show_lines=False)
-    for column in ("kind", "kernel", "location", "count", "hazards", "threads", "case", "flags"):
+    for column in ("severity", "kind", "kernel", "location", "count", "hazards", "threads", "case", "flags"):
         table.add_column(column, overflow="fold")
     for f in findings:
         threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in f.threads.items() if hi) or "-"
@@ -29,6 +29,7 @@ def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
             n for n, on in (("fallout", f.fallout), ("library", f.library), ("filtered", f.filtered)) if on
         )
         table.add_row(
+            f.severity,
             f.kind,
             f.kernel or "-",
             location(f),
@@ -53,6 +54,10 @@ def print_result(result: RunResult, console: Console) -> None:
         facts.append("TRUNCATED")
     if result.sanitizer_version:
         facts.append(f"compute-sanitizer {result.sanitizer_version}")
+    if key := result.options.key():
+        facts.append(f"options {key}")
+    if warnings := sum(1 for f in result.findings if f.severity == "warning"):
+        facts.append(f"{warnings} warning finding(s)")
     facts.append(f"{result.duration_s:.1f} s")
     console.print("  " + " | ".join(facts))
     if result.findings:

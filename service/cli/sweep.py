@@ -20,6 +20,7 @@ from service.sweep.definition import DefinitionError, load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
 from service.sweep.notify import notify
+from service.worker.commands import host_slots
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()
@@ -37,6 +38,9 @@ def _sweeps() -> tuple[SweepStore, Settings]:
 def run_cmd(
     definition: Annotated[Path, typer.Argument(help="sweep definition (TOML), e.g. suites/nightly.toml")],
     report: Annotated[Path | None, typer.Option(help="write report.html and summary.md into this folder")] = None,
+    slots: Annotated[
+        int, typer.Option(help="sanitizer processes at once (0: CUPROBE_GPU_SLOTS, else this GPU's default)")
+    ] = 0,
 ) -> None:
     """Run DEFINITION on this machine with a progress bar, store it, print what changed (exit 3: a case could
     not run, 1: new findings, 0: otherwise)."""
@@ -54,7 +58,7 @@ def run_cmd(
         def progress(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
 
-        runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings)
+        runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
         try:
             sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
         except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 # The only names served: nothing else under a job's directory is reachable over HTTP.
-NAMES = ("run.xml", "stdout.txt", "stderr.txt", "result.json")
+NAMES = ("run.xml", "stdout.txt", "stderr.txt", "result.json", "replay-growth.svg")
 
 
 def artifact_path(workdir: Path, name: str) -> Path | None:

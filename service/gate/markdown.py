@@ -79,6 +79,17 @@ def render(report: GateReport) -> str:
                 for f in known
             ],
         )
+    warnings = report.by_status(Status.WARNING)
+    if warnings:
+        out += [f"### Warnings, not failing ({len(warnings)})", ""]
+        out += _table(
+            ["entry", "case", "kind", "location", "seen", "count"],
+            [
+                [f.entry, f.finding.case or "-", f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}",
+                 f.finding.count]
+                for f in warnings
+            ],
+        )
     if report.flaky_unseen or report.unchecked:
         out += ["### Baseline entries not seen", ""]
         out += _table(

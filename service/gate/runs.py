@@ -38,7 +38,9 @@ def run_local(
     for entry in suite.entries:
         runs = EntryRuns(entry)
         for repeat in range(entry.repeats):
-            result = run_probe(entry.request(), workdir=workdir / entry.name / str(repeat), settings=settings)
+            result = run_probe(
+                entry.request(), workdir=workdir / entry.name / str(repeat), settings=settings, trusted=True
+            )
             runs.results.append(result)
             on_result(entry, repeat, result)
         out.append(runs)
@@ -74,6 +76,8 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
                 "params": entry.params,
                 "lane": "gate",
             }
+            if options := entry.options.model_dump(mode="json", exclude_defaults=True):
+                spec["options"] = options
             for key, value in (("timeout_s", entry.timeout_s), ("arch", suite.arch), ("deadline_s", suite.deadline_s)):
                 if value is not None:
                     spec[key] = value

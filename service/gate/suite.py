@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probes import registry
 from probes.contract import Tool
-from service.models import ProbeRequest
+from service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
+from service.models import ProbeRequest, SanitizerOptions, Severity
 from service.probing.runner import BadRequest, resolve
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
@@ -38,9 +39,14 @@ class SuiteEntry(BaseModel):
     repeats: int = Field(1, ge=1, le=50)
     control: bool = Field(False, description="a planted defect the tool must see; its expected findings never fail")
     timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
+    fail_on: Severity | None = Field(None, description="error or warning; the suite's when unset")
+    case: str | None = Field(None, description="for a [[test]] process: the test it runs (node id, test name)")
 
     def request(self) -> ProbeRequest:
-        return ProbeRequest(probe=self.probe, tool=self.tool, params=self.params, timeout_s=self.timeout_s)
+        return ProbeRequest(
+            probe=self.probe, tool=self.tool, params=self.params, timeout_s=self.timeout_s, options=self.options
+        )
 
 
 class Suite(BaseModel):
@@ -53,20 +59,26 @@ class Suite(BaseModel):
     baseline: str | None = Field(None, description="baseline file, relative to the suite file")
     arch: str | None = Field(None, description="GPU architecture for service runs, e.g. sm90")
     deadline_s: float | None = Field(None, gt=0, description="seconds a service job may wait for a worker")
-    probe: list[SuiteEntry] = Field(min_length=1)
+    fail_on: Severity = Field("error", description="what fails the gate: errors only, or warnings too")
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="options for every entry")
+    probe: list[SuiteEntry] = Field(default_factory=list)
+    test: list[TestEntry] = Field(default_factory=list, description="the user's tests: pytest, ctest, gtest, command")
     path: Path = Field(Path("suite.toml"), exclude=True)
 
     @property
     def entries(self) -> list[SuiteEntry]:
         return self.probe
 
+    def fail_on_of(self, entry: SuiteEntry) -> Severity:
+        return entry.fail_on or self.fail_on
+
     def baseline_path(self) -> Path:
         """The suite's own baseline file: its `baseline` key, else SUITE.baseline.toml beside it."""
         return self.path.parent / (self.baseline or f"{self.path.stem}.baseline.toml")
 
 
-def _check_entry(path: Path, entry: SuiteEntry) -> SuiteEntry:
-    where = f"{path}: [[probe]] {entry.name}"
+def _check_entry(path: Path, entry: SuiteEntry, where: str | None = None) -> SuiteEntry:
+    where = where or f"{path}: [[probe]] {entry.name}"
     try:
         tool, params = resolve(entry.request())
     except BadRequest as exc:
@@ -98,15 +110,50 @@ def load_suite(path: Path) -> Suite:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise SuiteError(f"{path}: {problems}") from exc
-    names = [entry.name for entry in suite.entries]
+    if not suite.probe and not suite.test:
+        raise SuiteError(f"{path}: a suite needs at least one [[probe]] or [[test]] entry")
+    suite.probe = [e.model_copy(update={"options": suite.options.merged(e.options)}) for e in suite.probe]
+    suite.test = [e.model_copy(update={"options": suite.options.merged(e.options)}) for e in suite.test]
+    names = [entry.name for entry in suite.entries] + [entry.name for entry in suite.test]
     if duplicates := sorted({n for n in names if names.count(n) > 1}):
         raise SuiteError(f"{path}: probe names must be unique; repeated: {', '.join(duplicates)}")
     suite.probe = [_check_entry(path, entry) for entry in suite.entries]
-    used = {entry.tool for entry in suite.entries} - {Tool.NONE}
-    controlled = {entry.tool for entry in suite.entries if entry.control}
+    for test in suite.test:  # the options and tool of a test entry, checked before anything is discovered
+        expect = {"expect": test.expect} if test.control else {}
+        dummy = test_entry(test, "-", {"argv": ["true"], "case": "-", **expect}, 0)
+        _check_entry(path, dummy, f"{path}: [[test]] {test.name}")
+    everything: list[SuiteEntry | TestEntry] = [*suite.entries, *suite.test]
+    used = {entry.tool for entry in everything} - {Tool.NONE}
+    controlled = {entry.tool for entry in everything if entry.control}
     if missing := sorted(used - controlled):
         raise SuiteError(
             f"{path}: no positive control for {', '.join(missing)}: a broken sanitizer tool would read as clean; "
             + "; ".join(f"for {tool} add a [[probe]] with {CONTROL_HINTS[tool]}" for tool in missing)
         )
     return suite
+
+
+def test_entry(test: TestEntry, case: str, params: dict[str, Any], index: int) -> SuiteEntry:
+    """The command-probe entry that runs one process of a [[test]] entry."""
+    return SuiteEntry(
+        name=f"{test.name}.{index:04d}",
+        probe="command",
+        tool=test.tool,
+        params=params,
+        repeats=test.repeats,
+        control=test.control,
+        timeout_s=test.timeout_s + SANITIZER_MARGIN_S,
+        options=test.options,
+        fail_on=test.fail_on,
+        case=case,
+    )
+
+
+def expand(suite: Suite, here: str | None = None) -> Suite:
+    """The suite with every [[test]] entry discovered into one command-probe entry per process (per test, or per
+    binary); DiscoveryError says which entry could not list its tests."""
+    generated = []
+    for test in suite.test:
+        for index, found in enumerate(discover(test, here)):
+            generated.append(test_entry(test, found.case, command_params(test, found), index))
+    return suite.model_copy(update={"probe": [*suite.probe, *generated], "test": []})

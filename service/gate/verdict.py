@@ -22,6 +22,7 @@ class Status(StrEnum):
     EXPIRED = "expired"
     BASELINED = "baselined"
     EXPECTED = "control fired"
+    WARNING = "warning (the suite fails on errors only)"
 
     @property
     def fails(self) -> bool:
@@ -175,16 +176,19 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
         repeats = len(entry_runs.results)
         for finding, seen, is_expected in _merged(entry_runs):
             seen_signatures.add(finding.signature)
-            finding = finding.model_copy(
-                update={
-                    "seen": f"{seen}/{repeats}",
-                    "evidence": Evidence.PROVEN if seen == repeats else Evidence.REPRODUCED,
-                }
-            )
+            if repeats > 1 or finding.seen is None:  # one repeat keeps the probe's own k/n (e.g. replay's)
+                finding = finding.model_copy(
+                    update={
+                        "seen": f"{seen}/{repeats}",
+                        "evidence": Evidence.PROVEN if seen == repeats else Evidence.REPRODUCED,
+                    }
+                )
             accepted = known.get(finding.signature)
             change = None
             if is_expected:
                 status = Status.EXPECTED
+            elif finding.severity == "warning" and suite.fail_on_of(entry) == "error":
+                status = Status.WARNING
             elif accepted is not None:
                 status = Status.EXPIRED if accepted.expired(today) else Status.BASELINED
             else:
@@ -225,7 +229,7 @@ def updated_baseline(report: GateReport, old: Baseline | None, today: date | Non
     entries: dict[str, BaselineEntry] = {}
     probe_of = {r.entry.name: (r.entry.probe, r.entry.tool) for r in report.runs}
     for item in report.findings:
-        if item.status is Status.EXPECTED or item.finding.signature in entries:
+        if item.status in (Status.EXPECTED, Status.WARNING) or item.finding.signature in entries:
             continue
         finding = item.finding
         kept = known.get(finding.signature)

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from probes.contract import CaseResult, Expectation, Tool
+from service.models.options import SanitizerOptions
 
 SCHEMA_VERSION = 1
 # compute-sanitizer --show-backtrace values.
@@ -29,6 +30,8 @@ def kernel_name(value: str) -> str:
 
 
 KernelName = Annotated[str, AfterValidator(kernel_name)]
+# How the sanitizer ranks a record; what fails a run's exit code or a gate is chosen per run or suite entry.
+Severity = Literal["error", "warning"]
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -40,7 +43,11 @@ __all__ = [
     "Outcome",
     "ProbeRequest",
     "RunResult",
+    "SanitizerOptions",
+    "Severity",
     "Tool",
+    "exit_code_for",
+    "failing",
 ]
 
 
@@ -94,6 +101,7 @@ class ProbeRequest(BaseModel):
         description="compute-sanitizer --show-backtrace; host backtraces are most of initcheck's cost per record "
         "(measured on the H200: 6,624 records took 21.6 s with them, 9.3 s with device only)",
     )
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
 
 
 class Finding(BaseModel):
@@ -112,6 +120,7 @@ class Finding(BaseModel):
     size: int | None = None
     count: int = 0
     hazards: int | None = None
+    severity: Severity = Field("error", description="error or warning, as the sanitizer ranks the record")
     threads: dict[str, list[int]] = Field(default_factory=dict, description="axis -> [min, max] thread index")
     blocks: dict[str, list[int]] = Field(default_factory=dict, description="axis -> [min, max] block index")
     addresses: list[str] = Field(default_factory=list, description="a few example addresses")
@@ -168,8 +177,8 @@ class RunResult(BaseModel):
     truncated_at_case: str | None = Field(
         None, description="when truncated: the case of the last record kept; its count and later cases' are partial"
     )
-    suppressed: int = 0
     filtered: bool = False
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="the sanitizer options set")
     sanitizer_version: str | None = None
     environment: Environment = Field(default_factory=Environment)
     findings: list[Finding] = Field(default_factory=list)
@@ -183,6 +192,18 @@ class RunResult(BaseModel):
     @property
     def exit_code_for_cli(self) -> int:
         return self.outcome.exit_code
+
+
+def failing(findings: list[Finding], fail_on: Severity = "error") -> list[Finding]:
+    """The findings that fail at `fail_on`: errors only, or errors and warnings (fallout never counts)."""
+    return [f for f in findings if not f.fallout and (fail_on == "warning" or f.severity == "error")]
+
+
+def exit_code_for(result: RunResult, fail_on: Severity = "error") -> int:
+    """The exit code of `cuprobe run/exec`: like the outcome's, but warnings-only findings pass at fail-on error."""
+    if result.outcome is Outcome.FINDINGS and not failing(result.findings, fail_on):
+        return 0
+    return result.outcome.exit_code
 
 
 def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:

@@ -11,24 +11,25 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes import registry
+from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool
 from service.config import Settings
 from service.db.artifacts import read_regular, write_artifact
-from service.models import Finding, Outcome, ProbeRequest, RunResult
+from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
+from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
 from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
-# A job names its suppressions file; the worker finds it in its suppressions directory (no path, no option).
-SUPPRESSIONS_NAME = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$"
+SUPPRESSIONS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 
 
 class BadRequest(ValueError):
@@ -50,31 +51,36 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
         params = probe.Params.model_validate(request.params).model_dump(mode="json")
     except ValidationError as exc:
         raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
+    try:
+        check_options(request.options, tool)
+    except OptionRefused as exc:
+        raise BadRequest(str(exc)) from exc
+    if request.options.target_processes == "application-only" and probe.name == "command":
+        raise BadRequest(
+            "--target-processes application-only would check only the command probe's own Python process, "
+            "never the command it starts: leave target_processes unset for command and test entries"
+        )
+    if "allocator" in params and params["allocator"] is None:
+        params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
     return tool, params
 
 
-def named_suppressions(name: str, directory: Path | None) -> Path:
-    """The file `name` names in the suppressions directory (a job's request); BadRequest saying why not."""
-    if directory is None:
-        raise BadRequest("this server has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
-    if re.fullmatch(SUPPRESSIONS_NAME, name) is None:
-        raise BadRequest(f"{name!r} is not a suppressions file name (letters, digits and ._- only, never a path)")
-    path = directory / name
-    if path.is_symlink() or not path.is_file():
-        raise BadRequest(f"no suppressions file {name!r} in the server's suppressions directory")
-    return path.resolve()
-
-
-def _suppressions(request: ProbeRequest, named_in: Path | None, named: bool) -> Path | None:
-    """The suppressions file: by name in the server's directory for a job, a path for a local run."""
-    if request.suppressions is None:
-        return None
-    if named:
-        return named_suppressions(request.suppressions, named_in)
-    path = Path(request.suppressions).resolve()
+def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
+    """A local run takes a path (in the repository); a service job a bare name in the operator's directory, never
+    a path or an option (a symlink there is not followed)."""
+    if trusted:
+        path = Path(value)
+    else:
+        if not SUPPRESSIONS_NAME.fullmatch(value):
+            raise BadRequest(f"suppressions: a service job names a file in the suppressions directory, not {value!r}")
+        if settings.suppressions_dir is None:
+            raise BadRequest("suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
+        path = settings.suppressions_dir / value
+        if path.is_symlink():
+            raise BadRequest(f"suppressions: {value} is a symlink in the suppressions directory: not followed")
     if not path.is_file():
         raise BadRequest(f"suppressions: no such file {path}")
-    return path
+    return path.resolve()
 
 
 def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
@@ -113,6 +119,11 @@ def _preflight(
             sanitizer = find_sanitizer(settings.sanitizer_path)
         except SanitizerMissing as exc:
             missing.append(str(exc))
+    if sanitizer is not None and request.options.flags():
+        try:
+            check_options(request.options, tool, installed_options(sanitizer))
+        except OptionRefused as exc:
+            missing.append(f"refused before the run: {exc}")
     if missing:
         return None, _unavailable(request, tool, params, "; ".join(missing))
     return sanitizer, None
@@ -124,15 +135,19 @@ def run_probe(
     workdir: Path,
     settings: Settings | None = None,
     cancel_event: threading.Event | None = None,
-    named_suppressions: bool = False,
+    trusted: bool = False,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
-    `named_suppressions`: the request came over the queue, so its suppressions value is a name in the
-    settings' suppressions directory, never a path."""
+    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted, the probe gets
+    the user's environment and suppressions are paths; a worker's job is not: the operator's allowlist applies,
+    the probe gets the allowlisted environment and suppressions are names."""
     settings = settings or Settings()
     tool, params = resolve(request)
-    suppressions = _suppressions(request, settings.suppressions_dir, named_suppressions)
+    chosen = request.options.suppressions or request.suppressions
+    suppressions = (
+        suppressions_file(chosen, trusted=trusted, settings=settings) if chosen and tool is not Tool.NONE else None
+    )
     sanitizer, refusal = _preflight(request, tool, params, settings)
     if refusal is not None:
         return refusal
@@ -151,18 +166,20 @@ def run_probe(
             target,
             xml=xml,
             error_exitcode=settings.error_exitcode,
+            options=request.options,
             kernel_filter=request.kernel_filter,
             suppressions=suppressions,
             extra=["--show-backtrace", backtrace]
             if (backtrace := request.show_backtrace or settings.show_backtrace)
             else (),
+            nvtx=needs_nvtx(params),
         )
     )
     done = supervise(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_environment(tool, settings),
+        env=probe_environment(tool, settings, trusted=trusted),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
@@ -188,7 +205,7 @@ def run_probe(
                 allocations=allocations,
                 single_case=single,
                 sanitizer_version=version,
-                filtered=bool(request.kernel_filter),
+                filtered=bool(request.kernel_filter or request.options.kernel_name),
                 max_records=settings.max_records,
                 max_bytes=settings.max_xml_bytes,
             )
@@ -216,7 +233,9 @@ def run_probe(
     if done.cancelled:
         outcome = Outcome.PROBE_ERROR
         message = "cancelled while running; the probe and every process it started were killed"
-    findings = (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe)
+    findings = keyed_by_options(
+        (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
+    )
     result = RunResult(
         probe=request.probe,
         tool=tool,
@@ -227,7 +246,8 @@ def run_probe(
         summary_count=summary.errors if summary else None,
         truncated=bool(parsed and parsed.truncated) or done.xml_capped,
         truncated_at_case=parsed.truncated_at_case if parsed else None,
-        filtered=bool(request.kernel_filter) and tool is Tool.INITCHECK,
+        filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
+        options=request.options,
         sanitizer_version=version,
         environment=fingerprint(version, str(sanitizer) if sanitizer else None),
         findings=findings,
@@ -258,8 +278,17 @@ def _not_regular(xml: Path) -> str | None:
     return None
 
 
+def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:
+    """Findings whose signatures carry the options they ran under (not the suppressions file): a baseline
+    entry recorded under other options does not match them."""
+    key = request.options.model_copy(update={"suppressions": None}).key()
+    if not key:
+        return findings
+    return [f.model_copy(update={"signature": bounded(f"{f.signature}|opts:{key}")}) for f in findings]
+
+
 def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -> list[Finding]:
-    """A probe's own violated expectations, as Findings (signature: tool|expectation-violation|probe|case)."""
+    """A probe's violated expectations (tool|expectation-violation|probe|case) and its own observed findings."""
     out = []
     for case in probe.cases if probe else []:
         for violation in case.violations:
@@ -271,6 +300,19 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
                     message=violation,
                     case=case.id,
                     count=1,
+                )
+            )
+        for seen in case.findings:
+            out.append(
+                Finding(
+                    signature=bounded(seen.signature),
+                    tool=tool,
+                    kind=seen.kind,
+                    message=seen.message,
+                    case=case.id,
+                    count=1,
+                    seen=seen.seen,
+                    evidence=Evidence(seen.evidence),
                 )
             )
     return out

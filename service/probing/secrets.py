@@ -14,16 +14,30 @@ from service.models import RunResult
 from service.probing.environment import PROJECT_ROOT
 
 REDACTED = "[redacted by cuprobe]"
+# What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
+COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
 # Shorter values are too likely to occur by chance ("1", "true") to be scrubbed from output.
 MIN_SECRET_LEN = 6
 
 
-def probe_environment(tool: Tool, settings: Settings, source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What a probe process runs with: the allowlist (probes.allowed_env) plus what cuprobe sets for it."""
-    env, _dropped = allowlisted(os.environ if source is None else source, settings.probe_env_pass)
+def probe_environment(
+    tool: Tool, settings: Settings, *, trusted: bool = False, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What a probe process runs with: for a service job the allowlist (probes.allowed_env), never the worker's
+    secrets; for a trusted local run (cuprobe run/exec, gate --local) the user's own environment; plus what
+    cuprobe sets for it."""
+    source = os.environ if source is None else source
+    if trusted:
+        env = {k: v for k, v in source.items() if k != COMMAND_TRUSTED_ENV}
+        env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
+    else:
+        env, _dropped = allowlisted(source, settings.probe_env_pass)
+    env[EXTENSION_DIR_ENV] = source.get(EXTENSION_DIR_ENV) or str((settings.data_dir / "extensions").resolve())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
+    env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
     return env

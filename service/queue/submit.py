@@ -13,10 +13,12 @@ from probes import registry
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
-from service.probing.runner import SUPPRESSIONS_NAME, BadRequest, named_suppressions
+from service.probing.runner import SUPPRESSIONS_NAME, BadRequest, suppressions_file
 from service.queue.names import Lane, queue_for
+from service.sanitizer.options import OptionRefused, check_options
 
 COMMAND_PROBE = "command"
+REPLAY_PROBE = "replay"
 # Time the worker needs around a probe's own limit (start-up, parsing, storing) within its soft limit.
 RUN_MARGIN_S = 30.0
 
@@ -33,7 +35,7 @@ class JobSpec(ProbeRequest):
     )
     suppressions: str | None = Field(
         default=None,
-        pattern=SUPPRESSIONS_NAME,
+        pattern=SUPPRESSIONS_NAME.pattern,
         description="name of a suppressions file in the server's suppressions directory (never a path)",
     )
 
@@ -51,12 +53,25 @@ class SubmissionError(ValueError):
         self.status = status
 
 
+def runs_user_code(params: dict[str, Any]) -> bool:
+    """Whether replay parameters name the user's own program rather than the built-in example."""
+    return bool(params.get("entry") or params.get("script"))
+
+
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
     """Validate against the probe registry and server limits; returns it with tool and params filled in."""
     if spec.probe == COMMAND_PROBE and not settings.command_probe_enabled:
         raise SubmissionError(
             "probe",
             "the command probe is disabled on this server (CUPROBE_COMMAND_PROBE_ENABLED)",
+            status=403,
+        )
+    if spec.probe == REPLAY_PROBE and not settings.replay_probe_enabled and runs_user_code(spec.params):
+        raise SubmissionError(
+            "probe",
+            "the replay probe runs the user's own program (entry or script), which is disabled on this server "
+            "(CUPROBE_REPLAY_PROBE_ENABLED); its built-in example runs anywhere, and `cuprobe gate --local` "
+            "runs your program on your own machine",
             status=403,
         )
     try:
@@ -75,9 +90,15 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
     refuse_nul(spec.params, "params")
     if spec.suppressions is not None:
         try:
-            named_suppressions(spec.suppressions, settings.suppressions_dir)
+            suppressions_file(spec.suppressions, trusted=False, settings=settings)
         except BadRequest as exc:
-            raise SubmissionError("suppressions", str(exc)) from exc
+            raise SubmissionError("suppressions", str(exc).removeprefix("suppressions: ")) from exc
+    try:
+        check_options(spec.options, tool)
+        if spec.options.suppressions:
+            suppressions_file(spec.options.suppressions, trusted=False, settings=settings)
+    except (OptionRefused, BadRequest) as exc:
+        raise SubmissionError("options", str(exc).removeprefix("suppressions: ")) from exc
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise SubmissionError("timeout_s", f"this server's job limit is {limit:.0f} s")

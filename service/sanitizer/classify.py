@@ -67,11 +67,11 @@ def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) 
         real = [f for f in mine if not f.fallout]
         exp = case.expectation
         if exp.clean:
-            passed = not real and not case.violations
+            passed = not real and not case.problems()
             reason = (
                 "clean as expected"
                 if passed
-                else (f"{len(real)} finding(s), {len(case.violations)} violation(s) where clean was expected")
+                else (f"{len(real)} finding(s), {len(case.problems())} violation(s) where clean was expected")
             )
         elif exp.tool is not tool:
             passed, reason = True, f"positive control for {exp.tool}, not checked under {tool}"
@@ -176,7 +176,7 @@ def classify(ev: RunEvidence) -> Classification:
             "; ".join(f"case {v.id}: {v.reason}" for v in failed_controls) + " — the instrument is broken",
             verdicts,
         )
-    violations = [v for c in (probe.cases if probe else []) for v in c.violations]
+    violations = [v for c in (probe.cases if probe else []) for v in c.problems()]
     real = [f for f in findings if not f.fallout]
     if real or violations:
         parts = []

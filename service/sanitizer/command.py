@@ -10,10 +10,11 @@ from typing import Any
 
 from probes.contract import Tool
 from service.models import kernel_name
+from service.models.options import SanitizerOptions
 
-# Tool-specific options cuprobe always passes.
-TOOL_OPTIONS: dict[Tool, tuple[str, ...]] = {
-    Tool.RACECHECK: ("--racecheck-report", "analysis"),
+# Options cuprobe passes for a tool unless the request sets them itself.
+TOOL_DEFAULTS: dict[Tool, SanitizerOptions] = {
+    Tool.RACECHECK: SanitizerOptions(racecheck_report="analysis"),
 }
 
 
@@ -40,13 +41,30 @@ def sanitizer_command(
     *,
     xml: Path,
     error_exitcode: int,
+    options: SanitizerOptions | None = None,
     kernel_filter: Sequence[str] = (),
     suppressions: Path | None = None,
     extra: Sequence[str] = (),
+    nvtx: bool = False,
 ) -> list[str]:
-    """compute-sanitizer --tool T --print-limit 0 --xml --save X --error-exitcode N [filters] -- target."""
+    """compute-sanitizer --tool T --print-limit 0 --xml --save X --error-exitcode N [options] -- target.
+
+    `options` are the request's; `kernel_filter` adds kns= filters; `suppressions` is the resolved file that
+    replaces the options' suppressions name or path.
+
+    nvtx: `--nvtx yes` unless the options say otherwise, so the tool honours NVTX memory registrations (torch's
+    allocator under caching-nvtx)."""
     if tool is Tool.NONE:
         raise ValueError("a bare run (tool none) has no sanitizer command")
+    chosen = TOOL_DEFAULTS.get(tool, SanitizerOptions()).merged(options)
+    kernels = [f"kns={kernel_name(name)}" for name in kernel_filter]
+    update: dict[str, object] = {"kernel_name": [*chosen.kernel_name, *kernels]}
+    if suppressions is not None:
+        # Absolute, so the value can never read as an option of its own (`--injection-path=...`).
+        update["suppressions"] = str(suppressions.resolve())
+    if nvtx and chosen.nvtx is None:
+        update["nvtx"] = True
+    chosen = chosen.model_copy(update=update)
     cmd = [
         str(sanitizer),
         "--tool",
@@ -59,13 +77,10 @@ def sanitizer_command(
         "--error-exitcode",
         str(error_exitcode),
     ]
-    for name in kernel_filter:
-        cmd += ["--kernel-name", f"kns={kernel_name(name)}"]
-    if suppressions is not None:
-        # Absolute, so the value can never read as an option of its own (`--injection-path=...`).
-        cmd += ["--suppressions", str(suppressions.resolve())]
-    for part in (*cmd, *extra, *target):
+    for flag, value in chosen.pairs():
+        cmd += [flag] if value is None else [flag, value]
+    cmd += [*extra, "--", *target]
+    for part in cmd:
         if "\x00" in part:
             raise ValueError(f"a NUL byte in the sanitizer command line: {part!r}")
-    cmd += [*TOOL_OPTIONS.get(tool, ()), *extra, "--", *target]
     return cmd

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +13,7 @@ from pathlib import PurePosixPath
 
 from probes.contract import Allocation, Tool
 from service.models import Finding
-from service.sanitizer.records import Location, RawRecord
+from service.sanitizer.records import UNUSED_MEMORY, Location, RawRecord
 
 MAX_ADDRESSES = 3
 MAX_FRAMES = 6
@@ -55,7 +57,7 @@ def user_location(rec: RawRecord) -> Location:
     """The innermost frame in user code: `where`, unless it is a CUDA header and a device frame is not."""
     if not is_cuda_header(rec.where.path):
         return rec.where
-    for frame in rec.device_stack:
+    for frame in rec.device_frames():
         if frame.path and not is_cuda_header(frame.path):
             return frame
     return rec.where
@@ -87,8 +89,21 @@ def bounded(signature: str) -> str:
     return f"{signature[: SIGNATURE_MAX - 18]}#{digest}"
 
 
+def first_user_frame(rec: RawRecord) -> str:
+    """The first host frame outside the CUDA driver and runtime: the user's call site ('?' when none)."""
+    user = [
+        f for f, m in rec.host_frames() if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
+    ]
+    return user[0] if user else "?"
+
+
 def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
-    """tool:kind:kernel:file:line:access — stable across runs and machines (no addresses or thread ids)."""
+    """tool:kind:kernel:file:line:access — stable across runs and machines (no addresses or thread ids).
+
+    Leaks and unused memory have no kernel or line: tool|kind|size=N|type|@first user host frame."""
+    if rec.kind in ("leak", UNUSED_MEMORY):
+        parts = [rec.tool.value, rec.kind, f"size={rec.size if rec.size is not None else '?'}"]
+        return bounded("|".join([*parts, *([rec.detail] if rec.detail else []), "@" + first_user_frame(rec)]))
     loc = user_location(rec)
     kernel = rec.where.func if rec.where.func and not is_cuda_header(rec.where.path) else loc.func
     access = "-".join(str(p).strip("_") for p in (rec.space, rec.access, rec.size) if p is not None)
@@ -99,11 +114,10 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
         parts.append(access)
     if rec.detail:
         parts.append(rec.detail)
-    if rec.kind == "leak" or rec.kind == "api-error":
-        user = [
-            f for f, m in rec.host_frames() if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
-        ]
-        parts.append("@" + (user[0] if user else "?"))
+    if rec.kind == "api-error":
+        parts.append("@" + first_user_frame(rec))
+    if rec.severity == "warning" and "warning" not in rec.kind:
+        parts.append("warning")  # a warning and an error at the same place are two findings
     return bounded("|".join(parts))
 
 
@@ -121,11 +135,35 @@ def case_of(address: str | None, allocations: Sequence[tuple[str, Allocation]]) 
     return None
 
 
+class CaseIndex:
+    """case_of over one allocation map, by binary search when the buffers do not overlap (a batched run's)."""
+
+    def __init__(self, allocations: Sequence[tuple[str, Allocation]]) -> None:
+        self.allocations = list(allocations)
+        spans = sorted((a.start, a.start + a.size, case) for case, a in self.allocations if a.size > 0)
+        disjoint = all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
+        self._spans = spans if disjoint else None
+        self._starts = [start for start, _, _ in spans]
+
+    def case_of(self, address: str | None) -> str | None:
+        if self._spans is None or not address:
+            return case_of(address, self.allocations)
+        try:
+            value = int(address, 16)
+        except ValueError:
+            return None
+        at = bisect.bisect_right(self._starts, value) - 1
+        if at >= 0 and value < self._spans[at][1]:
+            return self._spans[at][2]
+        return None
+
+
 @dataclass
 class _Group:
     """A finding being built; counts live here (not on the pydantic model) because they change per record."""
 
     finding: Finding
+    fallout_kind: bool = False  # its first record is an API or sanitizer error: fallout if a precise error came first
     count: int = 0
     hazards: int | None = None
     threads: dict[str, list[int]] = field(default_factory=dict)
@@ -158,6 +196,8 @@ class FindingGrouper:
     ) -> None:
         self.roots = list(roots)
         self.allocations = list(allocations)
+        self.cases = CaseIndex(self.allocations)
+        self._signatures: dict[tuple[object, ...], str] = {}
         self.single_case = single_case
         self.sanitizer_version = sanitizer_version
         self.filtered = filtered
@@ -166,9 +206,19 @@ class FindingGrouper:
         # The case of the latest record: when parsing stops at the record cap, counts from here on are partial.
         self.last_case: str | None = None
 
+    def _signature(self, rec: RawRecord) -> str:
+        """signature_of, remembered for records that differ only in what it leaves out (threads, addresses)."""
+        if rec.kind in ("leak", "api-error") or is_cuda_header(rec.where.path):
+            return signature_of(rec, self.roots)  # these read the host or device stack
+        key = (rec.tool, rec.kind, rec.where, rec.peers, rec.space, rec.access, rec.size, rec.detail)
+        signature = self._signatures.get(key)
+        if signature is None:
+            signature = self._signatures[key] = signature_of(rec, self.roots)
+        return signature
+
     def add(self, rec: RawRecord) -> None:
-        signature = signature_of(rec, self.roots)
-        case = case_of(rec.address, self.allocations) or self.single_case
+        signature = self._signature(rec)
+        case = self.cases.case_of(rec.address) or self.single_case
         self.last_case = case or self.last_case
         group = self.groups.get((signature, case))
         if group is None:
@@ -199,9 +249,10 @@ class FindingGrouper:
             space=rec.space,
             access=rec.access,
             size=rec.size,
+            severity="warning" if rec.severity == "warning" else "error",
             host_frames=[_frame(f, m) for f, m in rec.host_frames()[:MAX_FRAMES]],
             device_frames=[
-                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_stack
+                f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_frames()
             ][:MAX_FRAMES],
             case=case,
             library=is_library(rec, loc),
@@ -209,7 +260,29 @@ class FindingGrouper:
             filtered=self.filtered and rec.tool is Tool.INITCHECK,
             sanitizer_version=self.sanitizer_version,
         )
-        return _Group(finding)
+        return _Group(finding, fallout_kind=rec.xml_kind in ("Api", "Sanitizer"))
+
+    def absorb(self, later: FindingGrouper) -> None:
+        """Fold in the groups of the records that come right after this grouper's (the next piece of one file)."""
+        for key, theirs in later.groups.items():
+            mine = self.groups.get(key)
+            if mine is None:
+                if self._context_dead and theirs.fallout_kind and not theirs.finding.fallout:
+                    theirs.finding = theirs.finding.model_copy(update={"fallout": True})
+                self.groups[key] = theirs
+                continue
+            mine.count += theirs.count
+            if theirs.hazards is not None:
+                mine.hazards = (mine.hazards or 0) + theirs.hazards
+            for mine_ranges, their_ranges in ((mine.threads, theirs.threads), (mine.blocks, theirs.blocks)):
+                for axis, (low, high) in their_ranges.items():
+                    ours = mine_ranges.setdefault(axis, [low, high])
+                    ours[0], ours[1] = min(ours[0], low), max(ours[1], high)
+            for address in theirs.addresses:
+                if len(mine.addresses) < MAX_ADDRESSES and address not in mine.addresses:
+                    mine.addresses.append(address)
+        self._context_dead = self._context_dead or later._context_dead
+        self.last_case = later.last_case or self.last_case
 
     def findings(self) -> list[Finding]:
         out = []

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from probes.contract import Allocation, Tool
 from service.models import Finding
+from service.sanitizer.chunks import Context, Unsplittable, plan
 from service.sanitizer.findings import FindingGrouper
+from service.sanitizer.pool import PARALLEL_MIN_BYTES, WorkerFailed, default_workers, merge_in_order
 from service.sanitizer.records import record_from_element
-from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, iter_records
+from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, check_prolog, iter_records
 
 
 @dataclass
@@ -28,6 +30,48 @@ class ParseResult:
     truncated_at_case: str | None = None
 
 
+def _grouper(ctx: Context) -> FindingGrouper:
+    return FindingGrouper(ctx.roots, ctx.allocations, ctx.single_case, ctx.sanitizer_version, ctx.filtered)
+
+
+def _in_one_stream(
+    ctx: Context, max_records: int, max_bytes: int, result: ParseResult, grouper: FindingGrouper
+) -> None:
+    """The whole file through one iterparse: gzip, UTF-16, odd layouts, and anything the split refused."""
+    state = StreamState()
+    try:
+        for elem in iter_records(ctx.path, max_bytes, state):
+            if result.records >= max_records:
+                result.truncated = True
+                break
+            rec = record_from_element(elem)
+            if ctx.tool is not None and ctx.tool is not Tool.NONE:
+                rec.tool = ctx.tool
+            result.tool = result.tool or rec.tool
+            grouper.add(rec)
+            result.records += 1
+    finally:
+        result.truncated = result.truncated or state.capped
+        result.bytes_read = state.bytes_read
+
+
+def _in_chunks(ctx: Context, max_records: int, max_bytes: int, workers: int, result: ParseResult) -> FindingGrouper:
+    """The file cut at record boundaries, parsed on `workers` processes, merged in file order."""
+    prolog = check_prolog(ctx.path)
+    ctx = replace(ctx, root=prolog.root)
+    chunks = plan(ctx.path, prolog, max_bytes)
+    size = ctx.path.stat().st_size
+    lanes = workers if size >= PARALLEL_MIN_BYTES else 1
+    try:
+        merged = merge_in_order(ctx, chunks, max_records, lanes)
+    except WorkerFailed:
+        merged = merge_in_order(ctx, chunks, max_records, 1)
+    result.records, result.tool = merged.records, result.tool or merged.tool
+    result.truncated = merged.truncated or size > max_bytes
+    result.bytes_read = min(size, max_bytes)
+    return merged.grouper
+
+
 def parse_xml(
     path: Path,
     *,
@@ -39,30 +83,28 @@ def parse_xml(
     filtered: bool = False,
     max_records: int = 10_000,
     max_bytes: int = 512 * 1024 * 1024,
+    workers: int | None = None,
 ) -> ParseResult:
-    """Parse `path`; past `max_records` records or `max_bytes` bytes stop and flag `truncated`."""
+    """Parse `path`; past `max_records` records or `max_bytes` bytes stop and flag `truncated`.
+
+    A plain UTF-8 file is cut at record boundaries and parsed on `workers` processes (default: up to two);
+    anything else, or a file whose pieces do not parse on their own, is read as one stream: the same Findings.
+    """
+    ctx = Context(path, "", tool, roots, allocations, single_case, sanitizer_version, filtered)
     result = ParseResult(tool=tool)
-    state = StreamState()
-    grouper = FindingGrouper(roots, allocations, single_case, sanitizer_version, filtered)
+    grouper = _grouper(ctx)
     try:
-        for elem in iter_records(path, max_bytes, state):
-            if result.records >= max_records:
-                result.truncated = True
-                break
-            rec = record_from_element(elem)
-            if tool is not None and tool is not Tool.NONE:
-                rec.tool = tool
-            result.tool = result.tool or rec.tool
-            grouper.add(rec)
-            result.records += 1
+        try:
+            grouper = _in_chunks(ctx, max_records, max_bytes, workers or default_workers(), result)
+        except Unsplittable:
+            result, grouper = ParseResult(tool=tool), _grouper(ctx)
+            _in_one_stream(ctx, max_records, max_bytes, result, grouper)
     except HostileXML as exc:
-        result.hostile, result.error = True, str(exc)
+        result, grouper = ParseResult(tool=tool, hostile=True, error=str(exc)), _grouper(ctx)
     except BrokenXML as exc:
         result.error = str(exc)
     except OSError as exc:
         result.error = f"cannot read sanitizer XML {path}: {exc}"
-    result.truncated = result.truncated or state.capped
-    result.bytes_read = state.bytes_read
     result.findings = grouper.findings()
     if result.truncated:
         result.truncated_at_case = grouper.last_case

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from probes import registry
 from probes.contract import Tool
+from service.models import SanitizerOptions
+from service.sanitizer.options import OptionRefused, check_options
 
 
 class DefinitionError(ValueError):
@@ -43,6 +45,7 @@ class Entry(BaseModel):
     batch: bool = Field(True, description="run many cases in one process where attribution allows")
     batch_size: int = Field(512, ge=1, le=4096, description="most grid cases in one process")
     timeout_s: float | None = Field(None, gt=0)
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
 
     @model_validator(mode="after")
     def _known_probe_and_tools(self) -> Entry:
@@ -56,6 +59,12 @@ class Entry(BaseModel):
                 f"probe {self.probe} does not run under {', '.join(wrong)}; "
                 f"allowed: {', '.join(t.value for t in probe.tools)}"
             )
+        for tool in self.tools:
+            if tool is not Tool.NONE:
+                try:
+                    check_options(self.options, tool)
+                except OptionRefused as exc:
+                    raise ValueError(str(exc)) from exc
         self.name = self.name or self.probe
         return self
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,27 +26,38 @@ Progress = Callable[[int, int, str], None]
 class ProcessRunner(Protocol):
     """Runs probe requests and yields (slot, RunResult) as each finishes, in any order."""
 
+    slots: int  # how many it runs at once: the planner splits batches so each has work
+
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]: ...
 
 
 class LocalRunner:
-    """One process after another on this machine, each with the sweep's record cap."""
+    """Up to `slots` processes at once on this machine (one GPU's K sanitizer slots), each with the record cap."""
 
-    def __init__(self, workdir: Path, settings: Settings | None = None) -> None:
+    def __init__(self, workdir: Path, settings: Settings | None = None, slots: int = 1) -> None:
         settings = settings or Settings()
         self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
-        self.workdir = workdir
+        self.workdir, self.slots = workdir, max(1, slots)
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
-        for slot, request in enumerate(requests):
-            yield slot, run_probe(request, workdir=self.workdir / f"slot{slot:04d}", settings=self.settings)
+        def run(slot: int) -> RunResult:
+            return run_probe(requests[slot], workdir=self.workdir / f"slot{slot:04d}", settings=self.settings)
+
+        # Threads suffice: each waits on its own probe subprocess.
+        with ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot") as pool:
+            futures = {pool.submit(run, slot): slot for slot in range(len(requests))}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
 
 
 class ServiceRunner:
     """Submits every process as a job on the sweep lane (gate jobs never wait behind it) and waits for each."""
 
-    def __init__(self, store: Store, settings: Settings, enqueue: Callable[[Job], Any], poll_s: float = 1.0) -> None:
+    def __init__(
+        self, store: Store, settings: Settings, enqueue: Callable[[Job], Any], poll_s: float = 1.0, slots: int = 1
+    ) -> None:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
+        self.slots = max(1, slots)
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         from service.queue.submit import JobSpec, submit
@@ -90,6 +102,7 @@ def requests_of(processes: list[Process]) -> list[tuple[Process, ProbeRequest]]:
                 params=p.params,
                 timeout_s=p.timeout_s,
                 show_backtrace=SWEEP_BACKTRACE.get(p.tool),
+                options=p.options,
             ),
         )
         for p in processes
@@ -106,7 +119,7 @@ def run_sweep(
 ) -> Sweep:
     """Run every planned process (each `repeats` times), attribute findings to cases, merge the repeats."""
     started, clock = utcnow(), time.monotonic()
-    processes = plan(definition)
+    processes = plan(definition, runner.slots)
     slots = requests_of(processes)
     results: dict[int, list[RunResult]] = {p.index: [] for p in processes}
     for done, (slot, result) in enumerate(runner.run_all([r for _, r in slots]), start=1):

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, expected_uninit_reads
+from service.models import SanitizerOptions
 from service.sweep.definition import Entry, SweepDefinition
 
 Point = dict[str, Any]
@@ -42,6 +43,7 @@ class Process:
     repeats: int = 1
     timeout_s: float | None = None
     extra_cases: list[str] = field(default_factory=list)
+    options: SanitizerOptions = field(default_factory=SanitizerOptions)
 
 
 class NarrowMatmulBatching:
@@ -102,17 +104,22 @@ def _singles(entry: Entry, tool: Tool, points: list[Point], reason: str, start: 
             label, params, probe_case = _generic_label(point), {**entry.params, **point}, None
         case = PlannedCase(f"{entry.name}/{tool}/{label}", entry.name, entry.probe, tool, point, probe_case)
         out.append(
-            Process(start + offset, entry.probe, tool, params, [case], False, reason, None, repeats, entry.timeout_s)
+            Process(
+                start + offset, entry.probe, tool, params, [case], False, reason, None, repeats, entry.timeout_s,
+                options=entry.options,
+            )
         )
     return out
 
 
-def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats: int) -> list[Process]:
-    """Chunk along n (every variant in each chunk, so the probe's n x variants product is exactly the chunk)."""
+def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats: int, slots: int) -> list[Process]:
+    """Chunk along n (every variant in each chunk, so the probe's n x variants product is exactly the chunk).
+
+    At least `slots` chunks where the grid allows, so K sanitizer processes on one GPU all have work."""
     batching = BATCHING[entry.probe]
     ns = list(dict.fromkeys(p["n"] for p in points))
     variants = list(dict.fromkeys(p["variant"] for p in points))
-    per_chunk = max(1, entry.batch_size // len(variants))
+    per_chunk = max(1, min(entry.batch_size // len(variants), -(-len(ns) // max(1, slots))))
     out: list[Process] = []
     for i in range(0, len(ns), per_chunk):
         chunk = [{"variant": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
@@ -170,13 +177,16 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
                 repeats,
                 entry.timeout_s,
                 [e for e in extra if e != control_label],
+                entry.options,
             )
         )
     return out
 
 
-def plan(definition: SweepDefinition) -> list[Process]:
-    """Every process the sweep runs, in order; each case appears in exactly one process."""
+def plan(definition: SweepDefinition, slots: int = 1) -> list[Process]:
+    """Every process the sweep runs, in order; each case appears in exactly one process.
+
+    `slots` is how many processes will run at once: batches are split so each slot gets one."""
     processes: list[Process] = []
     for entry in definition.entries:
         points = _points(entry)
@@ -192,7 +202,7 @@ def plan(definition: SweepDefinition) -> list[Process]:
             if tool is Tool.RACECHECK and batching is not None:
                 why = "racecheck reports shared-memory addresses, which no allocation map holds"
             if why is None and len(points) > 1:
-                processes += _batches(entry, tool, points, len(processes), repeats)
+                processes += _batches(entry, tool, points, len(processes), repeats, slots)
             else:
                 processes += _singles(entry, tool, points, why or "a single case", len(processes), repeats)
     return processes

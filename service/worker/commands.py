@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
+from service.config import Settings
 from service.queue.names import CPU, gpu_queue, lane_queues
+from service.worker.gpu_slots import default_slots
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class GpuDevice:
     uuid: str
     name: str
     compute_cap: str  # "9.0"
+    free_bytes: int | None = None
 
     @property
     def arch(self) -> str:
@@ -40,12 +43,13 @@ class WorkerCommand:
 
 
 def parse_nvidia_smi(text: str) -> list[GpuDevice]:
-    """Devices from `nvidia-smi --query-gpu=index,uuid,name,compute_cap --format=csv,noheader`."""
+    """Devices from `nvidia-smi --query-gpu=index,uuid,name,compute_cap,memory.free --format=csv,noheader,nounits`."""
     devices = []
     for line in text.splitlines():
         parts = [part.strip() for part in line.split(",")]
-        if len(parts) == 4 and parts[0].isdigit():
-            devices.append(GpuDevice(int(parts[0]), parts[1], parts[2], parts[3]))
+        if len(parts) in (4, 5) and parts[0].isdigit():
+            free = int(parts[4]) << 20 if len(parts) == 5 and parts[4].isdigit() else None  # MiB
+            devices.append(GpuDevice(int(parts[0]), parts[1], parts[2], parts[3], free))
     return devices
 
 
@@ -56,7 +60,7 @@ def discover_gpus() -> list[GpuDevice]:
         return []
     try:
         out = subprocess.run(
-            [smi, "--query-gpu=index,uuid,name,compute_cap", "--format=csv,noheader"],
+            [smi, "--query-gpu=index,uuid,name,compute_cap,memory.free", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
@@ -70,6 +74,21 @@ def discover_gpus() -> list[GpuDevice]:
         wanted = {v.strip() for v in visible.split(",") if v.strip()}
         devices = [d for d in devices if str(d.index) in wanted or d.uuid in wanted]
     return devices
+
+
+def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
+    """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default."""
+    if setting:
+        return setting, "CUPROBE_GPU_SLOTS"
+    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes)
+
+
+def host_slots(settings: Settings) -> int:
+    """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
+    if settings.gpu_slots:
+        return settings.gpu_slots
+    devices = discover_gpus()
+    return slots_for(devices[0], len(devices), 0)[0] if devices else 1
 
 
 def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:
@@ -105,16 +124,20 @@ def worker_commands(
     cpu_concurrency: int = 0,
     loglevel: str = "INFO",
     cpu: bool = True,
+    gpu_slots: int = 0,
 ) -> list[WorkerCommand]:
-    """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker."""
+    """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker.
+
+    A GPU worker's concurrency is its K sanitizer slots (`gpu_slots`, or the default for this host)."""
     python = python or sys.executable
     commands = []
     for device in devices:
         name = f"gpu{device.index}-{device.arch}"
+        k = slots_for(device, len(devices), gpu_slots)[0]
         commands.append(
             WorkerCommand(
                 name=name,
-                argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), 1, loglevel),
+                argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), k, loglevel),
                 env={
                     "CUDA_VISIBLE_DEVICES": device.uuid or str(device.index),
                     "CUPROBE_WORKER_GPU": device.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from probes import registry
 from service.config import Settings
 from service.db.errors import transient
 from service.db.pending import clear_pending, write_pending
@@ -19,6 +21,7 @@ from service.db.store import ClaimVerdict, Store, utcnow, worker_identity
 from service.models import Outcome, RunResult, Tool
 from service.probing import runner
 from service.queue.submit import JobSpec
+from service.worker.gpu_slots import gpu_held
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,15 +72,15 @@ def execute_job(
     cancel = threading.Event()
     box: dict[str, RunResult | BaseException] = {}
 
+    exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
+
     def target() -> None:
         try:
-            box["result"] = runner.run_probe(
-                spec.probe_request(),
-                workdir=workdir,
-                settings=settings,
-                cancel_event=cancel,
-                named_suppressions=True,
-            )
+            with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
+                box["result"] = runner.run_probe(
+                    spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
+                )
         except BaseException as exc:  # reported as the job's result below
             box["error"] = exc
 

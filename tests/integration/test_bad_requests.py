@@ -87,7 +87,8 @@ def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Clien
     assert guarded.get("/jobs/ffff").status_code == 404
 
 
-def test_command_probe_enabled_without_token_refuses_to_start(sqlite_stack: Stack) -> None:
-    settings = sqlite_stack.settings.model_copy(update={"command_probe_enabled": True, "api_token": None})
+@pytest.mark.parametrize("switch", ["command_probe_enabled", "replay_probe_enabled"])
+def test_a_probe_that_runs_code_enabled_without_token_refuses_to_start(sqlite_stack: Stack, switch: str) -> None:
+    settings = sqlite_stack.settings.model_copy(update={switch: True, "api_token": None})
     with pytest.raises(ValueError, match="CUPROBE_API_TOKEN"):
         create_app(settings)

@@ -129,5 +129,6 @@ def test_torch_backend_without_cuda_is_unavailable_and_sets_no_caching(run_probe
         env={"PYTORCH_NO_CUDA_MEMORY_CACHING": ""},
     )
     assert code == 69 and "CUDA device" in result["unavailable"]
-    code, result, _ = run_probe("narrow-matmul", {"n": [3], "variants": ["torch"]}, "initcheck")
+    no_caching = {"n": [3], "variants": ["torch"], "allocator": "no-caching"}
+    code, result, _ = run_probe("narrow-matmul", no_caching, "initcheck")
     assert result["context"]["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"

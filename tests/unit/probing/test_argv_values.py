@@ -27,7 +27,6 @@ def test_builder_refuses_a_kernel_name_that_adds_options() -> None:
 def test_a_job_names_its_suppressions_file_in_the_configured_directory(name: str, tmp_path: Path) -> None:
     (tmp_path / "team.supp").write_text("<suppressions/>")
     settings = Settings(suppressions_dir=tmp_path)
-    request = ProbeRequest.model_construct(probe="selftest", tool=None, params={}, timeout_s=None,
-                                           kernel_filter=[], suppressions=name, show_backtrace=None)
+    request = ProbeRequest(probe="selftest", tool=Tool.MEMCHECK, suppressions=name)
     with pytest.raises(BadRequest, match="suppressions"):
-        run_probe(request, workdir=tmp_path / "run", settings=settings, named_suppressions=True)
+        run_probe(request, workdir=tmp_path / "run", settings=settings)

@@ -32,6 +32,16 @@ def test_command_probe_is_forbidden_unless_enabled() -> None:
     assert (refusal.status, refusal.field) == (403, "probe")
 
 
+def test_replay_of_the_users_own_program_is_forbidden_unless_enabled() -> None:
+    for params in ({"entry": "train:main"}, {"script": ["train.py", "--steps", "3"]}):
+        refusal = _refusal(probe="replay", params=params)
+        assert (refusal.status, refusal.field) == (403, "probe") and "CUPROBE_REPLAY_PROBE_ENABLED" in refusal.message
+        enabled = Settings(replay_probe_enabled=True)
+        assert check(JobSpec(probe="replay", params=params), enabled).params["processes"] == 3
+    example = check(JobSpec(probe="replay", params={"example": "transformer"}), Settings())
+    assert example.params["example"] == "transformer" and example.tool == "none"
+
+
 def test_check_fills_in_the_default_tool_and_params() -> None:
     spec = check(JobSpec(probe="uninit-read"), Settings())
     assert spec.tool == "initcheck" and spec.params["n"] == 1024

@@ -181,3 +181,32 @@ def test_initcheck_processes_skip_host_backtraces_and_others_keep_them() -> None
     by_tool = {(r.tool, r.show_backtrace) for r in requests}
     assert ("initcheck", "device") in by_tool and ("memcheck", None) in by_tool
     assert not any(r.tool == "initcheck" and r.show_backtrace != "device" for r in requests)
+
+
+GRID48 = """
+name = "grid48"
+[[entry]]
+probe = "narrow-matmul"
+tools = ["initcheck"]
+params = { m = 32, k = 32, tile = 32 }
+grid = { n = { first = 1, last = 16 }, variant = ["unguarded", "guarded", "torch"] }
+"""
+
+
+@pytest.mark.parametrize("slots", [1, 2, 4, 8, 16, 32])
+def test_batches_spread_over_the_gpu_slots_each_with_a_control(slots: int) -> None:
+    processes = plan(parse_definition(GRID48), slots)
+    assert len(processes) == min(slots, 16)  # 16 values of n: never more batches than n values
+    grid = [c.key for p in processes for c in p.cases if not c.added]
+    assert len(grid) == len(set(grid)) == 48
+    assert all(p.batched and p.control and any(c.control for c in p.cases) for p in processes)
+
+
+def test_local_runner_with_slots_returns_every_result_to_its_request(tmp_path: Path) -> None:
+    from service.probing.runner import ProbeRequest
+
+    requests = [ProbeRequest(probe="selftest", params={"behaviour": "ok", "seconds": 0.1 * i}) for i in range(5)]
+    got = dict(LocalRunner(tmp_path, slots=3).run_all(requests))
+    assert sorted(got) == list(range(5))
+    assert all(r.outcome.value == "clean" for r in got.values())
+    assert [got[i].params["seconds"] for i in range(5)] == [0.1 * i for i in range(5)]

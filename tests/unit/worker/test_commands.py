@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from service.worker.commands import GpuDevice, parse_nvidia_smi, worker_commands
+from service.worker.commands import GpuDevice, parse_nvidia_smi, slots_for, worker_commands
+from service.worker.gpu_slots import default_slots
 
-SMI = """0, GPU-aaaa, NVIDIA H200, 9.0
-1, GPU-bbbb, NVIDIA A100-SXM4-80GB, 8.0
+SMI = """0, GPU-aaaa, NVIDIA H200, 9.0, 143000
+1, GPU-bbbb, NVIDIA A100-SXM4-80GB, 8.0, 12000
 """
 
 
@@ -19,7 +20,7 @@ def test_parse_nvidia_smi() -> None:
 
 
 def test_one_pinned_worker_per_gpu_on_its_arch_queues_plus_a_cpu_worker() -> None:
-    commands = worker_commands(parse_nvidia_smi(SMI), python="/py", cpu_concurrency=3)
+    commands = worker_commands(parse_nvidia_smi(SMI), python="/py", cpu_concurrency=3, gpu_slots=1)
     assert [c.name for c in commands] == ["gpu0-sm90", "gpu1-sm80", "cpu"]
     gpu0, gpu1, cpu = commands
     assert gpu0.env["CUDA_VISIBLE_DEVICES"] == "GPU-aaaa" and gpu1.env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"
@@ -42,3 +43,23 @@ def test_no_gpu_means_only_the_cpu_worker() -> None:
 def test_arch_from_compute_capability() -> None:
     assert GpuDevice(0, "u", "x", "10.0").arch == "sm100"
     assert GpuDevice(0, "u", "x", "8.6").arch == "sm86"
+
+
+def test_gpu_worker_concurrency_is_its_sanitizer_slots() -> None:
+    gpu0, gpu1 = worker_commands(parse_nvidia_smi(SMI), python="/py", cpu=False, gpu_slots=4)
+    assert _option(gpu0.argv, "--concurrency") == "4" and _option(gpu1.argv, "--concurrency") == "4"
+
+
+def test_default_slots_from_cores_per_gpu_and_free_memory() -> None:
+    assert default_slots(16, 1, 140 << 30) == (8, "16 cores / 1 GPU(s) = 16, capped at 8")
+    assert default_slots(16, 2, 140 << 30)[0] == 8
+    assert default_slots(32, 8, 140 << 30)[0] == 4
+    # 12 GiB free leaves room for one 8 GiB process
+    assert default_slots(16, 1, 12 << 30) == (1, "12 GiB free / 8 GiB per process")
+    assert default_slots(2, 1, None) == (2, "2 cores / 1 GPU(s) = 2")
+    assert default_slots(1, 4, None)[0] == 1
+    # the A100 above has 12,000 MiB free: one slot; the H200 as many as the cores allow
+    h200, a100 = parse_nvidia_smi(SMI)
+    assert a100.free_bytes == 12000 << 20
+    assert slots_for(a100, 2, 0)[0] == 1
+    assert slots_for(h200, 2, 3) == (3, "CUPROBE_GPU_SLOTS")

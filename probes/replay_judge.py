@@ -1,0 +1,144 @@
+"""Turning replay's per-process reports into a case's observations and findings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from probes.contract import CaseResult, ObservedFinding
+from probes.replay_compare import (
+    Divergence,
+    autotune_cache_problem,
+    autotune_diff,
+    describe_record,
+    first_divergence,
+    first_over,
+    growth,
+    growth_rows,
+)
+from probes.replay_digest import BITS
+
+Report = dict[str, Any]
+
+
+def tensor_diff(reference: Any, other: Any) -> dict[str, Any]:
+    """Elements that differ (bitwise), max |diff| and max relative diff of two full tensors."""
+    import torch
+
+    if reference.shape != other.shape or reference.dtype != other.dtype:
+        return {"elements": reference.numel(), "differing": None, "max_abs_diff": None, "max_rel_diff": None}
+    a, b = reference.reshape(-1), other.reshape(-1)
+    if a.is_floating_point():
+        bits = BITS[a.element_size()]
+        same_bits = a.view(bits) == b.view(bits)  # -0.0 vs 0.0 and NaN payloads count as different
+    else:
+        same_bits = a == b
+    a64, b64 = a.double(), b.double()
+    gap = (a64 - b64).abs()
+    rel = gap / torch.maximum(a64.abs(), b64.abs()).clamp_min(1e-30)
+    return {
+        "elements": a.numel(),
+        "differing": int((~same_bits).sum()),
+        "max_abs_diff": float(gap.max()) if a.numel() else 0.0,
+        "max_rel_diff": float(rel[~same_bits].max()) if bool((~same_bits).any()) else 0.0,
+    }
+
+
+def judge_divergence(case: CaseResult, reports: list[Report]) -> list[Divergence | None]:
+    """Compare every process with the first: growth table per comparison, one finding per first-divergence place."""
+    ref = reports[0]["records"]
+    firsts = [first_divergence(ref, r["records"]) for r in reports[1:]]
+    comparisons = len(firsts)
+    case.observations["comparisons"] = [
+        {
+            "process": i + 1,
+            "first_divergence": None if d is None else {"index": d.index, "kind": d.kind, "tensor": d.at},
+            "growth": growth_rows(growth(ref, r["records"])),
+        }
+        for i, (d, r) in enumerate(zip(firsts, reports[1:], strict=True))
+    ]
+    by_signature = Counter(d.signature() for d in firsts if d is not None)
+    for signature, k in by_signature.items():
+        first = next(d for d in firsts if d is not None and d.signature() == signature)
+        what = "has different bits" if first.kind == "value" else "is where the processes' tensor sequences part"
+        case.findings.append(
+            ObservedFinding(
+                signature=signature,
+                kind="replay-divergence" if first.kind == "value" else "replay-structure",
+                message=(
+                    f"first diverging tensor: {describe_record(first.at)} {what} "
+                    f"in {k} of {comparisons} comparison(s) with process 0"
+                ),
+                seen=f"{k}/{comparisons}",
+                evidence="reproduced",
+                details={"index": first.index, "kind": first.kind, "tensor": first.at},
+            )
+        )
+    return firsts
+
+
+def judge_magnitude(case: CaseResult, reports: list[Report], threshold: float | None) -> None:
+    """The magnitude watch: the first tensor past the threshold (or non-finite) in each process."""
+    overs = [first_over(r["records"], threshold) for r in reports]
+    nonfinite = [first_over(r["records"], None) for r in reports]
+    case.observations["magnitude"] = {
+        "threshold": threshold,
+        "first_over": overs,
+        "first_nonfinite": nonfinite,
+    }
+    seen = Counter(f"replay-magnitude|{o['module']}|{o['role']}|{o['phase']}" for o in overs if o is not None)
+    for signature, k in seen.items():
+        first = next(
+            o for o in overs if o is not None
+            and f"replay-magnitude|{o['module']}|{o['role']}|{o['phase']}" == signature
+        )
+        later = next((n for n in nonfinite if n is not None), None)
+        after = (
+            f"; the first non-finite tensor came later: {describe_record(later)}"
+            if later is not None and later["index"] > first["index"]
+            else ""
+        )
+        case.findings.append(
+            ObservedFinding(
+                signature=signature,
+                kind="replay-magnitude",
+                message=(
+                    f"magnitude watch: {describe_record(first)} reached max |x| {first['magnitude']:.4g} "
+                    f"(threshold {threshold:g}) in {k} of {len(reports)} process(es){after}"
+                    if threshold is not None
+                    else f"{describe_record(first)} turned non-finite in {k} of {len(reports)} process(es)"
+                ),
+                seen=f"{k}/{len(reports)}",
+                evidence="proven" if k == len(reports) else "reproduced",
+                details={"tensor": first},
+            )
+        )
+
+
+def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool, cache_dir: Path) -> None:
+    """A1: configs chosen per process for the same kernel and key; A2: a persistent cache left empty."""
+    tuners = [r["autotune"] for r in reports]
+    differ = autotune_diff(tuners)
+    files = sorted(str(p.relative_to(cache_dir)) for p in cache_dir.glob("**/*.autotune.json")) if (
+        cache_dir.is_dir()
+    ) else []
+    case.observations["autotune"] = {"processes": tuners, "differ": differ, "cache_files": files}
+    for kernel in sorted({d["kernel"] for d in differ}):
+        rows = [d for d in differ if d["kernel"] == kernel]
+        case.findings.append(
+            ObservedFinding(
+                signature=f"replay-autotune|{kernel}",
+                kind="replay-autotune",
+                message=(
+                    f"Triton autotuner chose different configs per process for {kernel} at {len(rows)} key(s); "
+                    f"first: key {rows[0]['key']}: " + " / ".join(str(c) for c in rows[0]["configs"])
+                ),
+                details={"keys": rows},
+            )
+        )
+    problem = autotune_cache_problem(tuners[0], persistent_env, files)
+    if problem is not None:
+        case.findings.append(
+            ObservedFinding(signature="replay-autotune-cache|empty", kind="replay-autotune-cache", message=problem)
+        )

@@ -1,0 +1,58 @@
+"""`--sanitizer-option NAME=VALUE` flags of cuprobe run/exec/submit, read into SanitizerOptions."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from service.models import SanitizerOptions, Severity
+
+SanitizerOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sanitizer-option",
+        "-S",
+        help="a compute-sanitizer option as NAME=VALUE without the dashes, repeatable: leak-check=full, padding=512, "
+        "track-unused-memory, kernel-name=kns=gemm, racecheck-report=hazard, suppressions=FILE ...",
+    ),
+]
+FailOnOpt = Annotated[
+    str, typer.Option("--fail-on", help="error: only errors give exit 1; warning: warnings do too")
+]
+_BOOLEAN = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
+
+
+def parse_options(pairs: list[str]) -> SanitizerOptions:
+    """SanitizerOptions from NAME=VALUE pairs; a bad name or value raises typer.BadParameter naming it."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.lstrip("-").partition("=")
+        field = name.replace("-", "_")
+        info = SanitizerOptions.model_fields.get(field)
+        if info is None:
+            known = ", ".join(f.replace("_", "-") for f in SanitizerOptions.model_fields)
+            raise typer.BadParameter(f"no sanitizer option {name!r}; cuprobe sets: {known}", param_hint="-S")
+        if info.annotation is not None and "list" in str(info.annotation):
+            values.setdefault(field, []).append(value)
+        elif "bool" in str(info.annotation):
+            if sep and value.lower() not in _BOOLEAN:
+                raise typer.BadParameter(f"{name} takes yes or no, not {value!r}", param_hint="-S")
+            values[field] = _BOOLEAN[value.lower()] if sep else True
+        else:
+            values[field] = value
+    try:
+        return SanitizerOptions.model_validate(values)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"]).replace("_", "-")
+        raise typer.BadParameter(f"{where}: {problem['msg']}", param_hint="-S") from exc
+
+
+def fail_on(value: str) -> Severity:
+    if value == "error":
+        return "error"
+    if value == "warning":
+        return "warning"
+    raise typer.BadParameter(f"--fail-on takes error or warning, not {value!r}")

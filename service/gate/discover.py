@@ -1,0 +1,213 @@
+"""The user's own tests as suite entries: discover pytest, ctest and gtest tests, one command-probe run each."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from probes.contract import Tool
+from service.models import SanitizerOptions, Severity
+
+TestKind = Literal["pytest", "ctest", "gtest", "command"]
+DISCOVERY_TIMEOUT_S = 600.0
+# Time the sanitizer needs around a command's own limit (its start-up and the XML) before cuprobe kills it all.
+SANITIZER_MARGIN_S = 60.0
+
+
+class DiscoveryError(ValueError):
+    """Discovery could not list the tests; the message names the entry, the command and what it printed."""
+
+
+class TestEntry(BaseModel):
+    """A `[[test]]` table: the user's tests of one kind, each run in its own process under `tool`."""
+
+    model_config = ConfigDict(extra="forbid")
+    __test__ = False  # not a pytest test class
+
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    kind: TestKind
+    tool: Tool
+    cwd: str | None = Field(None, description="working directory; relative to where cuprobe gate runs")
+    env: dict[str, str] = Field(default_factory=dict, description="added to every test process's environment")
+    timeout_s: float = Field(600, gt=0, le=24 * 3600, description="per test (per process)")
+    repeats: int = Field(1, ge=1, le=50)
+    fail_on: Severity | None = Field(None, description="error (default) or warning: what fails the gate")
+    options: SanitizerOptions = Field(default_factory=SanitizerOptions)
+    control: bool = Field(False, description="a known defect the tool must see (needs `expect`)")
+    expect: str | None = Field(None, description="with control: the finding kind the tool must report")
+    expect_exit: int | Literal["any"] = Field(0, description='exit status each process must end with, or "any"')
+    per: Literal["test", "binary"] = Field("test", description="ctest/gtest: one process per test or per binary")
+    args: list[str] = Field(default_factory=list, description="extra arguments for every test process")
+    # pytest
+    paths: list[str] = Field(default_factory=list, description="pytest: files or directories to collect")
+    markers: str | None = Field(None, description="pytest: -m expression")
+    python: str | None = Field(None, description="pytest: the interpreter (default: cuprobe's)")
+    # ctest
+    build_dir: str | None = Field(None, description="ctest: the CMake build directory")
+    regex: str | None = Field(None, description="ctest: -R regular expression")
+    # gtest
+    binary: str | None = Field(None, description="gtest: the test binary")
+    filter: str | None = Field(None, description="gtest: --gtest_filter for discovery")
+    # command
+    argv: list[str] = Field(default_factory=list, description="command: the executable and its arguments")
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> TestEntry:
+        needs = {"pytest": "paths", "ctest": "build_dir", "gtest": "binary", "command": "argv"}[self.kind]
+        if not getattr(self, needs):
+            raise ValueError(f"a {self.kind} entry needs `{needs}`")
+        if self.control and not self.expect:
+            raise ValueError("control = true needs `expect`: the finding kind the tool must report")
+        if self.tool is Tool.NONE and self.control:
+            raise ValueError("a bare run (tool none) cannot be a positive control")
+        return self
+
+
+class TestCommand(BaseModel):
+    """One process of a test entry: its case id (node id, test name, binary) and command line."""
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False
+
+    case: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+def _run(entry: TestEntry, argv: list[str], cwd: str, env: dict[str, str] | None = None) -> str:
+    try:
+        environ = {**os.environ, **(env or {})}
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=DISCOVERY_TIMEOUT_S, env=environ)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DiscoveryError(f"[[test]] {entry.name}: `{shlex.join(argv)}` in {cwd} failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr).strip()[-1500:]
+        raise DiscoveryError(
+            f"[[test]] {entry.name}: `{shlex.join(argv)}` in {cwd} exited {done.returncode}: {tail or 'no output'}"
+        )
+    return done.stdout
+
+
+def _absolute(path: str, base: str) -> str:
+    return str((Path(base) / path).resolve()) if not os.path.isabs(path) else path
+
+
+def pytest_node_ids(text: str) -> list[str]:
+    """Node ids from `pytest --collect-only -q` output: the lines before the blank line and the count."""
+    ids = []
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if "::" in line:
+            ids.append(line.strip())
+    return ids
+
+
+def _pytest(entry: TestEntry, cwd: str) -> list[TestCommand]:
+    python = entry.python or sys.executable
+    base = [python, "-m", "pytest", "-p", "no:cacheprovider"]
+    collect = [*base, "--collect-only", "-q", *entry.paths, *(["-m", entry.markers] if entry.markers else [])]
+    ids = pytest_node_ids(_run(entry, collect, cwd, entry.env))
+    return [TestCommand(case=node, argv=[*base, "-q", *entry.args, node], cwd=cwd, env=entry.env) for node in ids]
+
+
+def ctest_tests(text: str) -> list[dict[str, Any]]:
+    """Tests from `ctest --show-only=json-v1`: name, command, working directory and environment."""
+    out = []
+    for test in json.loads(text).get("tests", []):
+        props = {p.get("name"): p.get("value") for p in test.get("properties", [])}
+        env = props.get("ENVIRONMENT") or []
+        out.append(
+            {
+                "name": test["name"],
+                "command": list(test.get("command") or []),
+                "cwd": props.get("WORKING_DIRECTORY"),
+                "env": dict(item.split("=", 1) for item in env if "=" in item),
+            }
+        )
+    return out
+
+
+def _ctest(entry: TestEntry, cwd: str) -> list[TestCommand]:
+    build = _absolute(entry.build_dir or ".", cwd)
+    listing = ["ctest", "--show-only=json-v1", *(["-R", entry.regex] if entry.regex else [])]
+    tests = ctest_tests(_run(entry, listing, build))
+    if any(not t["command"] for t in tests):
+        missing = [t["name"] for t in tests if not t["command"]]
+        raise DiscoveryError(f"[[test]] {entry.name}: ctest lists no command for {', '.join(missing)}")
+    if entry.per == "binary":
+        binaries = list(dict.fromkeys(t["command"][0] for t in tests))
+        return [
+            TestCommand(case=Path(b).name, argv=[b, *entry.args], cwd=build, env=entry.env) for b in binaries
+        ]
+    return [
+        TestCommand(
+            case=t["name"],
+            argv=[*t["command"], *entry.args],
+            cwd=t["cwd"] or build,
+            env={**t["env"], **entry.env},
+        )
+        for t in tests
+    ]
+
+
+def gtest_names(text: str) -> list[str]:
+    """Full test names (Suite.Test) from `--gtest_list_tests` output; parameter comments are dropped."""
+    names, suite = [], ""
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            suite = line.split("#")[0].strip()
+        else:
+            names.append(suite + line.split("#")[0].strip())
+    return names
+
+
+def _gtest(entry: TestEntry, cwd: str) -> list[TestCommand]:
+    binary = _absolute(entry.binary or "", cwd)
+    chosen = [f"--gtest_filter={entry.filter}"] if entry.filter else []
+    if entry.per == "binary":
+        return [TestCommand(case=Path(binary).name, argv=[binary, *chosen, *entry.args], cwd=cwd, env=entry.env)]
+    names = gtest_names(_run(entry, [binary, "--gtest_list_tests", *chosen], cwd, entry.env))
+    return [
+        TestCommand(case=name, argv=[binary, f"--gtest_filter={name}", *entry.args], cwd=cwd, env=entry.env)
+        for name in names
+    ]
+
+
+def discover(entry: TestEntry, here: str | None = None) -> list[TestCommand]:
+    """The processes `entry` runs, with absolute paths (service workers see the checkout at the same path)."""
+    cwd = _absolute(entry.cwd or ".", here or os.getcwd())
+    if entry.kind == "pytest":
+        found = _pytest(entry, cwd)
+    elif entry.kind == "ctest":
+        found = _ctest(entry, cwd)
+    elif entry.kind == "gtest":
+        found = _gtest(entry, cwd)
+    else:
+        return [TestCommand(case=entry.name, argv=[*entry.argv, *entry.args], cwd=cwd, env=entry.env)]
+    if not found:
+        raise DiscoveryError(f"[[test]] {entry.name}: {entry.kind} discovery found no tests in {cwd}")
+    return found
+
+
+def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
+    """The command probe's parameters for one test process."""
+    return {
+        "argv": test.argv,
+        "cwd": test.cwd,
+        "env": test.env,
+        "timeout_s": entry.timeout_s,
+        "expect_exit": None if entry.expect_exit == "any" else entry.expect_exit,
+        "case": test.case,
+        **({"expect": entry.expect} if entry.control else {}),
+    }

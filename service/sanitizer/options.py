@@ -1,0 +1,71 @@
+"""Which options the installed compute-sanitizer has, read from its own --help, and refusing the rest."""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from probes.contract import Tool
+from service.models.options import OPTION_TOOL, SanitizerOptions
+
+_SECTION = re.compile(r"^(\w+)(?:-specific)? options:\s*$")
+# An option line: two spaces, optional short form, then the long name (`-c [ --launch-count ] arg`, `--padding arg`).
+_OPTION = re.compile(r"^ {2}(?:-\w \[ )?(--[a-z0-9][a-z0-9-]*)")
+_TOOLS = {tool.value: tool for tool in Tool if tool is not Tool.NONE}
+
+
+class OptionRefused(ValueError):
+    """An option the sanitizer lacks or that belongs to another tool; the message names both and the version."""
+
+
+@dataclass(frozen=True)
+class HelpOptions:
+    """The options one sanitizer version lists: option name -> its tool (None: a general option)."""
+
+    version: str | None
+    options: dict[str, Tool | None]
+
+
+def parse_help(text: str, version: str | None = None) -> HelpOptions:
+    """Option names per section of `compute-sanitizer --help` ("General", "Memcheck-specific", ...)."""
+    options: dict[str, Tool | None] = {}
+    section: Tool | None = None
+    for line in text.splitlines():
+        if match := _SECTION.match(line):
+            section = _TOOLS.get(match.group(1).lower())
+            continue
+        if match := _OPTION.match(line):
+            options.setdefault(match.group(1), section)
+    if version is None and (found := re.search(r"^Version (\S+)", text, re.M)):
+        version = found.group(1)
+    return HelpOptions(version, options)
+
+
+@functools.lru_cache(maxsize=8)
+def installed_options(sanitizer: Path) -> HelpOptions:
+    """What `sanitizer --help` lists (asked once per binary); empty when it does not answer."""
+    try:
+        done = subprocess.run([str(sanitizer), "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return HelpOptions(None, {})
+    return parse_help(done.stdout + done.stderr)
+
+
+def check_options(options: SanitizerOptions, tool: Tool, known: HelpOptions | None = None) -> None:
+    """Refuse options for another tool than `tool`, or that the sanitizer (`known`, when given) does not have."""
+    if tool is Tool.NONE and options.flags():
+        raise OptionRefused(f"sanitizer options ({', '.join(options.flags())}) need a sanitizer tool, not none")
+    table = dict(OPTION_TOOL)
+    version = f"compute-sanitizer {known.version}" if known and known.version else "compute-sanitizer"
+    if known is not None and known.options:
+        missing = [flag for flag in options.flags() if flag not in known.options]
+        if missing:
+            raise OptionRefused(f"{version} has no option {', '.join(missing)} (asked its --help)")
+        table.update(known.options)
+    if foreign := options.foreign(tool, table):
+        raise OptionRefused(
+            "; ".join(f"{flag} is a {owner} option ({version}), not one for {tool}" for flag, owner in foreign)
+        )

@@ -1,0 +1,159 @@
+"""Parse a file's chunks in this process and in child processes, and merge them back in file order."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from service.sanitizer.chunks import Chunk, ChunkResult, Context, Unsplittable, parse_chunk
+from service.sanitizer.findings import FindingGrouper
+from service.sanitizer.xmlstream import HostileXML
+
+# Below this a child's start-up (about 0.3 s of imports) costs more than it saves.
+PARALLEL_MIN_BYTES = 32 << 20
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def default_workers() -> int:
+    """Processes that parse one file: two where there are two cores (a GPU worker's other cores run sanitizers)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class WorkerFailed(RuntimeError):
+    """A child parser died or answered nonsense: the file is parsed again in this process."""
+
+
+class ChunkWorker:
+    """One `python -m service.sanitizer.pool` child: it reads chunks of the same file and sends back their groups."""
+
+    def __init__(self, ctx: Context) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "service.sanitizer.pool"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self._send(ctx)
+
+    def _send(self, message: object) -> None:
+        stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
+        pickle.dump(message, stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        stdin.flush()
+
+    def parse(self, chunk: Chunk) -> ChunkResult:
+        """The child's result for `chunk`; its HostileXML or Unsplittable re-raised here."""
+        try:
+            self._send(chunk)
+            answer = pickle.load(self._proc.stdout)  # type: ignore[arg-type]
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            raise WorkerFailed(f"chunk parser process ended: {exc}") from exc
+        if isinstance(answer, (HostileXML, Unsplittable)):
+            raise answer
+        if not isinstance(answer, ChunkResult):
+            raise WorkerFailed(f"chunk parser process answered {type(answer).__name__}")
+        return answer
+
+    def close(self) -> None:
+        try:
+            self._send(None)
+            self._proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self._proc.kill()
+            self._proc.wait()
+
+
+@dataclass
+class Merged:
+    """The file's groups so far, in file order, and whether the record cap cut it short."""
+
+    grouper: FindingGrouper
+    records: int = 0
+    truncated: bool = False
+    tool: Any = None
+
+
+def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, workers: int) -> Merged:
+    """Parse `chunks` on `workers` lanes (this process + children), merging each in file order as it completes."""
+    todo: queue.SimpleQueue[Chunk] = queue.SimpleQueue()
+    for chunk in chunks:
+        todo.put(chunk)
+    done: dict[int, ChunkResult | BaseException] = {}
+    ready = threading.Condition()
+    stop = threading.Event()
+
+    def lane(parse: Callable[[Chunk], ChunkResult]) -> None:
+        while not stop.is_set():
+            try:
+                chunk = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                outcome: ChunkResult | BaseException = parse(chunk)
+            except Exception as exc:  # handed to the merging thread, which decides in file order
+                outcome = exc
+            with ready:
+                done[chunk.index] = outcome
+                ready.notify()
+
+    children: list[ChunkWorker] = []
+    threads = [threading.Thread(target=lane, args=(lambda c: parse_chunk(ctx, c),), daemon=True)]
+    for _ in range(workers - 1 if len(chunks) > 1 else 0):
+        children.append(ChunkWorker(ctx))
+        threads.append(threading.Thread(target=lane, args=(children[-1].parse,), daemon=True))
+    for thread in threads:
+        thread.start()
+    merged = Merged(FindingGrouper(ctx.roots, ctx.allocations, ctx.single_case, ctx.sanitizer_version, ctx.filtered))
+    try:
+        for chunk in chunks:
+            with ready:
+                ready.wait_for(lambda index=chunk.index: index in done)  # type: ignore[misc]
+                outcome = done.pop(chunk.index)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            left = max_records - merged.records
+            if outcome.records > left:  # the cap falls inside this chunk: take its first `left` records only
+                stop.set()
+                outcome = parse_chunk(ctx, chunk, limit=left)
+                merged.truncated = True
+            assert outcome.grouper is not None
+            merged.grouper.absorb(outcome.grouper)
+            merged.records += outcome.records
+            merged.tool = merged.tool or outcome.tool
+            if merged.truncated:
+                break
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for child in children:
+            child.close()
+    return merged
+
+
+def main() -> None:
+    """The child's loop: a Context, then chunks until None; each answered with its ChunkResult or its error."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    ctx: Context = pickle.load(stdin)
+    while (chunk := pickle.load(stdin)) is not None:
+        try:
+            answer: object = parse_chunk(ctx, chunk)
+            if isinstance(answer, ChunkResult) and answer.grouper is not None:
+                answer.grouper.allocations = []  # the parent has them; no need to send them back per chunk
+        except (HostileXML, Unsplittable) as exc:
+            answer = exc
+        pickle.dump(answer, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Sharing one GPU between K sanitizer processes: how many (K), and a lock that gives timing probes the whole GPU.
+
+K is the GPU worker's Celery concurrency: each pool process runs one probe subprocess at a time, so up to K
+sanitizer processes share the GPU. Most of a sanitizer run's cost is on the host (backtraces, XML), so K is
+bounded by the host's cores per GPU and by the GPU memory each process may need.
+
+Timing and autotuning probes (bare_only) must not share the GPU: they take the lock exclusively, every other
+probe takes it shared. The lock is two flock(2) files per GPU — a turnstile every taker passes through first,
+and the lock itself — so a waiting exclusive taker is not starved by a stream of shared ones.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
+# tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
+GIB_PER_PROCESS = 8
+# Past this many processes per GPU the host side (one core each) and the driver's per-context cost dominate.
+MAX_SLOTS = 8
+
+
+def default_slots(cores: int, gpus: int, free_bytes: int | None) -> tuple[int, str]:
+    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by 8."""
+    per_gpu = max(1, cores // max(1, gpus))
+    k, why = per_gpu, f"{cores} cores / {max(1, gpus)} GPU(s) = {per_gpu}"
+    if free_bytes is not None:
+        by_memory = max(1, free_bytes // (GIB_PER_PROCESS << 30))
+        if by_memory < k:
+            k, why = by_memory, f"{free_bytes / (1 << 30):.0f} GiB free / {GIB_PER_PROCESS} GiB per process"
+    if k > MAX_SLOTS:
+        k, why = MAX_SLOTS, f"{why}, capped at {MAX_SLOTS}"
+    return k, why
+
+
+class Cancelled(Exception):
+    """The wait for the GPU was cancelled (the job was cancelled or timed out while queued for the GPU)."""
+
+
+def _acquire(fd: int, mode: int, cancel: threading.Event | None) -> None:
+    # Non-blocking attempts in a loop: a blocked flock(2) could not notice a cancel.
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled while waiting for the GPU") from None
+            time.sleep(0.05)
+
+
+def _safe(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", key) or "gpu"
+
+
+class GpuLock:
+    """Shared for ordinary probes, exclusive for timing probes, across every process using one GPU."""
+
+    def __init__(self, directory: Path, gpu: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.turnstile = directory / f"{_safe(gpu)}.turnstile"
+        self.lock = directory / f"{_safe(gpu)}.lock"
+
+    @contextmanager
+    def held(self, *, exclusive: bool, cancel: threading.Event | None = None) -> Iterator[None]:
+        """Hold the GPU shared or exclusively for the body (waits until it can, or until `cancel` is set)."""
+        gate = os.open(self.turnstile, os.O_RDWR | os.O_CREAT, 0o600)
+        lock = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _acquire(gate, fcntl.LOCK_EX, cancel)
+            try:
+                _acquire(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, cancel)
+            finally:
+                if not exclusive:  # an exclusive taker keeps the turnstile shut until it is done
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+            yield
+        finally:
+            os.close(lock)
+            os.close(gate)
+
+
+@contextmanager
+def gpu_held(
+    directory: Path, gpu: str | None, *, exclusive: bool, cancel: threading.Event | None = None
+) -> Iterator[None]:
+    """The GPU lock for `gpu` (the worker's CUDA_VISIBLE_DEVICES), or nothing on a worker without a GPU."""
+    if not gpu:
+        yield
+        return
+    with GpuLock(directory, gpu).held(exclusive=exclusive, cancel=cancel):
+        yield

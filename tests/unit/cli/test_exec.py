@@ -1,0 +1,97 @@
+"""`cuprobe exec`: one command under the sanitizer here, with options, refused options, and its exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli.main import app
+from service.probing import runner
+from service.probing.environment import GpuFacts
+from service.sanitizer.locate import _version
+from service.sanitizer.options import installed_options
+from tests.conftest import REPLAY, VERSIONS, capture
+
+cli = CliRunner()
+
+
+@pytest.fixture
+def replayed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The H200 captures answer for compute-sanitizer; the command itself runs for real as its child."""
+    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+    monkeypatch.setenv("CUPROBE_SANITIZER_PATH", str(REPLAY))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
+    _version.cache_clear()
+    installed_options.cache_clear()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_exec_leak_check_reaches_the_command_line_and_the_signature(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "memcheck_leak_api")))
+    result = cli.invoke(
+        app, ["exec", "-t", "memcheck", "-S", "leak-check=full", "--cwd", str(tmp_path), "--json", "--", "true"]
+    )
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert data["outcome"] == "findings" and data["options"]["leak_check"] == "full"
+    assert data["command"][data["command"].index("--leak-check") + 1] == "full"
+    leak = next(f for f in data["findings"] if f["kind"] == "leak")
+    assert leak["signature"] == "memcheck|leak|size=4096|generic|@main|opts:leak-check=full"
+    assert leak["case"] == "true" and leak["severity"] == "error"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_exec_refuses_an_option_of_another_tool_before_running(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "racecheck_sound")))
+    result = cli.invoke(app, ["exec", "-t", "racecheck", "-S", "padding=8", "--", "touch", str(marker)])
+    assert result.exit_code == 2 and "--padding is a memcheck option" in result.output
+    assert not marker.exists()
+
+
+def test_exec_unknown_option_name_is_a_usage_error() -> None:
+    result = cli.invoke(app, ["exec", "-S", "leak-checks=full", "--", "true"])
+    assert result.exit_code == 2 and "no sanitizer option 'leak-checks'" in result.output
+
+
+def test_exec_without_a_gpu_is_unavailable() -> None:
+    result = cli.invoke(app, ["exec", "-t", "memcheck", "--json", "--", "true"])
+    assert result.exit_code == 3 and json.loads(result.output)["outcome"] == "unavailable"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_warp_error_sample_is_warnings_only_exit_0_unless_fail_on_warning(
+    version: str, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    # NVIDIA's warp_error sample under --racecheck-report hazard, as the H200 ran it: 0 errors, 248 warnings.
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "sample_warp_error_hazard")))
+    args = ["exec", "-t", "racecheck", "-S", "racecheck-report=hazard", "--json", "--", "true"]
+    result = cli.invoke(app, args)
+    data = json.loads(result.output)
+    assert data["outcome"] == "findings" and result.exit_code == 0
+    assert sum(f["count"] for f in data["findings"] if f["severity"] == "warning") == 248
+    assert not [f for f in data["findings"] if f["severity"] == "error"]
+    assert cli.invoke(app, [*args[:-2], "--fail-on", "warning", "--", "true"]).exit_code == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_suppressions_file_is_passed_as_a_local_path(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    # The sample's own suppressions run (its file is the XML of the unsuppressed run): 0 errors left.
+    supp = tmp_path / "supp.xml"
+    supp.write_bytes((capture(version, "sample_suppressions_memcheck") / "run.xml").read_bytes())
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "sample_suppressions_memcheck_supp")))
+    result = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={supp}", "--json", "--", "true"])
+    data = json.loads(result.output)
+    assert result.exit_code == 0 and data["outcome"] == "clean"
+    assert data["command"][data["command"].index("--suppressions") + 1] == str(supp.resolve())
+    missing = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={tmp_path}/nope.xml", "--", "true"])
+    assert missing.exit_code == 2 and "no such file" in missing.output

@@ -1,0 +1,144 @@
+"""The torch allocator option: validation, per-tool defaults, --nvtx yes, the fallback when nothing can build."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernels import extension
+from probes import allocator
+from probes.allocator import NO_CACHING, parse_allocator
+from probes.command import allocator_env
+from probes.contract import Tool
+from service.config import Settings
+from service.models import ProbeRequest
+from service.probing.runner import BadRequest, resolve, run_probe
+from tests.conftest import RUNS, VERSIONS
+from tests.unit.probes.conftest import ROOT, ProbeRun, probe_env
+from tests.unit.probing.test_runner_replay import gpu_present, replay
+
+__all__ = ["gpu_present"]  # the fixture, imported for the --nvtx test
+TORCH_PROBES = ["narrow-matmul", "bf16-matmul", "determinism", "planted-torch"]
+
+
+@pytest.fixture
+def fresh_allocator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No allocator set up yet in this process, no caching flag inherited, extensions built under tmp_path."""
+    monkeypatch.setattr(allocator, "_STATE", None)
+    monkeypatch.delenv(NO_CACHING, raising=False)
+    monkeypatch.setenv("CUPROBE_EXTENSION_DIR", str(tmp_path / "extensions"))
+
+
+def test_an_unknown_allocator_is_refused_naming_the_choices() -> None:
+    with pytest.raises(ValueError, match="caching-nvtx, caching, no-caching"):
+        parse_allocator("cached")
+
+
+@pytest.mark.parametrize("probe", TORCH_PROBES)
+def test_every_torch_probe_refuses_a_bad_allocator(probe: str) -> None:
+    with pytest.raises(BadRequest, match="allocator"):
+        resolve(ProbeRequest(probe=probe, params={"allocator": "pooled"}))
+
+
+@pytest.mark.parametrize("probe", ["narrow-matmul", "bf16-matmul", "planted-torch"])
+def test_the_default_is_written_into_the_params_so_the_reproducing_command_says_it(probe: str) -> None:
+    _, sanitized = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK))
+    _, bare = resolve(ProbeRequest(probe=probe, tool=Tool.NONE))
+    _, asked = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK, params={"allocator": "no-caching"}))
+    assert (sanitized["allocator"], bare["allocator"], asked["allocator"]) == ("caching-nvtx", "caching", "no-caching")
+
+
+def test_caching_nvtx_passes_nvtx_yes_and_the_allocator_reaches_the_reproducing_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_present: None, replay_settings: Settings
+) -> None:
+    replay(monkeypatch, RUNS / f"uninit-read-initcheck-{VERSIONS[1]}")
+    request = ProbeRequest(probe="planted-torch", tool=Tool.INITCHECK, params={"allocator": "no-caching"})
+    plain = run_probe(request, workdir=tmp_path / "a", settings=replay_settings).command
+    assert "--nvtx" not in plain
+    assert json.loads(plain[plain.index("--params") + 1])["allocator"] == "no-caching"
+    # the default under a sanitizer is caching-nvtx: --nvtx yes, and the params name it
+    command = run_probe(
+        request.model_copy(update={"params": {}}), workdir=tmp_path / "b", settings=replay_settings
+    ).command
+    nvtx = command.index("--nvtx")
+    assert command[nvtx + 1] == "yes" and nvtx < command.index("--")
+    assert json.loads(command[command.index("--params") + 1])["allocator"] == "caching-nvtx"
+
+
+def test_the_extension_does_not_build_against_cpu_torch_and_says_why(tmp_path: Path) -> None:
+    with pytest.raises(extension.ExtensionUnavailable) as failed:
+        extension.load(tmp_path)
+    message = str(failed.value)
+    assert "CPU build" in message or "no CUDA toolkit headers" in message
+    assert not list(tmp_path.rglob("*.so"))
+
+
+def test_caching_nvtx_falls_back_to_no_caching_with_the_reason(fresh_allocator: None) -> None:
+    import torch
+
+    state = allocator.activate(allocator.prepare("caching-nvtx", Tool.MEMCHECK), torch)
+    context = state.context()
+    assert context["allocator"] == "no-caching" and context["allocator_requested"] == "caching-nvtx"
+    assert context["allocator_fallback"].startswith("caching-nvtx fell back to no-caching: ")
+    assert "CPU build" in context["allocator_fallback"] or "CUDA toolkit" in context["allocator_fallback"]
+    assert os.environ[NO_CACHING] == "1" and context[NO_CACHING] == "1"
+
+
+def test_caching_clears_the_flag_the_service_sets_under_memcheck(
+    fresh_allocator: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(NO_CACHING, "1")
+    state = allocator.prepare("caching", Tool.MEMCHECK)
+    assert state.effective == "caching" and NO_CACHING not in os.environ
+    with pytest.raises(ValueError, match="after caching was set up"):
+        allocator.prepare("no-caching", Tool.MEMCHECK)
+
+
+def test_a_probe_records_the_allocator_it_was_asked_for(run_probe: ProbeRun) -> None:
+    code, result, _ = run_probe("planted-torch", {"allocator": "caching"}, "memcheck", env={NO_CACHING: "1"})
+    assert code == 69 and "CUDA device" in result["unavailable"]  # no GPU here: but the setting was made
+    assert result["context"]["allocator"] == "caching" and result["context"][NO_CACHING] is None
+    code, result, _ = run_probe("planted-torch", {"allocator": "no-caching"}, "memcheck")
+    assert result["context"]["allocator"] == "no-caching" and result["context"][NO_CACHING] == "1"
+    code, result, _ = run_probe("planted-torch", {}, "memcheck")  # the default under a sanitizer
+    assert result["context"]["allocator"] == "caching-nvtx" and result["context"][NO_CACHING] is None
+
+
+def test_command_probe_hands_the_allocator_to_a_pytest_run() -> None:
+    env = {NO_CACHING: "1", "PYTEST_PLUGINS": "mine"}
+    out = allocator_env("caching-nvtx", env)
+    assert out["CUPROBE_ALLOCATOR"] == "caching-nvtx" and NO_CACHING not in env
+    assert out["PYTEST_PLUGINS"] == "mine,probes.allocator_plugin"
+    assert allocator_env("no-caching", {})[NO_CACHING] == "1"
+
+
+def _pytest_with_plugin(tmp_path: Path, value: str) -> subprocess.CompletedProcess[str]:
+    test = tmp_path / "test_user.py"
+    test.write_text(
+        "import os\n\ndef test_sees_the_flag():\n    print('FLAG', os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING'))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "probes.allocator_plugin", "-s", str(test), "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env=probe_env(CUPROBE_ALLOCATOR=value, CUPROBE_EXTENSION_DIR=str(tmp_path / "ext"), PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_pytest_plugin_sets_the_allocator_for_a_users_suite_and_says_so(tmp_path: Path) -> None:
+    proc = _pytest_with_plugin(tmp_path, "caching-nvtx")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cuprobe allocator: no-caching, asked for caching-nvtx (caching-nvtx fell back to no-caching:" in proc.stdout
+    assert "FLAG 1" in proc.stdout
+
+
+def test_pytest_plugin_refuses_a_bad_value(tmp_path: Path) -> None:
+    proc = _pytest_with_plugin(tmp_path, "sometimes")
+    assert proc.returncode == 4 and "CUPROBE_ALLOCATOR" in proc.stderr

@@ -1,0 +1,247 @@
+"""replay: real CPU programs replayed in fresh processes; clean, a planted divergence, a planted overflow, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from probes.replay_compare import autotune_cache_problem, autotune_diff, first_divergence
+from probes.replay_digest import bits_sum
+from probes.replay_judge import tensor_diff
+from service.models import Outcome, ProbeRequest, RunResult
+from service.probing.runner import run_probe
+
+# The user's program, made here: a small net trained with SGD, with one planted layer per scenario.
+PROGRAM = '''
+import os
+
+import torch
+from torch import nn
+
+from probes.replay import step
+
+
+class PidNoise(nn.Module):
+    """Adds noise seeded by the process id: the same seeds give a different result in every process."""
+
+    def forward(self, x):
+        gen = torch.Generator().manual_seed(os.getpid())
+        return x + 1e-6 * torch.randn(x.shape, generator=gen)
+
+
+class Amplify(nn.Module):
+    """Multiplies by a scale that grows 1e8-fold per call: crosses 1e6 in step 2, overflows by step 6."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(()))
+
+    def forward(self, x):
+        out = x * self.scale
+        self.scale = self.scale * 1e8
+        return out
+
+
+class Net(nn.Module):
+    def __init__(self, middle):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.middle = middle
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.middle(self.fc1(x))))
+
+
+def data():
+    gen = torch.Generator().manual_seed(0)
+    return torch.randn(32, 8, generator=gen), torch.randn(32, 4, generator=gen)
+
+
+def train(middle, loss_fn, steps):
+    net, (x, y) = Net(middle), data()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(net(x), y).backward()
+        opt.step()
+
+
+def marked():
+    """No optimizer: a hand-written update and the replay step marker."""
+    net, (x, y), loss_fn = Net(nn.Identity()), data(), nn.MSELoss()
+    for _ in range(3):
+        net.zero_grad()
+        loss_fn(net(x), y).backward()
+        with torch.no_grad():
+            for p in net.parameters():
+                p -= 0.01 * p.grad
+        step()
+
+
+def noisy():
+    train(PidNoise(), nn.MSELoss(), 3)
+
+
+def overflow():
+    train(Amplify(), nn.L1Loss(), 6)
+
+
+def no_step():
+    Net(nn.Identity())(data()[0])
+
+
+def raises():
+    raise ValueError("planted failure in the user's program")
+'''
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    (tmp_path / "tinynet.py").write_text(PROGRAM)
+    return tmp_path
+
+
+def replay(workdir: Path, **params: Any) -> RunResult:
+    """The replay probe through the service's runner, as a job or a gate run would run it."""
+    return run_probe(ProbeRequest(probe="replay", params=params), workdir=workdir / "run")
+
+
+def observations(result: RunResult) -> dict[str, Any]:
+    return result.cases[0].observations
+
+
+def test_the_same_program_twice_is_clean(program: Path) -> None:
+    result = replay(program, entry="tinynet:marked", cwd=str(program), processes=2)
+    assert result.outcome is Outcome.CLEAN, result.message
+    assert result.findings == []
+    obs = observations(result)
+    assert obs["steps"] == [3, 3] and obs["records"][0] == obs["records"][1] > 0
+    growth = obs["comparisons"][0]["growth"]
+    assert [row["diverging"] for row in growth] == [0, 0, 0] and growth[0]["tensors"] > 0
+
+
+def test_planted_nondeterminism_names_the_layer_and_step(program: Path) -> None:
+    result = replay(program, entry="tinynet:noisy", cwd=str(program), processes=3)
+    assert result.outcome is Outcome.FINDINGS, result.message
+    divergence = [f for f in result.findings if f.kind == "replay-divergence"]
+    assert len(divergence) == 1
+    finding = divergence[0]
+    assert finding.signature == "replay|middle|output|forward"
+    assert finding.seen == "2/2" and finding.evidence.value == "reproduced"
+    assert "step 1 forward middle output (float32 32x16)" in finding.message
+    diff = observations(result)["first_divergence_diff"]
+    assert diff["elements"] == 512 and diff["differing"] > 400
+    assert 0 < diff["max_abs_diff"] < 1e-4 and diff["max_rel_diff"] > 0
+    # Everything downstream diverges too: the growth table counts it in every step.
+    growth = observations(result)["comparisons"][0]["growth"]
+    assert all(row["diverging"] > 0 for row in growth) and len(growth) == 3
+    assert (program / "run" / "replay-growth.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_planted_overflow_is_named_before_the_loss_goes_non_finite(program: Path) -> None:
+    result = replay(program, entry="tinynet:overflow", cwd=str(program), processes=2, capture=False)
+    assert result.outcome is Outcome.FINDINGS, result.message
+    [watch] = [f for f in result.findings if f.kind == "replay-magnitude"]
+    assert watch.signature == "replay-magnitude|middle|output|forward" and watch.seen == "2/2"
+    assert "step 2 forward middle output" in watch.message and "threshold 1e+06" in watch.message
+    assert "first non-finite tensor came later" in watch.message
+    magnitude = observations(result)["magnitude"]
+    over, nonfinite = magnitude["first_over"][0], magnitude["first_nonfinite"][0]
+    assert over["step"] == 2 and nonfinite["step"] > over["step"]
+    assert not any(f.kind == "replay-divergence" for f in result.findings)  # deterministic, only huge
+
+
+@pytest.mark.parametrize(
+    "params, reason",
+    [
+        ({"entry": "no_such_module:main"}, "module 'no_such_module' not found"),
+        ({"entry": "tinynet:missing"}, "has no callable 'missing'"),
+        ({"entry": "tinynet:raises"}, "raised ValueError: planted failure in the user's program"),
+        ({"entry": "tinynet:no_step"}, "never reached a step boundary"),
+        ({"script": ["does-not-exist.py"]}, "does-not-exist.py' does not exist"),
+    ],
+)
+def test_a_program_that_cannot_be_replayed_is_probe_error(
+    program: Path, params: dict[str, Any], reason: str
+) -> None:
+    result = replay(program, cwd=str(program), processes=2, **params)
+    assert result.outcome is Outcome.PROBE_ERROR
+    assert reason in result.message and "process 0" in result.message
+
+
+def test_a_script_with_arguments_runs_as_main(program: Path) -> None:
+    script = program / "train.py"
+    script.write_text("import sys\nimport tinynet\n\nassert sys.argv[1:] == ['--steps', '3']\ntinynet.marked()\n")
+    result = replay(program, script=[str(script), "--steps", "3"], cwd=str(program), processes=2)
+    assert result.outcome is Outcome.CLEAN, result.message
+
+
+def test_exactly_one_program_is_required(program: Path) -> None:
+    from service.probing.runner import BadRequest
+
+    with pytest.raises(BadRequest, match="exactly one of entry, script or example"):
+        replay(program, entry="tinynet:marked", example="transformer")
+
+
+def test_digest_is_exact_in_any_summation_order_and_sees_one_ulp() -> None:
+    x = torch.randn(1000, dtype=torch.float32)
+    assert int(bits_sum(x)) == int(bits_sum(x.flip(0).flip(0).clone()))
+    y = x.clone()
+    y[500] = torch.nextafter(y[500], torch.tensor(float("inf")))
+    assert int(bits_sum(y)) != int(bits_sum(x))
+    odd = torch.randn(7, dtype=torch.bfloat16)[1:]  # offset storage, 2-byte elements
+    assert int(bits_sum(odd)) == int(bits_sum(odd.clone()))
+
+
+def test_tensor_diff_counts_bits_and_gaps() -> None:
+    a = torch.tensor([1.0, 2.0, 0.0, 4.0])
+    b = torch.tensor([1.0, 2.5, -0.0, 4.0])
+    assert tensor_diff(a, b) == {"elements": 4, "differing": 2, "max_abs_diff": 0.5, "max_rel_diff": 0.2}
+
+
+def _record(i: int, module: str, digest: int, step: int = 1) -> dict[str, Any]:
+    return {"index": i, "step": step, "phase": "forward", "module": module, "role": "output",
+            "shape": [2], "dtype": "float32", "digest": digest, "magnitude": 1.0}
+
+
+def test_a_different_sequence_of_tensors_is_a_structural_divergence() -> None:
+    ref = [_record(0, "a", 1), _record(1, "b", 2)]
+    assert first_divergence(ref, ref) is None
+    other = [_record(0, "a", 1), _record(1, "c", 2)]
+    found = first_divergence(ref, other)
+    assert found is not None
+    assert (found.kind, found.index, found.signature()) == ("structure", 1, "replay|b|output|forward")
+    shorter = first_divergence(ref, ref[:1])
+    assert shorter is not None and (shorter.kind, shorter.index) == ("structure", 1)
+
+
+def _tuner(kernel: str, choices: dict[str, str], cache_results: bool = False) -> dict[str, Any]:
+    return {"kernel": kernel, "choices": choices, "benchmarked": True, "cache_results": cache_results}
+
+
+def test_autotune_choices_that_differ_per_process_are_listed_by_key() -> None:
+    # Planted: the split-K kernel picks SPLIT_K 4 in process 1 at one of two keys (A1).
+    same = {"(256, 256, 8192)": "SPLIT_K: 1", "(128, 128, 4096)": "SPLIT_K: 2"}
+    other = {"(256, 256, 8192)": "SPLIT_K: 4", "(128, 128, 4096)": "SPLIT_K: 2"}
+    processes = [[_tuner("_splitk_kernel", same)], [_tuner("_splitk_kernel", same)], [_tuner("_splitk_kernel", other)]]
+    assert autotune_diff(processes) == [
+        {"kernel": "_splitk_kernel", "key": "(256, 256, 8192)", "configs": ["SPLIT_K: 1", "SPLIT_K: 1", "SPLIT_K: 4"]}
+    ]
+    assert autotune_diff(processes[:2]) == []
+    missing = autotune_diff([[_tuner("k", {"(1,)": "A"})], []])
+    assert missing == [{"kernel": "k", "key": "(1,)", "configs": ["A", None]}]
+
+
+def test_a_persistent_autotune_cache_that_stays_empty_is_a_problem() -> None:
+    tuned = [_tuner("_splitk_kernel", {"(256, 256, 8192)": "SPLIT_K: 1"}, cache_results=True)]
+    problem = autotune_cache_problem(tuned, persistent_env=False, files=[])
+    assert problem is not None and "_splitk_kernel" in problem and "stayed empty" in problem
+    assert autotune_cache_problem(tuned, persistent_env=False, files=["x/_splitk_kernel.autotune.json"]) is None
+    not_persistent = [_tuner("_splitk_kernel", {"(1,)": "A"})]
+    assert autotune_cache_problem(not_persistent, persistent_env=False, files=[]) is None
+    assert autotune_cache_problem(not_persistent, persistent_env=True, files=[]) is not None
+    assert autotune_cache_problem([_tuner("k", {})], persistent_env=True, files=[]) is None  # never tuned

@@ -1,0 +1,104 @@
+"""Sanitizer options: typed, refused for the wrong tool or a sanitizer without them, built into one command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from probes.contract import Tool
+from service.models import SanitizerOptions
+from service.sanitizer.command import sanitizer_command
+from service.sanitizer.options import HelpOptions, OptionRefused, check_options, parse_help
+from tests.conftest import CAPTURES, VERSIONS
+
+
+def help_of(version: str) -> HelpOptions:
+    """The help text captured from the real binary (tests/gpu/capture.sh) for `version`."""
+    return parse_help((CAPTURES / version / "help.txt").read_text())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_help_lists_every_modelled_option_under_its_tool(version: str) -> None:
+    known = help_of(version)
+    assert known.version == version
+    assert known.options["--leak-check"] is Tool.MEMCHECK and known.options["--padding"] is Tool.MEMCHECK
+    assert known.options["--racecheck-report"] is Tool.RACECHECK
+    assert known.options["--track-unused-memory"] is Tool.INITCHECK
+    assert known.options["--check-api-memory-access"] is Tool.INITCHECK
+    assert known.options["--launch-count"] is None and known.options["--kernel-name-exclude"] is None
+    every = SanitizerOptions.model_fields
+    assert {"--" + name.replace("_", "-") for name in every} <= set(known.options)
+
+
+def test_newer_sanitizer_has_options_the_older_lacks() -> None:
+    old, new = help_of(VERSIONS[0]), help_of(VERSIONS[1])
+    assert "--check-tensor-ops" in new.options and "--check-tensor-ops" not in old.options
+    assert new.options["--initcheck-address-space"] is Tool.INITCHECK
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_option_of_another_tool_is_refused_naming_option_tool_and_version(version: str) -> None:
+    with pytest.raises(OptionRefused, match=rf"--leak-check is a memcheck option \(compute-sanitizer {version}\), "
+                       "not one for racecheck"):
+        check_options(SanitizerOptions(leak_check="full"), Tool.RACECHECK, help_of(version))
+    check_options(SanitizerOptions(leak_check="full", padding=512, nvtx=True), Tool.MEMCHECK, help_of(version))
+
+
+def test_an_option_the_installed_sanitizer_lacks_is_refused_naming_the_version() -> None:
+    # The 2025.3.1.0 help with --padding taken out: what an older sanitizer without the option would list.
+    real = help_of(VERSIONS[0])
+    older = HelpOptions("2025.3.1.0-without-padding", {k: v for k, v in real.options.items() if k != "--padding"})
+    with pytest.raises(OptionRefused, match=r"compute-sanitizer 2025\.3\.1\.0-without-padding has no option --padding"):
+        check_options(SanitizerOptions(padding=64), Tool.MEMCHECK, older)
+
+
+def test_without_a_binary_the_table_still_refuses_foreign_options() -> None:
+    with pytest.raises(OptionRefused, match="--track-unused-memory is a initcheck option"):
+        check_options(SanitizerOptions(track_unused_memory=True), Tool.MEMCHECK)
+    with pytest.raises(OptionRefused, match="need a sanitizer tool"):
+        check_options(SanitizerOptions(padding=8), Tool.NONE)
+
+
+def test_bad_values_are_refused_by_the_model() -> None:
+    with pytest.raises(ValidationError, match="leak_check"):
+        SanitizerOptions.model_validate({"leak_check": "partial"})
+    with pytest.raises(ValidationError, match="not a kernel filter"):
+        SanitizerOptions(kernel_name=["gemm"])
+    with pytest.raises(ValidationError, match="extra"):
+        SanitizerOptions.model_validate({"leak_checks": "full"})
+
+
+def test_the_one_command_line_carries_the_options_and_keeps_cuprobe_defaults_unless_overridden() -> None:
+    options = SanitizerOptions(
+        leak_check="full", padding=512, check_device_heap=True, nvtx=True, kernel_name=["kns=gemm"], launch_count=3
+    )
+    cmd = sanitizer_command(
+        Path("/cs"), Tool.MEMCHECK, ["./app"], xml=Path("x.xml"), error_exitcode=86, options=options,
+        suppressions=Path("/repo/supp.xml"),
+    )
+    tail = cmd[cmd.index("86") + 1 :]
+    assert tail == [
+        "--leak-check", "full", "--padding", "512", "--check-device-heap", "yes", "--kernel-name", "kns=gemm",
+        "--launch-count", "3", "--nvtx", "yes", "--suppressions", "/repo/supp.xml", "--", "./app",
+    ]
+    race = sanitizer_command(Path("/cs"), Tool.RACECHECK, ["./a"], xml=Path("x"), error_exitcode=86)
+    assert race[race.index("--racecheck-report") + 1] == "analysis"
+    hazard = sanitizer_command(
+        Path("/cs"), Tool.RACECHECK, ["./a"], xml=Path("x"), error_exitcode=86,
+        options=SanitizerOptions(racecheck_report="hazard"),
+    )
+    assert hazard.count("--racecheck-report") == 1 and hazard[hazard.index("--racecheck-report") + 1] == "hazard"
+    unused = sanitizer_command(
+        Path("/cs"), Tool.INITCHECK, ["./a"], xml=Path("x"), error_exitcode=86,
+        options=SanitizerOptions(track_unused_memory=True),
+    )
+    assert "--track-unused-memory" in unused and unused[unused.index("--track-unused-memory") + 1] == "--"
+
+
+def test_the_options_key_is_stable_and_names_what_is_set() -> None:
+    assert SanitizerOptions().key() == ""
+    assert SanitizerOptions(padding=512, leak_check="full").key() == "leak-check=full,padding=512"
+    merged = SanitizerOptions(leak_check="full").merged(SanitizerOptions(padding=8))
+    assert merged.key() == "leak-check=full,padding=8"

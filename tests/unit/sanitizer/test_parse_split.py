@@ -1,0 +1,157 @@
+"""The split parse (records cut at boundaries, several processes, groups merged) against the previous parser."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import service.sanitizer.chunks as chunks
+import service.sanitizer.pool as pool
+from bench.previous_parser.parse import parse_xml as previous
+from probes.contract import ProbeResult
+from service.probing.runner import allocations_of
+from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.xmlstream import check_prolog
+from tests.conftest import BOX_ROOT, CAPTURES, xml_of
+
+
+def _bytes(case: Path) -> bytes:
+    xml = xml_of(case)
+    return gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
+
+
+CASES = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))
+BIG = [c for c in CASES if _bytes(c).count(b"</record>") > 20]
+
+
+def _plain(case: Path, tmp_path: Path) -> Path:
+    """The capture as a plain file (the split path reads plain files; .gz goes through one stream)."""
+    out = tmp_path / "run.xml"
+    out.write_bytes(_bytes(case))
+    return out
+
+
+def _allocations(case: Path) -> list[Any]:
+    result = case / "result.json"
+    return allocations_of(ProbeResult.model_validate_json(result.read_text())) if result.exists() else []
+
+
+def view(result: ParseResult) -> dict[str, object]:
+    """Everything a user sees of a parse, every field of every Finding included."""
+    return {
+        "records": result.records,
+        "truncated": result.truncated,
+        "truncated_at_case": result.truncated_at_case,
+        "error": result.error is not None,
+        "hostile": result.hostile,
+        "tool": result.tool,
+        "findings": [f.model_dump() for f in result.findings],
+    }
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of about one record, so every capture is cut many times and merged."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 1500)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.parent.name}/{c.name}")
+@pytest.mark.parametrize(
+    "caps", [{}, {"max_records": 7}, {"max_records": 100}, {"max_bytes": 9000}, {"max_bytes": 300_000}]
+)
+def test_split_parse_equals_previous_parser_on_every_capture(
+    case: Path, caps: dict[str, int], tmp_path: Path, small_chunks: None
+) -> None:
+    plain = _plain(case, tmp_path)
+    kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(case), **caps}
+    expected = view(previous(plain, **kw))
+    assert view(parse_xml(plain, workers=1, **kw)) == expected
+    assert view(parse_xml(xml_of(case), workers=1, **kw)) == expected  # gzipped: the one-stream path
+
+
+@pytest.mark.parametrize("case", BIG, ids=lambda c: f"{c.parent.name}/{c.name}")
+def test_the_split_really_cuts_the_captures(case: Path, tmp_path: Path, small_chunks: None) -> None:
+    plain = _plain(case, tmp_path)
+    assert len(chunks.plan(plain, check_prolog(plain), 1 << 40)) > 10  # else the test above compares nothing new
+
+
+def test_child_processes_give_the_same_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 200_000)
+    monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+    used: list[int] = []
+    real = pool.ChunkWorker.parse
+
+    def counted(self: pool.ChunkWorker, chunk: chunks.Chunk) -> chunks.ChunkResult:
+        used.append(chunk.index)
+        return real(self, chunk)
+
+    monkeypatch.setattr(pool.ChunkWorker, "parse", counted)
+    for name in ("2025.3.1.0/racecheck_race_hazard", "2026.4.0.0/probe_narrow-matmul_initcheck"):
+        plain = _plain(CAPTURES / name, tmp_path)
+        kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
+        assert view(parse_xml(plain, workers=3, **kw)) == view(previous(plain, **kw))
+    assert used  # the children parsed some of the chunks
+
+
+def test_record_cap_counts_and_flags(tmp_path: Path, small_chunks: None) -> None:
+    plain = _plain(CAPTURES / "2026.4.0.0/initcheck_many", tmp_path)
+    capped = parse_xml(plain, roots=[BOX_ROOT], max_records=50)
+    assert capped.truncated and capped.records == 50 and sum(f.count for f in capped.findings) == 50
+    exact = parse_xml(plain, roots=[BOX_ROOT], max_records=300)  # exactly as many as the file holds
+    assert not exact.truncated and exact.records == 300
+
+
+@pytest.mark.parametrize("cap", [5000, 100_000, 400_000])
+def test_byte_cap_keeps_the_records_that_end_before_it(cap: int, tmp_path: Path) -> None:
+    plain = _plain(CAPTURES / "2026.4.0.0/initcheck_many", tmp_path)
+    whole = [m.end() for m in re.finditer(rb"</record>", plain.read_bytes())]
+    result = parse_xml(plain, roots=[BOX_ROOT], max_bytes=cap)
+    assert result.truncated and result.error is None and result.bytes_read == cap
+    assert result.records == sum(1 for end in whole if end <= cap) == sum(f.count for f in result.findings)
+
+
+def test_pieces_that_do_not_parse_alone_fall_back_to_one_stream(tmp_path: Path, small_chunks: None) -> None:
+    real = _bytes(CAPTURES / "2026.4.0.0/racecheck_race_hazard")
+    body = real.replace(b"<record>", b"<!-- </record> --><record>", 5)  # a cut inside a comment
+    odd = tmp_path / "odd.xml"
+    odd.write_bytes(body)
+    assert view(parse_xml(odd, roots=[BOX_ROOT], workers=1)) == view(previous(odd, roots=[BOX_ROOT]))
+    assert parse_xml(odd, roots=[BOX_ROOT]).records == 4208
+
+
+def _hostile(tmp_path: Path, doctype: str, *, comment: bool = False, utf16: bool = False) -> Path:
+    real = _bytes(CAPTURES / "2025.3.1.0/initcheck_uninit").decode()
+    body = real.split("\n", 1)[1].replace("<text>Uninitialized", "<text>&boom;Uninitialized", 1)
+    encoding = "utf-16" if utf16 else "utf-8"
+    text = (
+        f'<?xml version="1.0" encoding="{encoding}"?>\n' + ("<!-- <a> -->" if comment else "") + doctype + "\n" + body
+    )
+    path = tmp_path / "hostile.xml"
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+LAUGHS = (
+    '<!DOCTYPE r [<!ENTITY lol0 "lol">'
+    + "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
+    + '<!ENTITY boom "&lol9;">]>'
+)
+XXE = '<!DOCTYPE r [<!ENTITY boom SYSTEM "file:///etc/passwd">]>'
+
+
+@pytest.mark.parametrize("doctype", [LAUGHS, XXE], ids=["billion-laughs", "xxe"])
+@pytest.mark.parametrize("variant", ["plain", "comment-first", "utf-16", "comment-first-utf-16"])
+def test_any_dtd_is_refused_by_the_parser(doctype: str, variant: str, tmp_path: Path) -> None:
+    path = _hostile(tmp_path, doctype, comment="comment" in variant, utf16="utf-16" in variant)
+    result = parse_xml(path, roots=[BOX_ROOT])
+    assert result.hostile and result.records == 0 and not result.findings and "DTD" in (result.error or "")
+
+
+@pytest.mark.parametrize("variant", ["comment-first", "utf-16"])
+def test_positive_control_the_previous_byte_scan_let_these_through(variant: str, tmp_path: Path) -> None:
+    path = _hostile(tmp_path, XXE, comment=variant == "comment-first", utf16=variant == "utf-16")
+    assert not previous(path, roots=[BOX_ROOT]).hostile  # the bypass the parser-level refusal closes

@@ -1,0 +1,28 @@
+"""Sanitizer options on sweep entries: checked per tool, carried into every process's request."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.sweep.definition import DefinitionError, parse_definition
+from service.sweep.execute import requests_of
+from service.sweep.plan import plan
+
+SWEEP = """
+name = "opts"
+[[entry]]
+probe = "planted"
+tools = {tools}
+options = {{ leak_check = "full", padding = 64 }}
+"""
+
+
+def test_options_reach_every_request_of_the_entry() -> None:
+    definition = parse_definition(SWEEP.format(tools='["memcheck"]'))
+    requests = [request for _, request in requests_of(plan(definition))]
+    assert requests and all(r.options.key() == "leak-check=full,padding=64" for r in requests)
+
+
+def test_an_option_for_another_tool_of_the_entry_is_refused() -> None:
+    with pytest.raises(DefinitionError, match=r"--leak-check is a memcheck option.*not one for racecheck"):
+        parse_definition(SWEEP.format(tools='["memcheck", "racecheck"]'))
