@@ -32,8 +32,8 @@ from service.cli.embedded import free_port
 from service.client import Client
 from service.config import Settings
 from service.models import ProbeRequest, Tool
-from service.probing.launch import probe_env
 from service.probing.runner import resolve
+from service.probing.secrets import probe_environment
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.locate import find_sanitizer
 
@@ -73,10 +73,10 @@ def bare_command(request: ProbeRequest, workdir: Path, settings: Settings) -> tu
     tool, params = resolve(request)
     target = probe_command(request.probe, params, workdir / "result.json", tool, settings.python)
     if tool is Tool.NONE:
-        return target, probe_env(tool)
+        return target, probe_environment(tool, settings)
     sanitizer = find_sanitizer(settings.sanitizer_path)
     cmd = sanitizer_command(sanitizer, tool, target, xml=workdir / "run.xml", error_exitcode=settings.error_exitcode)
-    return cmd, probe_env(tool)
+    return cmd, probe_environment(tool, settings)
 
 
 def run_bare(request: ProbeRequest, workdir: Path, settings: Settings) -> tuple[float, int]:

@@ -20,7 +20,7 @@ def _settings() -> Settings:
 
 @cache
 def _store() -> Store:
-    return Store(_settings().database)
+    return Store(_settings().database, timeout_s=_settings().store_timeout_s)
 
 
 _limits = _settings()
@@ -42,4 +42,10 @@ _limits = _settings()
 )
 def run_probe(job_id: str) -> dict[str, Any]:
     """Run job `job_id` once; a redelivered or duplicate message finds its result and stores nothing."""
-    return execute_job(job_id, store=_store(), settings=_settings(), interrupts=(SoftTimeLimitExceeded,))
+    return execute_job(
+        job_id,
+        store=_store(),
+        settings=_settings(),
+        interrupts=(SoftTimeLimitExceeded,),
+        time_limit_s=_settings().task_soft_time_limit_s,
+    )

@@ -175,10 +175,10 @@ def parse(
         if parsed.error:
             outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
     else:
-        verdict = classify(RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed))
+        verdict = classify(
+            RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed, probe_expected=False)
+        )
         outcome, message = verdict.outcome, verdict.message
-        if outcome is Outcome.PROBE_ERROR and parsed.records == 0 and summary.present and not parsed.error:
-            outcome, message = Outcome.CLEAN, f"compute-sanitizer {used}: 0 errors (from saved output)"
     result = RunResult(
         probe="(saved output)",
         tool=used,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from probes.contract import CaseResult, Expectation, Tool
 from service.models.options import SanitizerOptions
@@ -13,6 +14,22 @@ from service.models.options import SanitizerOptions
 SCHEMA_VERSION = 1
 # compute-sanitizer --show-backtrace values.
 Backtrace = Literal["yes", "host", "device", "no"]
+# A kernel name as --kernel-name kns=NAME takes it: `,` and `=` are that option's own separators (kne=, regex=),
+# so they, a leading `-`, whitespace other than a space and control characters (NUL) are refused.
+KERNEL_NAME = re.compile(r"[A-Za-z0-9_:<>~.$@*()\[\]& +]{1,200}")
+
+
+def kernel_name(value: str) -> str:
+    """`value` when it can only mean a kernel name after `kns=`; ValueError naming what is wrong otherwise."""
+    if not KERNEL_NAME.fullmatch(value) or value.startswith(("-", " ")):
+        raise ValueError(
+            f"{value!r} is not a kernel name: use letters, digits and _:<>~.$@*()[]&+ and spaces "
+            "(no ',' or '=': they would add compute-sanitizer filter options; no control characters)"
+        )
+    return value
+
+
+KernelName = Annotated[str, AfterValidator(kernel_name)]
 # How the sanitizer ranks a record; what fails a run's exit code or a gate is chosen per run or suite entry.
 Severity = Literal["error", "warning"]
 
@@ -114,8 +131,15 @@ class ProbeRequest(BaseModel):
     tool: Tool | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
-    kernel_filter: list[str] = Field(default_factory=list, description="kernel names to check (--kernel-name)")
-    suppressions: str | None = Field(None, description="path of a compute-sanitizer suppressions file")
+    kernel_filter: list[KernelName] = Field(
+        default_factory=list, max_length=64, description="kernel names to check (--kernel-name kns=NAME)"
+    )
+    suppressions: str | None = Field(
+        None,
+        max_length=4096,
+        description="compute-sanitizer suppressions file: a path for local runs; for jobs, a name in the server's "
+        "suppressions directory",
+    )
     show_backtrace: Backtrace | None = Field(
         None,
         description="compute-sanitizer --show-backtrace; host backtraces are most of initcheck's cost per record "

@@ -15,7 +15,8 @@ from service.config import Settings
 from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
 from service.probing.environment import PROJECT_ROOT
-from service.probing.launch import probe_env, read_probe_result
+from service.probing.launch import read_probe_result
+from service.probing.secrets import probe_environment
 from service.sanitizer.command import probe_command
 from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.parse import ParseResult
@@ -75,7 +76,7 @@ def _bare_run(
         cmd,
         timeout_s=limit,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_env(Tool.NONE, settings),
+        env=probe_environment(Tool.NONE, settings),
         cwd=PROJECT_ROOT,
     )
     (out.parent / "stdout.txt").write_text(done.stdout.text())

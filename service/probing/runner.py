@@ -14,10 +14,12 @@ from probes import registry
 from probes.allocator import default_allocator, needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings
+from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
-from service.probing.launch import probe_env, read_probe_result
+from service.probing.launch import read_probe_result
+from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -66,15 +68,18 @@ def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
 
 
 def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
-    """A local run takes a path (in the repository); a service job a bare name in the operator's directory."""
+    """A local run takes a path (in the repository); a service job a bare name in the operator's directory, never
+    a path or an option (a symlink there is not followed)."""
     if trusted:
         path = Path(value)
     else:
-        if not SUPPRESSIONS_NAME.match(value):
+        if not SUPPRESSIONS_NAME.fullmatch(value):
             raise BadRequest(f"suppressions: a service job names a file in the suppressions directory, not {value!r}")
         if settings.suppressions_dir is None:
             raise BadRequest("suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
         path = settings.suppressions_dir / value
+        if path.is_symlink():
+            raise BadRequest(f"suppressions: {value} is a symlink in the suppressions directory: not followed")
     if not path.is_file():
         raise BadRequest(f"suppressions: no such file {path}")
     return path.resolve()
@@ -127,14 +132,14 @@ def run_probe(
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
-    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted and
-    suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names."""
+    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted, the probe gets
+    the user's environment and suppressions are paths; a worker's job is not: the operator's allowlist applies,
+    the probe gets the allowlisted environment and suppressions are names."""
     settings = settings or Settings()
     tool, params = resolve(request)
+    chosen = request.options.suppressions or request.suppressions
     suppressions = (
-        suppressions_file(request.options.suppressions, trusted=trusted, settings=settings)
-        if request.options.suppressions and tool is not Tool.NONE
-        else None
+        suppressions_file(chosen, trusted=trusted, settings=settings) if chosen and tool is not Tool.NONE else None
     )
     sanitizer, refusal = _preflight(request, tool, params, settings)
     if refusal is not None:
@@ -163,7 +168,7 @@ def run_probe(
             error_exitcode=settings.error_exitcode,
             options=request.options,
             kernel_filter=request.kernel_filter,
-            suppressions=suppressions or (Path(request.suppressions) if request.suppressions else None),
+            suppressions=suppressions,
             extra=extra,
             nvtx=needs_nvtx(params),
         )
@@ -172,15 +177,18 @@ def run_probe(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_env(tool, settings, trusted),
+        env=probe_environment(tool, settings, trusted=trusted),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
-    (workdir / STDOUT_NAME).write_text(done.stdout.text())
-    (workdir / STDERR_NAME).write_text(done.stderr.text())
-    (workdir / EXIT_CODE_NAME).write_text(f"{done.returncode}\n")
+    secrets = secret_values(settings)
+    # The probe could have planted symlinks under these names: replace them, never write through them.
+    write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
+    write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
+    write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
+    _scrub_file(result_path, secrets)
     probe, unreadable = read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
@@ -200,8 +208,8 @@ def run_probe(
                 max_records=settings.max_records,
                 max_bytes=settings.max_xml_bytes,
             )
-            if xml.exists()
-            else ParseResult(tool=tool)
+            if xml.exists() and not xml.is_symlink()
+            else ParseResult(tool=tool, error=_not_regular(xml))
         )
         if summary and summary.not_printed:
             parsed.truncated = True
@@ -249,7 +257,7 @@ def run_probe(
     )
     if tool is Tool.INITCHECK:
         result = confirm_findings(result, parsed, request, settings, workdir)
-    return result
+    return scrub_result(result, secrets)
 
 
 def default_backtrace(probe_name: str, tool: Tool, params: dict[str, object]) -> Backtrace | None:
@@ -259,6 +267,23 @@ def default_backtrace(probe_name: str, tool: Tool, params: dict[str, object]) ->
         return None
     probe = registry.get(probe_name)
     return "device" if probe.uses_torch(probe.Params.model_validate(params)) else None
+
+
+def _scrub_file(path: Path, secrets: list[str]) -> None:
+    """Rewrite a probe-written artifact without the secrets it holds (it is served over HTTP)."""
+    try:
+        text = read_regular(path).decode("utf-8", errors="replace")
+    except OSError:
+        return
+    if any(secret in text for secret in secrets):
+        write_artifact(path, scrub(text, secrets))
+
+
+def _not_regular(xml: Path) -> str | None:
+    """Why `xml` is not read: a symlink in its place (something in the run planted it), or nothing."""
+    if xml.is_symlink():
+        return f"{xml.name} is a symlink, not the file the sanitizer wrote: not followed"
+    return None
 
 
 def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:

@@ -13,7 +13,7 @@ from probes import registry
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
-from service.probing.runner import BadRequest, suppressions_file
+from service.probing.runner import SUPPRESSIONS_NAME, BadRequest, suppressions_file
 from service.queue.names import Lane, queue_for
 from service.sanitizer.options import OptionRefused, check_options
 
@@ -32,6 +32,11 @@ class JobSpec(ProbeRequest):
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
     deadline_s: float | None = Field(
         default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker"
+    )
+    suppressions: str | None = Field(
+        default=None,
+        pattern=SUPPRESSIONS_NAME.pattern,
+        description="name of a suppressions file in the server's suppressions directory (never a path)",
     )
 
     def probe_request(self) -> ProbeRequest:
@@ -82,6 +87,12 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
         raise SubmissionError(f"params.{where}" if where else "params", error["msg"]) from exc
+    refuse_nul(spec.params, "params")
+    if spec.suppressions is not None:
+        try:
+            suppressions_file(spec.suppressions, trusted=False, settings=settings)
+        except BadRequest as exc:
+            raise SubmissionError("suppressions", str(exc).removeprefix("suppressions: ")) from exc
     try:
         check_options(spec.options, tool)
         if spec.options.suppressions:
@@ -92,6 +103,19 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise SubmissionError("timeout_s", f"this server's job limit is {limit:.0f} s")
     return spec.model_copy(update={"tool": tool, "params": params.model_dump(mode="json")})
+
+
+def refuse_nul(value: Any, where: str) -> None:
+    """SubmissionError naming the first string under `value` that holds a NUL byte (argv cannot carry one)."""
+    if isinstance(value, str) and "\x00" in value:
+        raise SubmissionError(where, "a NUL byte is not allowed")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            refuse_nul(str(key), where)
+            refuse_nul(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_nul(item, f"{where}.{index}")
 
 
 def create(spec: JobSpec, store: Store, settings: Settings) -> Job:

@@ -27,6 +27,8 @@ class RunEvidence:
     probe_unreadable: str | None = None
     error_exitcode: int = 86
     stderr_tail: str = ""
+    # False for saved output (`cuprobe parse`): no probe ran here, so there is no result.json to ask for.
+    probe_expected: bool = True
 
 
 @dataclass
@@ -163,17 +165,7 @@ def classify(ev: RunEvidence) -> Classification:
             "run cannot be called clean"
             + (f"; last output: {_last_line(ev.stderr_tail)}" if ev.stderr_tail.strip() else ""),
         )
-    findings = parsed.findings if parsed else []
-    exit_says_errors = sanitized and ev.returncode == ev.error_exitcode
-    if not records and not exit_says_errors and ev.returncode not in (0, None):
-        detail = _last_line(probe.error) if probe and probe.error else _last_line(ev.stderr_tail)
-        return Classification(
-            Outcome.PROBE_ERROR,
-            f"the probe exited {ev.returncode} without sanitizer records: {detail or 'no message'}",
-        )
-    if not records and (probe is None or not probe.complete):
-        why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
-        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
+    # Before any probe check: records the summary counts but the XML lacks are never read as clean.
     if (
         sanitized
         and summary.present
@@ -185,6 +177,19 @@ def classify(ev: RunEvidence) -> Classification:
             Outcome.SANITIZER_ERROR,
             f"the summary counts {summary.errors} errors but the XML held {records}: records were lost",
         )
+    findings = parsed.findings if parsed else []
+    if not ev.probe_expected:
+        return _saved_output(ev, findings, records)
+    exit_says_errors = sanitized and ev.returncode == ev.error_exitcode
+    if not records and not exit_says_errors and ev.returncode not in (0, None):
+        detail = _last_line(probe.error) if probe and probe.error else _last_line(ev.stderr_tail)
+        return Classification(
+            Outcome.PROBE_ERROR,
+            f"the probe exited {ev.returncode} without sanitizer records: {detail or 'no message'}",
+        )
+    if not records and (probe is None or not probe.complete):
+        why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
+        return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
     # The confirmer's planted cases are checked by the confirmer, and only in a run that confirms something.
     failed_controls = [
@@ -208,3 +213,11 @@ def classify(ev: RunEvidence) -> Classification:
         return Classification(Outcome.FINDINGS, "; ".join(parts), verdicts)
     what = f"compute-sanitizer {ev.tool}: 0 errors" if sanitized else "bare run completed"
     return Classification(Outcome.CLEAN, f"{what}; {len(verdicts)} case(s) met their expectations", verdicts)
+
+
+def _saved_output(ev: RunEvidence, findings: list[Finding], records: int) -> Classification:
+    """Saved sanitizer output (no probe ran here): its records, or clean when the summary counts none."""
+    real = [f for f in findings if not f.fallout]
+    if real:
+        return Classification(Outcome.FINDINGS, f"{len(real)} finding(s) from {records} record(s)")
+    return Classification(Outcome.CLEAN, f"compute-sanitizer {ev.tool}: 0 errors (from saved output)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -60,3 +62,33 @@ def test_queues() -> None:
 def test_time_limits_must_sit_below_the_visibility_timeout() -> None:
     with pytest.raises(ValidationError, match="visibility_timeout"):
         Settings(task_soft_time_limit_s=100, task_time_limit_s=200, visibility_timeout_s=150)
+
+
+@pytest.mark.parametrize("value", ["/etc/shadow", "../../root/.ssh/id_rsa", "--injection-path=/tmp/x"])
+def test_suppressions_are_a_name_never_a_path_or_an_option(value: str, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as info:
+        JobSpec.model_validate({"probe": "selftest", "suppressions": value})
+    assert info.value.errors()[0]["loc"] == ("suppressions",)
+    # Even a name must be a file in the configured directory.
+    refusal = _refusal(Settings(suppressions_dir=tmp_path), probe="selftest", suppressions="shadow")
+    assert refusal.field == "suppressions"
+    assert _refusal(probe="selftest", suppressions="team.supp").field == "suppressions"  # no directory configured
+
+
+def test_a_suppressions_name_in_the_configured_directory_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "team.supp").write_text("<suppressions/>")
+    spec = check(JobSpec(probe="selftest", suppressions="team.supp"), Settings(suppressions_dir=tmp_path))
+    assert spec.suppressions == "team.supp"
+
+
+@pytest.mark.parametrize("name", ["x,kne=y", "x=y", "-x", "a\x00b", "a\nb"])
+def test_kernel_filter_values_cannot_add_filter_options(name: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        JobSpec.model_validate({"probe": "selftest", "kernel_filter": ["ok_kernel", name]})
+    assert info.value.errors()[0]["loc"] == ("kernel_filter", 1)
+    JobSpec.model_validate({"probe": "selftest", "kernel_filter": ["narrow_matmul<32>", "ns::gemm_kernel"]})
+
+
+def test_nul_byte_in_params_is_refused_naming_the_field() -> None:
+    refusal = _refusal(Settings(command_probe_enabled=True), probe="command", params={"argv": ["/bin/true", "a\x00b"]})
+    assert (refusal.status, refusal.field) == (422, "params.argv.1") and "NUL" in refusal.message
