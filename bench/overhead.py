@@ -33,7 +33,7 @@ from service.client import Client
 from service.config import Settings, get_settings
 from service.models import ProbeRequest, Tool
 from service.probing.admission import admit
-from service.probing.runner import _probe_env
+from service.probing.secrets import probe_environment
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.locate import find_sanitizer
 
@@ -74,10 +74,10 @@ def bare_command(request: ProbeRequest, workdir: Path, settings: Settings) -> tu
     tool, params = admitted.tool, admitted.params
     target = probe_command(request.probe, params, workdir / "result.json", tool, settings.python)
     if tool is Tool.NONE:
-        return target, _probe_env(tool)
+        return target, probe_environment(tool, settings)
     sanitizer = find_sanitizer(settings.sanitizer_path)
     cmd = sanitizer_command(sanitizer, tool, target, xml=workdir / "run.xml", error_exitcode=settings.error_exitcode)
-    return cmd, _probe_env(tool)
+    return cmd, probe_environment(tool, settings)
 
 
 def run_bare(request: ProbeRequest, workdir: Path, settings: Settings) -> tuple[float, int]:

@@ -2,38 +2,28 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from probes.allocator import ENV, NO_CACHING, Allocator
+from probes.allowed_env import allowlisted
 from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import Expectation, Tool
+from probes.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
 TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
 # Variables a service job's `env` may not set: the loader's and cuprobe's own.
 REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
-ALLOWLIST_ENV = (
-    "CUPROBE_COMMAND_ALLOWLIST"  # path globs (fnmatch over the resolved path), os.pathsep-separated
-)
+# Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
+ALLOWLIST_ENV = "CUPROBE_COMMAND_ALLOWLIST"
 OUTPUT_TAIL = 64 * 1024
-# Names of variables that carry the service's credentials.
-SECRET_NAME = re.compile(
-    r"^(CUPROBE_|AWS_|AZURE_|GOOGLE_|GCP_|CELERY_)|TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY|AUTH|"
-    r"SESSION|COOKIE|^(DATABASE|BROKER|REDIS|RESULT_BACKEND)_URL$",
-    re.IGNORECASE,
-)
-URL_WITH_PASSWORD = re.compile(r"://[^/\s:@]*:[^/\s@]+@")
-# The sanitizer follows children through these (injection library, preload): never dropped by name.
-PASS_THROUGH = ("NV_", "NVIDIA_", "CUDA_", "COMPUTE_SANITIZER", "LD_")
 
 
 class CommandParams(BaseModel):
@@ -41,7 +31,7 @@ class CommandParams(BaseModel):
 
     argv: list[str] = Field(min_length=1, description="the executable and its arguments")
     timeout_s: float = Field(
-        600, gt=0, le=24 * 3600, description="wall-clock limit; the process group is killed"
+        600, gt=0, le=24 * 3600, description="wall-clock limit; every process the command started is killed"
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
     expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
@@ -59,19 +49,50 @@ class CommandParams(BaseModel):
     )
 
 
-def scrubbed_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """`env` without credentials (by name, or URLs holding a password); returns it and the names dropped."""
-    dropped = sorted(
-        k for k, v in env.items()
-        if (SECRET_NAME.search(k) and not k.startswith(PASS_THROUGH)) or URL_WITH_PASSWORD.search(v)
-    )
-    return {k: v for k, v in env.items() if k not in dropped}, dropped
+def child_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The command's environment: the probe's own allowlist (what CUDA, torch and Triton need) plus what
+    compute-sanitizer injected to follow it; no credentials, no cuprobe settings. Returns it and what was left out."""
+    kept, dropped = allowlisted(env, sanitizer_injected=True)
+    cuprobe = sorted(k for k in kept if k.startswith("CUPROBE_"))
+    return {k: v for k, v in kept.items() if k not in cuprobe}, sorted(dropped + cuprobe)
+
+
+# Programs that run whatever their arguments say (shells, interpreters, launchers): allowlisting one allows
+# everything, so they run only when the allowlist names their exact path, never through a glob.
+INTERPRETER = re.compile(
+    r"^(env|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|busybox|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|"
+    r"node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish[0-9.]*|R|Rscript|julia|java|"
+    r"awk|gawk|mawk|nawk|xargs|nohup|timeout|nice|ionice|setsid|stdbuf|chroot|sudo|su|doas|strace|ltrace|"
+    r"gdb|valgrind|find|make|ssh|compute-sanitizer)$"
+)
+GLOB_CHARS = frozenset("*?[")
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """`glob` as a regex whose `*`, `?` and `[...]` match within one path segment (never across `/`)."""
+    out, i = [], 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end]
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            out.append(f"[{'^' if negate else ''}{body.replace(chr(92), chr(92) * 2).replace('/', '')}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
 
 
 def allocator_env(allocator: Allocator, env: dict[str, str]) -> dict[str, str]:
     """Variables that give a command's torch `allocator` (the pytest plugin does the NVTX part)."""
     out: dict[str, str] = {ENV: allocator}
-    if "CUPROBE_EXTENSION_DIR" in os.environ:  # scrubbed with the other CUPROBE_ names; the plugin needs it
+    if "CUPROBE_EXTENSION_DIR" in os.environ:  # left out with the other CUPROBE_ names; the plugin needs it
         out["CUPROBE_EXTENSION_DIR"] = os.environ["CUPROBE_EXTENSION_DIR"]
     if allocator == "no-caching":
         out[NO_CACHING] = "1"
@@ -84,8 +105,14 @@ def allocator_env(allocator: Allocator, env: dict[str, str]) -> dict[str, str]:
 
 
 def allowed(executable: str, allowlist: str) -> bool:
-    """Whether the resolved executable path matches one of the allowlist's globs."""
-    return any(fnmatch.fnmatchcase(executable, glob) for glob in allowlist.split(os.pathsep) if glob)
+    """Whether the resolved executable path matches an allowlist entry: exact for an interpreter-like program,
+    else a glob whose wildcards stay within one path segment."""
+    entries = [entry for entry in allowlist.split(os.pathsep) if entry]
+    if executable in entries:
+        return True
+    if INTERPRETER.match(Path(executable).name):
+        return False
+    return any(glob_regex(entry).match(executable) for entry in entries if GLOB_CHARS & set(entry))
 
 
 def resolve(program: str, cwd: str | None = None) -> str:
@@ -118,11 +145,14 @@ class Command(Probe[CommandParams]):
             )
         executable = resolve(params.argv[0], params.cwd)
         if not trusted and not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
-            raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}")
+            exact = " (an interpreter-like program: allowed only by its exact path)" if INTERPRETER.match(
+                Path(executable).name
+            ) else ""
+            raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}{exact}")
         if not trusted and (refused := sorted(k for k in params.env if REFUSED_ENV.match(k))):
             raise ProbeRefused(f"env: a service job may not set {', '.join(refused)}")
         base = {k: v for k, v in os.environ.items() if k not in (TRUSTED_ENV, ENABLED_ENV)}
-        env, dropped = (base, []) if trusted else scrubbed_env(base)
+        env, dropped = (base, []) if trusted else child_env(base)
         if params.allocator is not None:
             env.update(allocator_env(params.allocator, env))
         env.update(params.env)
@@ -130,26 +160,34 @@ class Command(Probe[CommandParams]):
             params.case, self.expectation(params, tool), argv=params.argv, executable=executable
         )
         case.observations["env_dropped"] = dropped
+        # Orphans of the command are re-parented to this probe, so every process it started can be found.
+        become_subreaper()
+        # Same process group as the probe (no new session): the supervisor's group kill on cancel reaches it.
         proc = subprocess.Popen(
             [executable, *params.argv[1:]],
             cwd=params.cwd,
             env=env,
-            start_new_session=True,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         try:
             out, err = proc.communicate(timeout=params.timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_descendants(os.getpid())
             out, err = proc.communicate()
             case.observations.update(timed_out=True, stdout_tail=_tail(out), stderr_tail=_tail(err))
             raise RuntimeError(
                 f"command exceeded its wall-clock limit of {params.timeout_s:g} s; "
-                "its process group was killed"
+                "it and every process it started were killed"
             ) from None
+        left = kill_descendants(os.getpid())  # a background child outlives the command only until the probe ends
         case.observations.update(
-            exit_code=proc.returncode, timed_out=False, stdout_tail=_tail(out), stderr_tail=_tail(err)
+            exit_code=proc.returncode,
+            timed_out=False,
+            stdout_tail=_tail(out),
+            stderr_tail=_tail(err),
+            leftover_processes_killed=left,
         )
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
             case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}")

@@ -90,6 +90,10 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
     summary = "Tiled matmul reading never-written weight padding at narrow out_features; guarded and torch"
     Params = NarrowMatmulParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+    poisonable = True
+
+    def uses_torch(self, params: NarrowMatmulParams) -> bool:
+        return "torch" in params.variants
 
     @staticmethod
     def case_expectation(params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int) -> Expectation:
@@ -127,6 +131,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
                     for n in params.n:
                         case = self._case(params, tool, variant, n, recorder)
                         y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case, alive)
+                        recorder.poison.output(case.id, "y", y.copy)
                         self._judge(params, case, y, inputs[n])
             if "torch" in params.variants:
                 self._run_torch(params, tool, recorder, inputs, alive)
@@ -139,7 +144,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         inputs: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
         alive: list[Any],
     ) -> None:
-        from probes.torch_env import import_torch, record_tensors
+        from probes.torch_env import import_torch, record_tensors, tensor_values
 
         torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
@@ -150,6 +155,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
             y = x @ w.T
             torch.cuda.synchronize()
             record_tensors(recorder, case, x=x, w=w, y=y)
+            recorder.poison.output(case.id, "y", tensor_values(y))
             self._judge(params, case, y.cpu().numpy(), inputs[n])
             alive += [x, w, y]
 
@@ -182,17 +188,26 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         case: CaseResult,
         alive: list[Any],
     ) -> np.ndarray[Any, Any]:
+        from probes.gpu import device_alloc, device_reader
+
         x_host, w_host = (a.astype(params.dtype) for a in operands)
         n, item = w_host.shape[0], x_host.itemsize
         n_pad = padded(n, params.tile)
         x = cuda.to_device(x_host)
-        w = cuda.mem_alloc(n_pad * params.k * item)
-        y = cuda.mem_alloc(params.m * n * item)
+        w = device_alloc(cuda, n_pad * params.k * item, recorder)
+        y = device_alloc(cuda, params.m * n * item, recorder)
         cuda.memcpy_htod(w, w_host)  # rows 0..n only: the padding rows n..n_pad stay unwritten
         recorder.allocation(case, "x", int(x), x_host.nbytes)
         recorder.allocation(case, "w_padded", int(w), n_pad * params.k * item)
         recorder.allocation(case, "y", int(y), params.m * n * item)
         kernel = module.get_function(f"narrow_matmul_{variant}_{SUFFIX[params.dtype]}")
+        recorder.poison.checkpoint(
+            case.id,
+            f"before narrow_matmul_{variant}_{SUFFIX[params.dtype]}",
+            x=device_reader(cuda, x, x_host.nbytes),
+            w_padded=device_reader(cuda, w, n_pad * params.k * item),
+            y=device_reader(cuda, y, params.m * n * item),
+        )
         grid = (n_pad // params.tile, -(-params.m // params.tile))
         kernel(
             x,

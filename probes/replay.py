@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from probes.base import Probe, ProbeUnavailable, Recorder
-from probes.command import scrubbed_env
+from probes.command import child_env
 from probes.contract import CaseResult, Tool
 
 ENTRY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
@@ -198,7 +198,7 @@ def program_dir(params: ReplayParams) -> str:
 
 
 def _child_env(params: ReplayParams, cache: Path, deterministic: bool) -> dict[str, str]:
-    env, _ = scrubbed_env(dict(os.environ))  # the user's program never sees the service's credentials
+    env, _ = child_env(dict(os.environ))  # the user's program never sees the service's credentials
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [program_dir(params), root, env.get("PYTHONPATH", "")] if p)
     env["PYTHONHASHSEED"] = str(params.seed)  # same str hashes, so the same set and dict iteration order

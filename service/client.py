@@ -72,10 +72,12 @@ class Client:
         return self._call("GET", "/jobs", params={k: v for k, v in filters.items() if v})
 
     def health(self) -> dict[str, Any]:
-        """GET /health; a 503 body (Redis or store unreachable) is returned, not raised."""
+        """GET /health; a 503 body (Redis or store unreachable, a queue with jobs and no worker) is returned, not
+        raised."""
         try:
             return self._call("GET", "/health")
         except ApiError as exc:
             if exc.status == 503:
-                return {"ok": False, "error": str(exc), "workers": {}}
+                body: dict[str, Any] = self._http.get("/health").json()
+                return {"workers": {}, **body}
             raise

@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
     timeout_s: float = 600.0
+    # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
+    confirm: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = 10_000
     max_xml_bytes: int = 512 * 1024 * 1024
@@ -36,6 +38,9 @@ class Settings(BaseSettings):
     suppressions_dir: Path | None = None
     # Extra source roots that finding paths are made relative to (the project root and cwd always are).
     source_roots: list[str] = []
+    # Variables passed to probes beyond the built-in allowlist (probes.allowed_env); names that look like
+    # credentials (TOKEN, KEY, PASSWORD, ...) are never passed.
+    probe_env_pass: list[str] = []
     # Python that runs probes (the worker's own by default).
     python: str | None = None
     # Store and queue (used by the service; the embedded default needs neither set).
@@ -54,12 +59,21 @@ class Settings(BaseSettings):
     max_attempts: int = 3
     # A job no worker picks up within this ends `unavailable` (no worker serves its queue).
     queue_deadline_s: float = 3600.0
-    # A queued job older than this whose queue no live worker serves (`celery inspect active_queues`) ends
+    # A queued job older than this whose queue no live worker serves (the worker registry) ends
     # `unavailable` without waiting for its deadline: a GPU probe sent where no GPU worker runs fails fast.
     unserved_after_s: float = 120.0
     # For this long after the API starts, submission does not answer `unavailable` for lack of a worker: workers
     # started with it need a moment to be seen.
     unserved_grace_s: float = 10.0
+    # Each worker publishes a registry heartbeat (queues, GPU, pids) this often, kept for worker_ttl_s: a worker
+    # silent that long is gone, and the reconciler re-queues its running jobs.
+    worker_beat_s: float = 5.0
+    worker_ttl_s: float = 30.0
+    # Readers of the registry (health, reconciler) read Redis at most this often, each read bounded by the timeout.
+    registry_refresh_s: float = 2.0
+    registry_timeout_s: float = 1.0
+    # The store answers within this or the caller gets an error (SQLite busy timeout, PostgreSQL connect timeout).
+    store_timeout_s: float = 10.0
     # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
     heartbeat_s: float = 5.0
     # A running job reads its cancel flag this often: a cancel stops the probe within about a second.

@@ -2,10 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from celery import bootsteps
+
 from service.config import get_settings
 from service.queue.celery_app import TASK_RECONCILE, TASK_RUN_PROBE, TASK_RUN_SWEEP, make_celery
+from service.queue.registry import WorkerHeartbeat
 
 __all__ = ["TASK_RECONCILE", "TASK_RUN_PROBE", "TASK_RUN_SWEEP", "app"]
 
+
+class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celery is untyped
+    """Publishes this worker in the worker registry (queues, GPU, pool pids) from start to shutdown."""
+
+    requires = ("celery.worker.components:Pool",)
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.heartbeat: WorkerHeartbeat | None = None
+
+    def start(self, worker: Any) -> None:
+        queues = sorted(worker.app.amqp.queues.consume_from or worker.app.amqp.queues)
+        self.heartbeat = WorkerHeartbeat(get_settings(), worker.hostname, queues)
+        self.heartbeat.start()
+
+    def stop(self, worker: Any) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+
+
 app = make_celery(get_settings())
 app.conf.include = ["tasks.probe", "tasks.maintenance", "tasks.sweep"]
+app.steps["worker"].add(RegistryHeartbeat)

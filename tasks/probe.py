@@ -15,7 +15,7 @@ from tasks.app import TASK_RUN_PROBE, app
 
 @cache
 def _store() -> Store:
-    return Store(get_settings().database)
+    return Store(get_settings().database, timeout_s=get_settings().store_timeout_s)
 
 
 _limits = get_settings()
@@ -37,4 +37,10 @@ _limits = get_settings()
 )
 def run_probe(job_id: str) -> dict[str, Any]:
     """Run job `job_id` once; a redelivered or duplicate message finds its result and stores nothing."""
-    return execute_job(job_id, store=_store(), settings=get_settings(), interrupts=(SoftTimeLimitExceeded,))
+    return execute_job(
+        job_id,
+        store=_store(),
+        settings=get_settings(),
+        interrupts=(SoftTimeLimitExceeded,),
+        time_limit_s=get_settings().task_soft_time_limit_s,
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,11 @@ RUNS = DATA / "runs"
 REPLAY = Path(__file__).parent / "replay" / "compute-sanitizer"
 BOX_ROOT = "/work/main"  # the project root on the GPU box when the captures were made
 VERSIONS = ("2025.3.1.0", "2026.4.0.0")
+# The replay stand-in runs where compute-sanitizer would, with the probe's allowlisted environment: let its own
+# variables through (workers started by the integration tests inherit this too).
+os.environ.setdefault(
+    "CUPROBE_PROBE_ENV_PASS", json.dumps(["CUPROBE_REPLAY_CASE", "CUPROBE_REPLAY_TARGET", "CUPROBE_REPLAY_MAP"])
+)
 
 
 def capture(version: str, case: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -9,18 +10,23 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import service
 from service.api.limits import BodySizeLimit
 from service.api.routes import health, jobs, probes, sweeps
+from service.api.routes.health import HealthCache
 from service.api.schemas import ErrorBody
 from service.config import Settings, get_settings
 from service.db.store import Store
-from service.queue import served
 from service.queue.celery_app import make_celery
 from service.queue.reconciler import ReconcilerThread
-from service.queue.served import ServedQueues, after_grace
+from service.queue.registry import WorkerRegistry
+from service.queue.served import ServedQueues, after_grace, served_reader
+
+log = logging.getLogger(__name__)
 
 
 def _field_of(loc: Any) -> str:
@@ -50,6 +56,20 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=exc.status_code, headers=exc.headers)
 
 
+async def _store_error(_request: Request, exc: Exception) -> JSONResponse:
+    """503 when the store is down or locked past its timeout (retry later); 500 when it refused the request."""
+    log.error("store error: %s", exc)
+    if isinstance(exc, OperationalError | InterfaceError | SQLAlchemyTimeoutError):
+        body = ErrorBody(error=f"the store is unavailable ({type(exc).__name__}); try again shortly")
+        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "5"})
+    return JSONResponse(ErrorBody(error=f"the store refused the request ({type(exc).__name__})").model_dump(), 500)
+
+
+async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=exc)
+    return JSONResponse(ErrorBody(error=f"internal error ({type(exc).__name__})").model_dump(), status_code=500)
+
+
 def create_app(
     settings: Settings | None = None, *, reconciler: bool = True, served_queues: ServedQueues | None = None
 ) -> FastAPI:
@@ -64,13 +84,14 @@ def create_app(
             "the command or replay probe is enabled: set CUPROBE_API_TOKEN so only token holders can run code"
         )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = Store(settings.database)
+    store = Store(settings.database, timeout_s=settings.store_timeout_s)
     store.migrate()
     celery = make_celery(settings)
+    registry = WorkerRegistry(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        thread = ReconcilerThread(settings, store, celery) if reconciler else None
+        thread = ReconcilerThread(settings, store, celery, registry) if reconciler else None
         if thread:
             thread.start()
         yield
@@ -84,9 +105,12 @@ def create_app(
         description="Sanitizer-driven correctness service for GPU kernels",
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
-    app.state.served_queues = after_grace(served_queues or served.served_queues, settings.unserved_grace_s)
+    app.state.registry, app.state.health = registry, HealthCache(settings, store, registry)
+    app.state.served_queues = after_grace(served_queues or served_reader(registry), settings.unserved_grace_s)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(SQLAlchemyError, _store_error)
+    app.add_exception_handler(Exception, _internal_error)
     for module in (jobs, probes, health, sweeps):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from service.config import Settings
 from service.db.store import Store
 
-_bearer = HTTPBearer(auto_error=False)
+bearer = HTTPBearer(auto_error=False)
 
 
 def app_settings(request: Request) -> Settings:
@@ -35,7 +35,7 @@ CeleryDep = Annotated[Celery, Depends(get_celery)]
 
 
 def require_token(
-    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> None:
     """Bearer-token check when a token is configured (create_app insists on one when `command` is enabled)."""
     if settings.api_token is None:

@@ -89,11 +89,24 @@ class ProbeList(Versioned):
     probes: list[ProbeView]
 
 
-class Health(Versioned):
+class HealthBrief(Versioned):
+    """What /health says without the token."""
+
     ok: bool
+
+
+class Health(HealthBrief):
+    """What /health says to a token holder."""
+
     redis: str
     store: str
     workers: dict[str, list[str]] = Field(description="worker name -> queues it serves")
+    unserved_queues: list[str] = Field(
+        default_factory=list, description="queues holding jobs that no live worker serves"
+    )
+    registry: list[dict[str, Any]] = Field(
+        default_factory=list, description="each live worker's last heartbeat: host, pids, queues, GPU, beat time"
+    )
 
 
 class ErrorBody(Versioned):

@@ -30,6 +30,8 @@ from service.probing.gpus import GpuDevice, visible_gpus
 from service.worker.commands import WorkerCommand, stop_all, worker_commands
 
 console = Console(stderr=True)
+# How often `up` checks that its workers still run.
+RESTART_CHECK_S = 1.0
 
 
 @contextmanager
@@ -122,7 +124,8 @@ def embedded_stack(
                 f"[yellow]no GPU here: GPU probes ({', '.join(missing)}) will end `unavailable` when no "
                 "GPU worker picks them up[/yellow]"
             )
-        procs = _start(commands, settings, quiet=quiet)
+        workers = WorkerSupervisor(commands, settings, quiet=quiet)
+        workers.start()
         server = uvicorn.Server(uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, name="cuprobe-api", daemon=True)
         thread.start()
@@ -135,7 +138,7 @@ def embedded_stack(
         finally:
             server.should_exit = True
             thread.join(30)
-            stop_all(procs, timeout_s=30)
+            workers.stop()
 
 
 def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
@@ -154,7 +157,35 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
     return 0
 
 
-def _start(commands: list[WorkerCommand], settings: Settings, *, quiet: bool) -> list[subprocess.Popen[bytes]]:
-    env = {**os.environ, **settings_env(settings)}
-    log = subprocess.DEVNULL if quiet else None
-    return [subprocess.Popen(c.argv, env={**env, **c.env}, stdout=log, stderr=log) for c in commands]
+class WorkerSupervisor(threading.Thread):
+    """Starts the workers and starts again any that dies (OOM, a signal) while the stack runs."""
+
+    def __init__(self, commands: list[WorkerCommand], settings: Settings, *, quiet: bool) -> None:
+        super().__init__(name="cuprobe-workers", daemon=True)
+        self.commands, self.quiet = commands, quiet
+        self.env = {**os.environ, **settings_env(settings)}
+        self.procs = [self._spawn(c) for c in commands]
+        self.restarts = 0
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+
+    def _spawn(self, command: WorkerCommand) -> subprocess.Popen[bytes]:
+        log = subprocess.DEVNULL if self.quiet else None
+        return subprocess.Popen(command.argv, env={**self.env, **command.env}, stdout=log, stderr=log)
+
+    def run(self) -> None:
+        while not self.stopping.wait(RESTART_CHECK_S):
+            with self._lock:
+                for i, proc in enumerate(self.procs):
+                    if proc.poll() is None or self.stopping.is_set():
+                        continue
+                    console.print(
+                        f"[yellow]worker {self.commands[i].name} exited ({proc.returncode}); starting it again[/yellow]"
+                    )
+                    self.procs[i] = self._spawn(self.commands[i])
+                    self.restarts += 1
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self._lock:
+            stop_all(self.procs, timeout_s=30)

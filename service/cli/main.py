@@ -87,6 +87,16 @@ def run(
     sanitizer_option: SanitizerOpt = None,
     fail_on_level: FailOnOpt = "error",
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
+    confirm: Annotated[
+        bool | None,
+        typer.Option(
+            "--confirm/--no-confirm",
+            help="re-run initcheck findings' cases bare with poisoned memory: consequential, benign, blind-spot",
+        ),
+    ] = None,
+    backtrace: Annotated[
+        str | None, typer.Option("--show-backtrace", help="compute-sanitizer --show-backtrace: yes|host|device|no")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
@@ -98,6 +108,8 @@ def run(
             params=cli_jobs.parse_params(param or [], None),
             timeout_s=timeout,
             kernel_filter=kernel or [],
+            confirm=confirm,
+            show_backtrace=backtrace,
             options=parse_options(sanitizer_option or []),
         )
         result = _run_here(request, workdir)
@@ -198,10 +210,10 @@ def parse(
         if parsed.error:
             outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
     else:
-        verdict = classify(RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed))
+        verdict = classify(
+            RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed, probe_expected=False)
+        )
         outcome, message = verdict.outcome, verdict.message
-        if outcome is Outcome.PROBE_ERROR and parsed.records == 0 and summary.present and not parsed.error:
-            outcome, message = Outcome.CLEAN, f"compute-sanitizer {used}: 0 errors (from saved output)"
     result = RunResult(
         probe="(saved output)",
         tool=used,

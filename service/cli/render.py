@@ -52,6 +52,8 @@ def _details(finding: Finding) -> str:
     marks = (("fallout", finding.fallout), ("library", finding.library), ("filtered", finding.filtered))
     flags = [name for name, on in marks if on]
     extra = [*([f"case {finding.case}"] if finding.case else []), *([f"threads {threads}"] if threads else []), *flags]
+    if finding.confirmation:
+        extra.append(f"confirmation {finding.confirmation.value}")
     said, at = what(finding), where(finding)
     lines = [at if not said.startswith(f"{at}:") else "", said, " · ".join(extra)]
     return "\n".join(line for line in lines if line and line != "-")
@@ -102,6 +104,25 @@ def print_result(result: RunResult, console: Console) -> None:
     console.print("  " + " | ".join(facts))
     if result.findings:
         console.print(findings_table(result.findings))
+    confirmed = [f for f in result.findings if f.confirmation and f.confirmation_evidence]
+    if confirmed:
+        counts = result.confirmation_counts()
+        console.print("  " + ", ".join(f"{n} {kind}" for kind, n in counts.items() if n))
+        for f in confirmed:
+            assert f.confirmation_evidence is not None
+            console.print(
+                f"  {f.confirmation.value if f.confirmation else '-'} {escape(f.case or '-')} "
+                f"{escape(f.location())}: {escape(f.confirmation_evidence.reason)}",
+                soft_wrap=True,
+            )
+    for check in result.confirmation_control:
+        mark = "[green]ok[/]" if check.get("ok") else "[red]WRONG[/]"
+        console.print(
+            f"  confirmer control {escape(str(check.get('case')))}: {mark} expected {check.get('expected')}, "
+            f"got {', '.join(check.get('got') or []) or 'nothing'}"
+        )
+    if result.confirmation_s is not None:
+        console.print(f"  confirmation: {result.confirmation_s:.1f} s of bare re-runs")
     for case in result.cases:
         mark = "[green]pass[/]" if case.passed else "[red]FAIL[/]"
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")

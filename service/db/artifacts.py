@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
+import os
 import shutil
+import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 # The only names served: nothing else under a job's directory is reachable over HTTP.
 NAMES = ("run.xml", "stdout.txt", "stderr.txt", "result.json", "replay-growth.svg")
@@ -20,11 +24,48 @@ def content_type(name: str) -> str:
 
 
 def artifact_path(workdir: Path, name: str) -> Path | None:
-    """`workdir/name` when `name` is a served artifact and the file exists."""
+    """`workdir/name` when `name` is a served artifact and a regular file there (never a symlink)."""
     if name not in NAMES:
         return None
     path = workdir / name
-    return path if path.is_file() else None
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None
+    return path if stat.S_ISREG(mode) else None
+
+
+def open_artifact(workdir: Path, name: str) -> BinaryIO | None:
+    """The artifact opened for reading without following a symlink (a probe may plant one); None if absent."""
+    if name not in NAMES:
+        return None
+    try:
+        fd = os.open(workdir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # ELOOP: a symlink; ENOENT: not written
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted under the name
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def write_artifact(path: Path, data: str | bytes) -> None:
+    """Write a fresh regular file at `path`: whatever the probe left under that name (a symlink) is replaced, not
+    followed."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of `path` if it is a regular file; OSError for a symlink or anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return f.read()
 
 
 def _size(path: Path) -> int:

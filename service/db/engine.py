@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -19,30 +19,39 @@ def changed_rows(session: Session, statement: Any) -> int:
     return cast(CursorResult[Any], session.execute(statement)).rowcount
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    # WAL and a busy timeout: the API and several workers write one SQLite file concurrently.
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
+def _sqlite_pragmas(timeout_s: float) -> Callable[[Any, Any], None]:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        # WAL and a busy timeout: the API and several workers write one SQLite file concurrently.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return on_connect
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite files get WAL and a busy timeout, PostgreSQL a pre-ping pool."""
+def make_engine(url: str, timeout_s: float = 30.0) -> Engine:
+    """An engine for `url` whose calls give up after about `timeout_s` when the store is locked or unreachable;
+    SQLite files get WAL and a busy timeout, PostgreSQL a pre-ping pool and a connect timeout."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        engine = create_engine(url, connect_args={"timeout": timeout_s, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas(timeout_s))
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_timeout=timeout_s,
+        connect_args={"connect_timeout": max(2, int(timeout_s))},
+    )
 
 
 class Database:
     """An engine and its sessions; forked children (Celery prefork) open connections of their own."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, timeout_s)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._pid = os.getpid()
 

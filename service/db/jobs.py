@@ -76,6 +76,13 @@ class JobQueries(Database):
         with self.session() as s:
             return s.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.attempt)).all()
 
+    def busy_queues(self) -> set[str]:
+        """Queues that hold queued or running jobs."""
+        with self.session() as s:
+            return set(
+                s.scalars(select(Job.queue).where(Job.state.in_([JobState.QUEUED, JobState.RUNNING])).distinct())
+            )
+
     def unfinished(self) -> Sequence[Job]:
         with self.session() as s:
             return s.scalars(select(Job).where(Job.state.in_([JobState.QUEUED, JobState.RUNNING]))).all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -108,6 +108,12 @@ class JobLifecycle(JobExpiry):
                     ),
                 )
                 if changed:
+                    if job.state == JobState.RUNNING:  # taking over a silent attempt: its run ended without a result
+                        s.execute(
+                            update(Run)
+                            .where(Run.job_id == job_id, Run.attempt == job.attempts, Run.finished_at.is_(None))
+                            .values(finished_at=now)
+                        )
                     s.add(
                         Run(
                             job_id=job_id,
@@ -195,6 +201,30 @@ class JobLifecycle(JobExpiry):
             )
             s.execute(update(Job).where(Job.id == job_id, Job.state == JobState.RUNNING).values(cancel_requested=True))
             return s.scalar(select(Job.state).where(Job.id == job_id))
+
+    def requeue(self, job_id: str, attempt: int, message: str, deadline_at: datetime) -> bool:
+        """Put a running attempt's job back in the queue (its worker is gone, or it stopped its own probe), waiting
+        for a worker until at least `deadline_at`; the attempt's run ends without a result. False when the job moved
+        on meanwhile."""
+        job = self.get(job_id)
+        if job is None:
+            return False
+        now = utcnow()
+        with self.session() as s:
+            changed = changed_rows(
+                s,
+                update(Job)
+                .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.attempts == attempt)
+                .values(
+                    state=JobState.QUEUED,
+                    message=message,
+                    enqueued_at=None,
+                    deadline_at=max(as_utc(job.deadline_at), as_utc(deadline_at)),
+                ),
+            )
+            if changed:
+                s.execute(update(Run).where(Run.job_id == job_id, Run.attempt == attempt).values(finished_at=now))
+            return bool(changed)
 
     def give_up(self, job: Job) -> bool:
         """End a job whose attempts all died with their worker as `crashed`; the same words whoever notices."""

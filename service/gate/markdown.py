@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from service.gate.verdict import GateReport, Status
+from service.models import Confirmation
 from service.reports.table import table
 
 
@@ -13,14 +14,16 @@ def render(report: GateReport) -> str:
     counts = report.outcome_counts()
     out += ["### Runs by outcome", ""]
     out += table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
-    failing = [f for f in report.findings if f.status.fails]
+    out += [f"**Findings:** {report.summary_line()}", ""]
+    failing = [f for f in report.findings if f.fails]
     out += [f"### New findings ({len(failing)})", ""]
     if failing:
         out += table(
-            ["status", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
+            ["status", "confirmation", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
             [
                 [
                     f.label,
+                    f.confirmation,
                     f.entry,
                     f.finding.kind,
                     f.finding.location(),
@@ -34,6 +37,31 @@ def render(report: GateReport) -> str:
         )
     else:
         out += ["None.", ""]
+    for title, kind in (
+        ("Blind spots of the tool (shown, never failing)", Confirmation.BLIND_SPOT),
+        ("Benign reads: never written, masked out of the result (shown, never failing)", Confirmation.BENIGN),
+    ):
+        shown = [f for f in report.findings if f.status.fails and f.finding.confirmation is kind]
+        out += [f"### {title} ({len(shown)})", ""]
+        out += (
+            table(
+                ["probe", "kind", "location", "kernel", "count", "evidence", "signature"],
+                [
+                    [
+                        f.entry,
+                        f.finding.kind,
+                        f.finding.location(),
+                        f.finding.kernel or "-",
+                        f.finding.count,
+                        f.finding.confirmation_evidence.reason if f.finding.confirmation_evidence else "-",
+                        f"`{f.finding.signature}`",
+                    ]
+                    for f in shown
+                ],
+            )
+            if shown
+            else ["None.", ""]
+        )
     out += [f"### Fixed ({len(report.fixed)})", ""]
     out += (
         table(

@@ -82,6 +82,19 @@ def gpu_needed(probe: Probe[Any], model: BaseModel, tool: Tool) -> bool:
     return tool is not Tool.NONE or probe.gpu_needed(model)
 
 
+def refuse_nul(value: Any, where: str) -> None:
+    """BadRequest naming the first string under `value` that holds a NUL byte (argv cannot carry one)."""
+    if isinstance(value, str) and "\x00" in value:
+        raise BadRequest(where, "a NUL byte is not allowed")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            refuse_nul(str(key), where)
+            refuse_nul(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_nul(item, f"{where}.{index}")
+
+
 def options_for(probe: Probe[Any], tool: Tool, options: SanitizerOptions) -> None:
     """Refuse sanitizer options for another tool (or for a bare run), and application-only for `command` (it
     would check only the probe's own Python process); BadRequest (field `options`)."""
@@ -105,6 +118,7 @@ def admit(
     BadRequest names the first offending field (`params.<name>` for a parameter)."""
     found = probe_named(probe)
     chosen = tool_for(found, tool)
+    refuse_nul(dict(params), "params")
     try:
         model = found.Params.model_validate(dict(params))
     except ValidationError as exc:
@@ -122,23 +136,27 @@ def admit(
     return Admission(found, chosen, model, gpu_needed(found, model, chosen), chosen_options)
 
 
-def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
-    """A local run takes a path (in the repository); a service job a bare name in the operator's directory.
-    BadRequest (field `options`) when there is no such file."""
+def suppressions_file(value: str, *, trusted: bool, settings: Settings, field: str = "options") -> Path:
+    """A local run takes a path (in the repository); a service job a bare name in the operator's directory, never
+    a path or an option (a symlink there is not followed). BadRequest naming `field` otherwise."""
     if trusted:
         path = Path(value)
     else:
-        if not SUPPRESSIONS_NAME.match(value):
+        if not SUPPRESSIONS_NAME.fullmatch(value):
             raise BadRequest(
-                "options", f"suppressions: a service job names a file in the suppressions directory, not {value!r}"
+                field, f"suppressions: a service job names a file in the suppressions directory, not {value!r}"
             )
         if settings.suppressions_dir is None:
             raise BadRequest(
-                "options", "suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)"
+                field, "suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)"
             )
         path = settings.suppressions_dir / value
+        if path.is_symlink():
+            raise BadRequest(
+                field, f"suppressions: {value} is a symlink in the suppressions directory: not followed"
+            )
     if not path.is_file():
-        raise BadRequest("options", f"suppressions: no such file {path}")
+        raise BadRequest(field, f"suppressions: no such file {path}")
     return path.resolve()
 
 

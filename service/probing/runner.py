@@ -6,15 +6,17 @@ import os
 import threading
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from probes.allocator import needs_nvtx
-from probes.contract import Allocation, ProbeResult, Tool
+from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings, get_settings
-from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
+from service.db.artifacts import read_regular, write_artifact
+from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.models.reasons import ALSO
 from service.probing.admission import Admission, admit, suppressions_file
+from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
+from service.probing.launch import read_probe_result
+from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -26,35 +28,6 @@ from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
-# What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
-COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
-EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
-
-
-def _probe_env(tool: Tool, settings: Settings | None = None, trusted: bool = False) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != COMMAND_TRUSTED_ENV}
-    settings = settings or get_settings()
-    env.setdefault(EXTENSION_DIR_ENV, str((settings.data_dir / "extensions").resolve()))
-    if trusted:
-        env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
-    elif settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
-        env["CUPROBE_COMMAND_ENABLED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["CUPROBE_TOOL"] = tool.value
-    env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
-    if tool in (Tool.INITCHECK, Tool.MEMCHECK):
-        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
-    return env
-
-
-def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
-    try:
-        return ProbeResult.model_validate_json(path.read_bytes()), None
-    except FileNotFoundError:
-        return None, "the probe wrote no result.json"
-    except (OSError, ValidationError, ValueError) as exc:
-        return None, f"result.json unreadable: {str(exc)[:300]}"
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -77,8 +50,8 @@ def _preflight(
     if admitted.needs_gpu and gpu_facts()[0] is None:
         missing.append(
             # The same words for every probe, so a list of runs can say it once with a count.
-            "no CUDA device on this machine (NVML and nvidia-smi found no GPU), and this run needs one: submit it to a "
-            "GPU worker's queue (gpu.smXX) or run it on a GPU machine"
+            "no CUDA device on this machine (NVML and nvidia-smi found no GPU), and this run needs one: submit it "
+            "to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
         )
     if tool is not Tool.NONE:
         try:
@@ -105,17 +78,17 @@ def run_probe(
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
-    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted and
-    suppressions are paths; a worker's job is not: the operator's allowlist applies and suppressions are names.
+    `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted, the probe gets
+    the user's environment and suppressions are paths; a worker's job is not: the operator's allowlist applies,
+    the probe gets the allowlisted environment and suppressions are names.
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
     workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     admitted = admit(request.probe, request.tool, request.params, request.options)
     tool, params = admitted.tool, admitted.params
+    chosen = request.options.suppressions or request.suppressions
     suppressions = (
-        suppressions_file(request.options.suppressions, trusted=trusted, settings=settings)
-        if request.options.suppressions and tool is not Tool.NONE
-        else None
+        suppressions_file(chosen, trusted=trusted, settings=settings) if chosen and tool is not Tool.NONE else None
     )
     sanitizer, refusal = _preflight(request, admitted, settings)
     if refusal is not None:
@@ -126,6 +99,13 @@ def run_probe(
         stale.unlink(missing_ok=True)
     target = probe_command(request.probe, params, result_path, tool, settings.python)
     version = sanitizer_version(sanitizer) if sanitizer else None
+    confirm = confirming(request, tool, settings)
+    extra: list[str] = []
+    if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
+        extra += ["--show-backtrace", backtrace]
+    if confirm:
+        target.append("--confirm-control")  # the confirmer's planted cases run in the same process
+        extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
     cmd = (
         target
         if sanitizer is None
@@ -137,10 +117,8 @@ def run_probe(
             error_exitcode=settings.error_exitcode,
             options=request.options,
             kernel_filter=request.kernel_filter,
-            suppressions=suppressions or (Path(request.suppressions) if request.suppressions else None),
-            extra=["--show-backtrace", backtrace]
-            if (backtrace := request.show_backtrace or settings.show_backtrace)
-            else (),
+            suppressions=suppressions,
+            extra=extra,
             nvtx=needs_nvtx(params),
         )
     )
@@ -148,21 +126,25 @@ def run_probe(
         cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=_probe_env(tool, settings, trusted),
+        env=probe_environment(tool, settings, trusted=trusted),
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
-    (workdir / STDOUT_NAME).write_text(done.stdout.text())
-    (workdir / STDERR_NAME).write_text(done.stderr.text())
-    (workdir / EXIT_CODE_NAME).write_text(f"{done.returncode}\n")
-    probe, unreadable = _read_probe_result(result_path)
+    secrets = secret_values(settings)
+    # The probe could have planted symlinks under these names: replace them, never write through them.
+    write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
+    write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
+    write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
+    _scrub_file(result_path, secrets)
+    probe, unreadable = read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
     if sanitizer is not None:
         allocations = allocations_of(probe) if probe else []
-        single = probe.cases[0].id if probe and len(probe.cases) == 1 else None
+        own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
+        single = own[0].id if len(own) == 1 else None  # the confirmer's planted cases map by address
         parsed = (
             parse_xml(
                 xml,
@@ -175,8 +157,8 @@ def run_probe(
                 max_records=settings.max_records,
                 max_bytes=settings.max_xml_bytes,
             )
-            if xml.exists()
-            else ParseResult(tool=tool)
+            if xml.exists() and not xml.is_symlink()
+            else ParseResult(tool=tool, error=_not_regular(xml))
         )
         if summary and summary.not_printed:
             parsed.truncated = True
@@ -187,6 +169,7 @@ def run_probe(
             timed_out=done.timed_out,
             timeout_s=request.timeout_s or settings.timeout_s,
             xml_capped=done.xml_capped,
+            cancelled=done.cancelled,
             summary=summary,
             parsed=parsed,
             probe=probe,
@@ -196,12 +179,10 @@ def run_probe(
         )
     )
     outcome, message = verdict.outcome, verdict.message
-    if done.cancelled:
-        outcome, message = Outcome.PROBE_ERROR, "stopped on request (cancel): cuprobe killed the process group"
     findings = keyed_by_options(
         (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
     )
-    return RunResult(
+    result = RunResult(
         probe=request.probe,
         tool=tool,
         params=params,
@@ -209,7 +190,7 @@ def run_probe(
         message=message,
         records=parsed.records if parsed else 0,
         summary_count=summary.errors if summary else None,
-        truncated=bool(parsed and parsed.truncated) or done.xml_capped,
+        truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
         truncated_at_case=parsed.truncated_at_case if parsed else None,
         filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
         options=request.options,
@@ -223,6 +204,34 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+    if tool is Tool.INITCHECK:
+        result = confirm_findings(result, parsed, request, settings, workdir)
+    return scrub_result(result, secrets)
+
+
+def default_backtrace(admitted: Admission) -> Backtrace | None:
+    """Probes that import torch run initcheck with device-only backtraces: host backtraces through libtorch are
+    most of the per-record cost, and initcheck's signatures and library flag need only the device side."""
+    if admitted.tool is not Tool.INITCHECK:
+        return None
+    return "device" if admitted.probe.uses_torch(admitted.model) else None
+
+
+def _scrub_file(path: Path, secrets: list[str]) -> None:
+    """Rewrite a probe-written artifact without the secrets it holds (it is served over HTTP)."""
+    try:
+        text = read_regular(path).decode("utf-8", errors="replace")
+    except OSError:
+        return
+    if any(secret in text for secret in secrets):
+        write_artifact(path, scrub(text, secrets))
+
+
+def _not_regular(xml: Path) -> str | None:
+    """Why `xml` is not read: a symlink in its place (something in the run planted it), or nothing."""
+    if xml.is_symlink():
+        return f"{xml.name} is a symlink, not the file the sanitizer wrote: not followed"
+    return None
 
 
 def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:
@@ -267,4 +276,3 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
 
 def allocations_of(probe: ProbeResult) -> list[tuple[str, Allocation]]:
     return [(c.id, a) for c in probe.cases for a in c.allocations]
-

@@ -6,8 +6,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from service.config import Settings
+from service.db.pending import clear_pending, read_pending
 from service.db.store import Job, JobState, Store, as_utc, utcnow
 
 log = logging.getLogger(__name__)
@@ -20,6 +22,10 @@ class ReconcileReport:
     expired: list[str] = field(default_factory=list)
     resent: list[str] = field(default_factory=list)
     given_up: list[str] = field(default_factory=list)
+    # Results a worker could not store (store outage) that this pass stored from the attempt's directory.
+    stored: list[str] = field(default_factory=list)
+    # Running jobs whose worker's registry heartbeat is gone, put back in their queue.
+    requeued: list[str] = field(default_factory=list)
 
 
 def reconcile(
@@ -29,6 +35,7 @@ def reconcile(
     broker_ids: Callable[[set[str]], dict[str, str]] | None,
     enqueue: Callable[[Job], object],
     served_queues: Callable[[], set[str] | None] | None = None,
+    worker_alive: Callable[[str | None], bool | None] | None = None,
     now: datetime | None = None,
 ) -> ReconcileReport:
     """One pass: expire unpicked jobs past their deadline; resend jobs Redis no longer holds.
@@ -38,10 +45,16 @@ def reconcile(
     heartbeat stopped is resent even when its message sits unacked: Redis would only hand it back after
     the visibility timeout, and a duplicate delivery stores nothing (store.claim). `served_queues()` gives
     the queues live workers serve (None when that cannot be asked): queued jobs older than
-    `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline.
+    `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline. `worker_alive(worker)`
+    says whether a job's worker (host:pid) still heartbeats in the registry (None: cannot tell): a running job
+    whose worker is gone is re-queued (or given up after max_attempts). A result an attempt left on disk because
+    the store was down is stored first.
     """
     now = now or utcnow()
     report = ReconcileReport(expired=store.expire_unpicked(now))
+    report.stored += _store_pending(store)
+    if worker_alive is not None:
+        _requeue_orphans(store, settings, worker_alive, enqueue, now, report)
     if served_queues is not None:
         report.expired += _expire_unserved(store, settings, served_queues, now)
     if broker_ids is None:
@@ -76,6 +89,54 @@ def reconcile(
             else:
                 _resend(store, job, enqueue, report)
     return report
+
+
+def _store_pending(store: Store) -> list[str]:
+    """Store the results running attempts left in their directories when the store was down."""
+    stored = []
+    for job in store.unfinished():
+        if job.state != JobState.RUNNING or not job.attempts:
+            continue
+        runs = [r for r in store.runs(job.id) if r.attempt == job.attempts]
+        pending = read_pending(Path(runs[0].workdir)) if runs else None
+        if pending is None or pending.attempt != job.attempts:
+            continue
+        if store.finish(job.id, pending.attempt, pending.result, cancelled=pending.cancelled):
+            log.info("stored job %s's result from %s (its worker could not)", job.id, runs[0].workdir)
+            stored.append(job.id)
+        clear_pending(Path(runs[0].workdir))
+    return stored
+
+
+def _requeue_orphans(
+    store: Store,
+    settings: Settings,
+    worker_alive: Callable[[str | None], bool | None],
+    enqueue: Callable[[Job], object],
+    now: datetime,
+    report: ReconcileReport,
+) -> None:
+    """Running jobs whose worker's registry heartbeat expired (and whose own heartbeat is as old): re-queued."""
+    gone_since = now - timedelta(seconds=settings.worker_ttl_s)
+    for job in store.unfinished():
+        if job.state != JobState.RUNNING or as_utc(job.heartbeat_at or job.started_at or job.created_at) > gone_since:
+            continue
+        if worker_alive(job.worker) is not False:
+            continue
+        if job.attempts >= settings.max_attempts:
+            if store.give_up(job):
+                report.given_up.append(job.id)
+            continue
+        message = (
+            f"re-queued: its worker {job.worker} stopped heartbeating (no registry heartbeat for "
+            f"{settings.worker_ttl_s:g} s) during attempt {job.attempts} of {settings.max_attempts}"
+        )
+        deadline = now + timedelta(seconds=settings.unserved_after_s)
+        if store.requeue(job.id, job.attempts, message, deadline):
+            report.requeued.append(job.id)
+            requeued = store.get(job.id)
+            if requeued is not None:
+                _resend(store, requeued, enqueue, report)
 
 
 def _expire_unserved(

@@ -18,6 +18,8 @@ from service.db.artifacts import prune
 from service.db.store import Store
 from service.queue.broker import enqueue, held_jobs
 from service.queue.reconcile import ReconcileReport, reconcile
+from service.queue.registry import WorkerRegistry
+from service.queue.served import served_reader
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "cuprobe:reconcile-lock"
@@ -42,24 +44,18 @@ def broker_reader(settings: Settings) -> Callable[[set[str]], dict[str, str]]:
     return read
 
 
-def served_reader(app: Celery) -> Callable[[], set[str] | None]:
-    """A function returning the queues live workers consume from (None when the broker cannot be asked)."""
-
-    def read() -> set[str] | None:
-        try:
-            # No reply at all is an answer: no worker is alive (a busy prefork worker still replies).
-            replies = app.control.inspect(timeout=2.0).active_queues() or {}
-        except (redis.RedisError, OSError) as exc:
-            log.warning("celery inspect failed: %s", exc)
-            return None
-        return {queue["name"] for queues in replies.values() for queue in queues}
-
-    return read
-
-
 def lock_ttl_s(settings: Settings) -> float:
     """How long a holder that died keeps the reconcile lock: longer than any pass takes."""
     return max(LOCK_MIN_TTL_S, 3 * settings.reconcile_interval_s)
+
+
+def alive_reader(registry: WorkerRegistry) -> Callable[[str | None], bool | None]:
+    """A function saying whether a job's worker (host:pid) still heartbeats in the registry (None: cannot tell)."""
+
+    def alive(worker: str | None) -> bool | None:
+        return registry.view().alive(worker)
+
+    return alive
 
 
 @contextmanager
@@ -93,8 +89,11 @@ def _release(lock: Lock) -> None:
         log.warning("reconcile lock not released (Redis unreachable): %s", exc)
 
 
-def reconcile_once(settings: Settings, store: Store, app: Celery) -> ReconcileReport | None:
+def reconcile_once(
+    settings: Settings, store: Store, app: Celery, registry: WorkerRegistry | None = None
+) -> ReconcileReport | None:
     """One locked pass; None when another process holds the lock."""
+    registry = registry or WorkerRegistry(settings)
     with locked(settings) as mine:
         if not mine:
             return None
@@ -103,16 +102,18 @@ def reconcile_once(settings: Settings, store: Store, app: Celery) -> ReconcileRe
             settings,
             broker_ids=broker_reader(settings),
             enqueue=lambda job: enqueue(app, job),
-            served_queues=served_reader(app),
+            served_queues=served_reader(registry),
+            worker_alive=alive_reader(registry),
         )
 
 
 class ReconcilerThread(threading.Thread):
     """Reconciles every `reconcile_interval_s` until stopped (the API runs one; beat runs the task too)."""
 
-    def __init__(self, settings: Settings, store: Store, app: Celery) -> None:
+    def __init__(self, settings: Settings, store: Store, app: Celery, registry: WorkerRegistry | None = None) -> None:
         super().__init__(name="cuprobe-reconciler", daemon=True)
         self.settings, self.store, self.app = settings, store, app
+        self.registry = registry or WorkerRegistry(settings)
         self.stopped = threading.Event()
 
     def run(self) -> None:
@@ -123,14 +124,16 @@ class ReconcilerThread(threading.Thread):
                 s = self.settings
                 prune(s.data_dir / "jobs", s.artifact_retention_days, s.artifact_max_total_bytes)
             try:
-                report = reconcile_once(self.settings, self.store, self.app)
+                report = reconcile_once(self.settings, self.store, self.app, self.registry)
             except Exception:  # keep reconciling: a store or broker outage is temporary
                 log.exception("reconcile pass failed")
                 continue
-            if report and (report.expired or report.resent or report.given_up):
+            if report and (report.expired or report.resent or report.given_up or report.stored or report.requeued):
                 log.info(
-                    "reconciled: %d expired, %d resent, %d given up",
+                    "reconciled: %d expired, %d resent, %d given up, %d stored, %d re-queued",
                     len(report.expired),
                     len(report.resent),
                     len(report.given_up),
+                    len(report.stored),
+                    len(report.requeued),
                 )

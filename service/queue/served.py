@@ -6,19 +6,22 @@ import logging
 import time
 from collections.abc import Callable
 
+from service.queue.registry import WorkerRegistry
+
 log = logging.getLogger(__name__)
 
 # The queues live workers serve, or None when that is not known (then no job is refused for it).
 ServedQueues = Callable[[], set[str] | None]
 
 
-def served_queues() -> set[str] | None:
-    """The queues live workers serve, from the cached worker registry; None while no registry is wired in.
+def served_reader(registry: WorkerRegistry) -> ServedQueues:
+    """The queues live workers consume from, from the worker registry (None when Redis cannot be read); never a
+    broker inspection. The API answers a job for a queue none serves at once; the reconciler expires such jobs."""
 
-    This is the one seam: an API built without its own `served_queues` answer calls this, and returning None
-    keeps the old behaviour (a job waits for a worker until `unserved_after_s` or its deadline).
-    """
-    return None
+    def read() -> set[str] | None:
+        return registry.view().served_queues
+
+    return read
 
 
 def after_grace(served: ServedQueues, grace_s: float) -> ServedQueues:

@@ -14,7 +14,7 @@ from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
 from service.models.queues import Lane
-from service.probing.admission import COMMAND_PROBE, BadRequest, admit, suppressions_file
+from service.probing.admission import COMMAND_PROBE, SUPPRESSIONS_NAME, BadRequest, admit, suppressions_file
 from service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,11 @@ class JobSpec(ProbeRequest):
         default=False,
         description="when no live worker serves the job's queue, wait for one (up to the deadline) instead of "
         "ending `unavailable` at once",
+    )
+    suppressions: str | None = Field(
+        default=None,
+        pattern=SUPPRESSIONS_NAME.pattern,
+        description="name of a suppressions file in the server's suppressions directory (never a path)",
     )
 
     def probe_request(self) -> ProbeRequest:
@@ -66,6 +71,8 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
             status=403,
         )
     admitted = admit(spec.probe, spec.tool, spec.params, spec.options)
+    if spec.suppressions is not None:
+        suppressions_file(spec.suppressions, trusted=False, settings=settings, field="suppressions")
     if spec.options.suppressions:
         suppressions_file(spec.options.suppressions, trusted=False, settings=settings)
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)

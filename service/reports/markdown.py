@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.models import confirmation_counts
 from service.models.reasons import by_reason, names_line
 from service.models.sweep import Sweep
 from service.reports.table import table
@@ -62,6 +63,25 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
                 "the HTML report and `cuprobe sweep show ID --json` list every one"
             )
         lines.append("")
-    rows = [[case.key, f"`{f.signature}`", f.count, f.seen or ""] for case in sweep.cases for f in case.findings]
-    lines += ["## Findings", "", *table(["case", "signature", "records", "seen"], rows)]
+    counts = confirmation_counts([f for case in sweep.cases if not case.control for f in case.findings])
+    rows = [
+        [
+            case.key,
+            f"`{f.signature}`",
+            f.count,
+            f.seen or "",
+            f.confirmation.value if f.confirmation else "-",
+            f.confirmation_evidence.reason if f.confirmation_evidence else "",
+        ]
+        for case in sweep.cases
+        for f in case.findings
+    ]
+    lines += [
+        "## Findings",
+        "",
+        "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
+        + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
+        "",
+        *table(["case", "signature", "records", "seen", "confirmation", "evidence"], rows),
+    ]
     return "\n".join(lines).rstrip("\n") + "\n"

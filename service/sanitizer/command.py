@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.contract import Tool
+from service.models import kernel_name
 from service.models.options import SanitizerOptions
 
 # Options cuprobe passes for a tool unless the request sets them itself.
@@ -56,9 +57,11 @@ def sanitizer_command(
     if tool is Tool.NONE:
         raise ValueError("a bare run (tool none) has no sanitizer command")
     chosen = TOOL_DEFAULTS.get(tool, SanitizerOptions()).merged(options)
-    update: dict[str, object] = {"kernel_name": [*chosen.kernel_name, *(f"kns={name}" for name in kernel_filter)]}
+    kernels = [f"kns={kernel_name(name)}" for name in kernel_filter]
+    update: dict[str, object] = {"kernel_name": [*chosen.kernel_name, *kernels]}
     if suppressions is not None:
-        update["suppressions"] = str(suppressions)
+        # Absolute, so the value can never read as an option of its own (`--injection-path=...`).
+        update["suppressions"] = str(suppressions.resolve())
     if nvtx and chosen.nvtx is None:
         update["nvtx"] = True
     chosen = chosen.model_copy(update=update)
@@ -77,4 +80,7 @@ def sanitizer_command(
     for flag, value in chosen.pairs():
         cmd += [flag] if value is None else [flag, value]
     cmd += [*extra, "--", *target]
+    for part in cmd:
+        if "\x00" in part:
+            raise ValueError(f"a NUL byte in the sanitizer command line: {part!r}")
     return cmd

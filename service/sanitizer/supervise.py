@@ -1,10 +1,9 @@
-"""Run a command in its own process group with a wall-clock limit, output caps and an XML-size cap."""
+"""Run a command in its own process group with a wall-clock limit, output caps and an XML-size cap; when it ends,
+every process it started ends (probes.proctree)."""
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import os
 import signal
 import subprocess
 import threading
@@ -15,7 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from probes.proctree import Proc, alive, become_subreaper, descendants, group_alive, stop_run
+
 POLL_S = 0.05
+# Record the run's process tree every this many polls (cheap: it walks the tree, not all of /proc).
+TREE_EVERY = 5
 PR_SET_PDEATHSIG = 1
 TERM_GRACE_S = 2.0
 # A cancelled run is being thrown away: its group gets less time to flush before SIGKILL.
@@ -57,8 +60,10 @@ class CappedStream:
 
 
 def _die_with_parent() -> None:
-    """In the child: SIGKILL when the supervising worker dies, so a killed worker leaves no orphan (Linux)."""
+    """In the child: SIGKILL when the supervising worker dies, so a killed worker leaves no orphan (Linux); and
+    reaper of its orphans, so a process that leaves the group (setsid) stays in the run's tree to be killed."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    become_subreaper()
 
 
 def _pump(pipe: IO[bytes], sink: CappedStream) -> None:
@@ -79,31 +84,6 @@ class Supervised:
     pgid: int
     stdout: CappedStream
     stderr: CappedStream
-
-
-def _kill_group(pgid: int, grace_s: float = TERM_GRACE_S) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after a grace period."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and group_alive(pgid):
-        time.sleep(POLL_S)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def group_alive(pgid: int) -> bool:
-    """True while any non-zombie process is in process group `pgid`."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 def supervise(
@@ -139,6 +119,9 @@ def supervise(
     for pump in pumps:
         pump.start()
     timed_out = xml_capped = cancelled = False
+    # Every process seen below the run: one that leaves the group is still killed when the run ends.
+    known: set[Proc] = set()
+    polls = 0
     while proc.poll() is None:
         if time.monotonic() - start > timeout_s:
             timed_out = True
@@ -147,12 +130,15 @@ def supervise(
         elif cancel is not None and cancel.is_set():
             cancelled = True
         if timed_out or xml_capped or cancelled:
-            _kill_group(pgid, CANCEL_GRACE_S if cancelled else TERM_GRACE_S)
+            stop_run(proc.pid, pgid, known, CANCEL_GRACE_S if cancelled else TERM_GRACE_S)
             break
+        if polls % TREE_EVERY == 0:
+            known |= descendants([proc.pid])
+        polls += 1
         time.sleep(POLL_S)
     returncode = proc.wait()
-    if group_alive(pgid):  # the probe may have left children behind: they go with it
-        _kill_group(pgid)
+    if group_alive(pgid) or any(alive(p) for p in known):  # what the probe left behind goes with it
+        stop_run(proc.pid, pgid, known, TERM_GRACE_S)
     for pump in pumps:
         pump.join(timeout=5)
     return Supervised(returncode, timed_out, xml_capped, cancelled, time.monotonic() - start, pgid, out, err)

@@ -6,21 +6,30 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from probes import registry
 from service.config import Settings
-from service.db.store import ClaimVerdict, Store, worker_identity
+from service.db.errors import transient
+from service.db.pending import clear_pending, write_pending
+from service.db.store import ClaimVerdict, Store, utcnow, worker_identity
 from service.models import Outcome, RunResult, Tool
 from service.probing import runner
 from service.queue.submit import JobSpec
 from service.worker.gpu_slots import gpu_held
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# Time kept back from the task's soft limit for giving up cleanly (the result stays on disk for the reconciler).
+STORE_MARGIN_S = 5.0
+# Upper bound on stopping a probe (SIGTERM grace, then SIGKILL of its tree).
+KILL_S = 3.0
 
 
 def job_dir(settings: Settings, job_id: str) -> Path:
@@ -34,8 +43,11 @@ def execute_job(
     store: Store,
     settings: Settings,
     interrupts: tuple[type[BaseException], ...] = (),
+    time_limit_s: float | None = None,
 ) -> dict[str, Any]:
-    """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`."""
+    """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`.
+    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed."""
+    deadline = time.monotonic() + (time_limit_s or settings.task_soft_time_limit_s) - STORE_MARGIN_S
     base = job_dir(settings, job_id)
     claim = store.claim(
         job_id,
@@ -69,44 +81,122 @@ def execute_job(
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
     running = pool.submit(run)
     pool.shutdown(wait=False)  # the pool ends with its one run
-    cancelled = interrupted = False
+    beat = Heartbeat(store, settings, job_id, claim.attempt, cancel)
+    interrupted = False
     try:
-        beat = time.monotonic()
+        beat_at = time.monotonic()
         while not running.done():
             # The cancel flag is read every cancel_poll_s (a stop within about a second of the request);
             # the heartbeat is written every heartbeat_s.
             wait([running], timeout=min(settings.cancel_poll_s, settings.heartbeat_s))
             if running.done():
                 break
-            if time.monotonic() - beat >= settings.heartbeat_s:
-                beat = time.monotonic()
-                stop = store.heartbeat(job_id, claim.attempt)
+            if time.monotonic() - beat_at >= settings.heartbeat_s:
+                beat_at = time.monotonic()
+                beat.once()
             else:
-                stop = store.cancel_requested(job_id)
-            if stop:
-                cancelled = True
-                cancel.set()
+                beat.check_cancel()
     except interrupts:
         interrupted = True
         cancel.set()
         wait([running], timeout=30)
+    if beat.lost:
+        # This attempt stopped its own probe before its heartbeat went stale: hand the job back, run it again.
+        released = retry_store(
+            lambda: store.requeue(
+                job_id,
+                claim.attempt,
+                f"re-queued: attempt {claim.attempt} stopped its probe after {beat.silent_s():.0f} s without "
+                "reaching the store (a store outage); it runs again",
+                utcnow() + timedelta(seconds=settings.queue_deadline_s),
+            ),
+            deadline,
+        )
+        return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": False, "requeued": released}
     result = _result_of(running, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
+    # Kept beside the artifacts until stored: past the retries the reconciler stores it when the store is back.
+    write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
     try:
-        stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
+        stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
     except SQLAlchemyError as exc:
-        # The store refused this result (not an outage: a row it cannot hold). Left running, the job would
+        # The store refused this result (a row it cannot hold, not an outage). Left running, the job would
         # be re-run until it ended `crashed` for a worker that never died; end it saying what happened.
         log.exception("job %s: the store refused its result", job_id)
         result = unstorable(result, exc, workdir)
-        stored = store.finish(job_id, claim.attempt, result, cancelled=cancelled)
+        write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
+        stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
+    if stored is not None:
+        clear_pending(workdir)
     return {
         "job_id": job_id,
         "ran": True,
         "attempt": claim.attempt,
         "stored": stored,
         "outcome": result.outcome.value,
-        "cancelled": cancelled,
+        "cancelled": beat.cancelled,
     }
+
+
+class Heartbeat:
+    """A running attempt's heartbeat: store errors are tolerated, but an attempt that cannot reach the store for
+    nearly `stale_after_s` stops its probe (`lost`), before another worker may take the job: one probe per job."""
+
+    def __init__(self, store: Store, settings: Settings, job_id: str, attempt: int, cancel: threading.Event) -> None:
+        self.store, self.job_id, self.attempt, self.cancel = store, job_id, attempt, cancel
+        self.interval_s = settings.heartbeat_s
+        # Stop early enough that a beat blocked for the store timeout and the kill itself still end before stale.
+        self.stop_after_s = max(
+            settings.heartbeat_s, settings.stale_after_s - settings.heartbeat_s - settings.store_timeout_s - KILL_S
+        )
+        self.last_ok = time.monotonic()
+        self.cancelled = self.lost = False
+
+    def silent_s(self) -> float:
+        return time.monotonic() - self.last_ok
+
+    def once(self) -> None:
+        began = time.monotonic()
+        try:
+            if self.store.heartbeat(self.job_id, self.attempt):
+                self.cancelled = True
+                self.cancel.set()
+            self.last_ok = began
+        except SQLAlchemyError as exc:
+            if not transient(exc):
+                raise
+            log.warning("job %s: heartbeat failed (%s s silent): %s", self.job_id, f"{self.silent_s():.0f}", exc)
+            if self.silent_s() > self.stop_after_s and not self.lost:
+                log.error("job %s: store unreachable for %.0f s: stopping the probe", self.job_id, self.silent_s())
+                self.lost = True
+                self.cancel.set()
+
+    def check_cancel(self) -> None:
+        """Stop the probe if someone asked (read between heartbeats; a store error waits for the next beat)."""
+        try:
+            if self.store.cancel_requested(self.job_id):
+                self.cancelled = True
+                self.cancel.set()
+        except SQLAlchemyError as exc:
+            if not transient(exc):
+                raise
+
+
+def retry_store(write: Callable[[], T], deadline: float) -> T | None:
+    """`write()`, retried through store outages until `deadline` (monotonic); None when the store stayed down.
+    A refusal (constraint, bad value) is raised at once: retrying cannot change it."""
+    pause = 0.5
+    while True:
+        try:
+            return write()
+        except SQLAlchemyError as exc:
+            if not transient(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                log.error("store still unreachable at the job's time limit: %s", exc)
+                return None
+            log.warning("store unreachable, retrying in %.1f s: %s", pause, exc)
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
 
 
 def unstorable(result: RunResult, exc: Exception, workdir: Path) -> RunResult:

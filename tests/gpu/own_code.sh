@@ -189,6 +189,8 @@ TOML
 "${CUPROBE[@]}" gate "$O/torch.toml" --local --workdir /tmp/own-torch --junit "$O/torch.junit.xml" \
   --summary "$O/torch.md" 2>&1 | tee "$O/torch.txt"
 torch_rc=${PIPESTATUS[0]}
+# Each test's stdout/stderr and result.json: why a test process exited as it did.
+tar -czf "$O/torch-runs.tgz" -C /tmp own-torch 2>/dev/null
 new_cases=$(grep -E '^(new|expired)' "$O/torch.txt" | grep -o '(test_torch_planted.py::[^)]*)' | sort -u | tr '\n' ' ')
 
 {

@@ -94,3 +94,48 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     assert stored["selftest"] == "clean" and stored["uninit-read"] == "unavailable"
     assert "command" not in stored  # refused with 422: nothing stored
     assert elapsed < 120  # GPU jobs end within seconds of the workers starting, not at their deadline
+
+
+def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "CUPROBE_DATA_DIR": str(tmp_path / "data"),
+        "CUPROBE_API_URL": f"http://127.0.0.1:{port}",
+        "CUPROBE_WORKER_BEAT_S": "0.5",
+        "CUPROBE_WORKER_TTL_S": "3",
+        "CUPROBE_REGISTRY_REFRESH_S": "0.5",
+        "PATH": "/usr/bin:/bin",
+    }
+    log = tmp_path / "up.log"
+    with log.open("wb") as out:
+        up = subprocess.Popen(
+            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
+        )
+    api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+
+    def worker_pids() -> set[int]:
+        try:
+            return {w["pid"] for w in api.get("/health").json().get("registry", [])}
+        except httpx.TransportError:
+            return set()
+
+    try:
+        deadline = time.monotonic() + 60
+        while not (first := worker_pids()):
+            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        (pid,) = first
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        while not (now := worker_pids()) or now == first:
+            assert time.monotonic() - killed < 60, f"no new worker 60 s after the first died: {log.read_text()}"
+            time.sleep(0.3)
+        assert "starting it again" in log.read_text()
+        job = api.post("/jobs", json={"probe": "selftest"}).json()
+        assert wait_for(api, job["id"], timeout=60)["outcome"] == "clean"
+    finally:
+        os.killpg(up.pid, signal.SIGTERM)
+        up.wait(30)

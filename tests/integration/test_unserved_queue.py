@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from service.queue.celery_app import make_celery
-from service.queue.reconciler import served_reader
+from service.queue.served import served_reader
 from tests.integration.stack import Stack, wait_for
 
 

@@ -1,36 +1,93 @@
-"""GET /health: can the API reach Redis and the store, and which workers answer (open, no token)."""
+"""GET /health: ok or not for anyone (cheap, bounded, cached); Redis, store and worker details behind the token."""
 
 from __future__ import annotations
 
-import redis
-from fastapi import APIRouter, Response, status
+import hmac
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Annotated
 
-from service.api.deps import CeleryDep, SettingsDep, StoreDep
-from service.api.schemas import Health
+from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi.security import HTTPAuthorizationCredentials
+
+from service.api.deps import SettingsDep, StoreDep, bearer
+from service.api.schemas import Health, HealthBrief
+from service.config import Settings
+from service.db.store import Store
+from service.queue.registry import WorkerRegistry
 
 router = APIRouter(tags=["health"])
+log = logging.getLogger(__name__)
 
 
-@router.get("/health")
-def health(settings: SettingsDep, store: StoreDep, celery: CeleryDep, response: Response) -> Health:
-    """200 when Redis and the store answer, 503 otherwise; workers are listed with the queues they serve."""
-    try:
-        client = redis.Redis.from_url(settings.broker, socket_timeout=2, socket_connect_timeout=2)
-        client.ping()
-        client.close()
-        redis_state = "ok"
-    except redis.RedisError as exc:
-        redis_state = f"unreachable: {exc}"
-    try:
-        store.ping()
-        store_state = "ok"
-    except Exception as exc:  # any driver error means the store is unusable
-        store_state = f"unreachable: {type(exc).__name__}: {exc}"
-    workers: dict[str, list[str]] = {}
-    if redis_state == "ok":
-        replies = celery.control.inspect(timeout=1.0).active_queues() or {}
-        workers = {name: sorted(q["name"] for q in queues) for name, queues in replies.items()}
-    ok = redis_state == "ok" and store_state == "ok"
-    if not ok:
+@dataclass(frozen=True)
+class HealthSnapshot:
+    health: Health
+    taken_at: float
+
+
+class HealthCache:
+    """One health check per `registry_refresh_s`, shared by every caller: a burst costs one Redis read (bounded
+    by `registry_timeout_s`) and one store query, never a connection per request."""
+
+    def __init__(self, settings: Settings, store: Store, registry: WorkerRegistry) -> None:
+        self.settings, self.store, self.registry = settings, store, registry
+        self._lock = threading.Lock()
+        self._snapshot: HealthSnapshot | None = None
+
+    def get(self) -> Health:
+        with self._lock:
+            snap = self._snapshot
+            if snap is None or time.monotonic() - snap.taken_at >= self.settings.registry_refresh_s:
+                snap = self._snapshot = HealthSnapshot(self._check(), time.monotonic())
+            return snap.health
+
+    def _check(self) -> Health:
+        view = self.registry.view()
+        try:
+            busy = self.store.busy_queues()
+            store_state = "ok"
+        except Exception as exc:  # any driver error means the store is unusable
+            log.warning("health: store unreachable: %s", exc)
+            busy, store_state = set(), f"unreachable: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        served = view.served_queues or set()
+        unserved = sorted(busy - served)
+        redis_state = "ok" if view.error is None else f"unreachable: {view.error}"
+        return Health(
+            ok=view.error is None and store_state == "ok" and not unserved,
+            redis=redis_state,
+            store=store_state,
+            workers={w.name: w.queues for w in view.workers},
+            unserved_queues=unserved,
+            registry=[w.model_dump() for w in view.workers],
+        )
+
+
+def get_health_cache(request: Request) -> HealthCache:
+    cache: HealthCache = request.app.state.health
+    return cache
+
+
+def _may_see_details(settings: Settings, credentials: HTTPAuthorizationCredentials | None) -> bool:
+    if settings.api_token is None:
+        return True  # no token configured: every route is open to whoever reaches the API (127.0.0.1 by default)
+    given = credentials.credentials.encode() if credentials else b""
+    return credentials is not None and hmac.compare_digest(given, settings.api_token.encode())
+
+
+@router.get("/health", response_model=Health | HealthBrief)
+def health(
+    settings: SettingsDep,
+    _store: StoreDep,
+    cache: Annotated[HealthCache, Depends(get_health_cache)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    response: Response,
+) -> Health | HealthBrief:
+    """200 when Redis and the store answer and every queue holding jobs has a live worker, else 503. Without the
+    token only `ok` is said; with it, each part and the workers (queues, GPU, last heartbeat)."""
+    found = cache.get()
+    if not found.ok:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    return Health(ok=ok, redis=redis_state, store=store_state, workers=workers)
+    return found if _may_see_details(settings, credentials) else HealthBrief(ok=found.ok)

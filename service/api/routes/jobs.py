@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
-from fastapi.responses import FileResponse
+from fastapi.responses import StreamingResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
-from service.db.artifacts import NAMES, artifact_path, content_type
+from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
 from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
+CHUNK = 1024 * 1024
 router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 
 
@@ -114,17 +116,30 @@ def list_artifacts(job_id: str, store: StoreDep) -> dict[str, object]:
 
 
 @router.get("/{job_id}/artifacts/{name}")
-def get_artifact(job_id: str, name: str, store: StoreDep) -> FileResponse:
-    """One artifact (run.xml, stdout.txt, stderr.txt, result.json) of the job's latest attempt."""
+def get_artifact(job_id: str, name: str, store: StoreDep) -> StreamingResponse:
+    """One artifact (run.xml, stdout.txt, stderr.txt, result.json) of the job's latest attempt; only a regular file
+    in the job's directory is served, never what a symlink points at."""
     if name not in NAMES:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"unknown artifact {name!r}; artifacts: {', '.join(NAMES)}"
         )
     workdir = _latest_workdir(store, job_id)
-    path = artifact_path(workdir, name) if workdir else None
-    if path is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, or pruned)")
-    return FileResponse(path, media_type=content_type(name), filename=name)
+    opened = open_artifact(workdir, name) if workdir else None
+    if opened is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, pruned, or not a regular file)"
+        )
+    return StreamingResponse(
+        _chunks(opened),
+        media_type=content_type(name),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _chunks(opened: BinaryIO) -> Iterator[bytes]:
+    with opened:
+        while chunk := opened.read(CHUNK):
+            yield chunk
 
 
 def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:

@@ -70,6 +70,17 @@ def test_parse_clean_needs_the_summary() -> None:
     assert with_log.exit_code == 0 and json.loads(with_log.stdout)["outcome"] == "clean"
 
 
+def test_parse_summary_counting_errors_with_an_empty_xml_is_never_clean() -> None:
+    """A real log whose summary counts 24 errors, beside a real XML with no records: records were lost."""
+    log = capture(VERSIONS[1], "initcheck_uninit") / "stdout.txt"
+    empty_xml = xml_of(capture(VERSIONS[1], "initcheck_ok"))
+    result = cli.invoke(app, ["parse", str(empty_xml), "--log", str(log), "--json"])
+    body = json.loads(result.stdout)
+    assert result.exit_code == 3, body
+    assert body["outcome"] == "sanitizer_error" and body["summary_count"] == 24 and body["records"] == 0
+    assert "counts 24 errors but the XML held 0" in body["message"]
+
+
 def test_parse_racecheck_human_table_shows_hazards() -> None:
     case = capture(VERSIONS[0], "racecheck_race_analysis")
     result = cli.invoke(

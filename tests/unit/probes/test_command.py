@@ -1,14 +1,16 @@
-"""command: off unless enabled, allowlisted executables only, credentials stripped, wall-clock limit."""
+"""command: off unless enabled, allowlisted executables only, an allowlisted environment, wall-clock limit."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from probes.command import allowed, scrubbed_env
+from probes.command import allowed, child_env
 from tests.unit.probes.conftest import ProbeRun
 
 
@@ -45,8 +47,12 @@ def test_runs_allowlisted_command_without_credentials(run_probe: ProbeRun, scrip
         "AWS_SECRET_ACCESS_KEY": "x",
         "GITHUB_TOKEN": "ghp_x",
         "CACHE_URL": "redis://:hunter2@cache:6379/0",
-        "PLAIN_SETTING": "kept",
+        "CUDA_API_KEY": "cuda-key",
+        "LD_AUTH_TOKEN": "ld-token",
+        "NVIDIA_TOKEN": "nv-token",
+        "PLAIN_SETTING": "not on the allowlist",
         "CUDA_VISIBLE_DEVICES": "0",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
     }
     code, result, _ = run_probe(
         "command",
@@ -56,11 +62,12 @@ def test_runs_allowlisted_command_without_credentials(run_probe: ProbeRun, scrip
     assert code == 0 and result["complete"]
     case = result["cases"][0]
     shown = case["observations"]["stdout_tail"]
-    assert "hunter2" not in shown and "ghp_x" not in shown and "AWS_SECRET" not in shown
-    assert "PLAIN_SETTING=kept" in shown and "CUDA_VISIBLE_DEVICES=0" in shown
-    assert {"CUPROBE_DATABASE_URL", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "CACHE_URL"} <= set(
-        case["observations"]["env_dropped"]
-    )
+    for value in ("hunter2", "ghp_x", "AWS_SECRET", "cuda-key", "ld-token", "nv-token", "PLAIN_SETTING"):
+        assert value not in shown
+    assert "CUDA_VISIBLE_DEVICES=0" in shown and "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in shown
+    assert "CUPROBE_COMMAND_ALLOWLIST" not in shown
+    secret_names = {"CUPROBE_DATABASE_URL", "GITHUB_TOKEN", "CACHE_URL", "CUDA_API_KEY", "LD_AUTH_TOKEN"}
+    assert secret_names | {"NVIDIA_TOKEN"} <= set(case["observations"]["env_dropped"])
     assert case["observations"]["exit_code"] == 3 and case["violations"] == []
 
 
@@ -96,18 +103,61 @@ def test_bad_parameter_exits_2_naming_it(run_probe: ProbeRun) -> None:
     assert code == 2 and "argv" in result["error"]
 
 
-def test_scrub_and_allowlist_rules() -> None:
-    env, dropped = scrubbed_env(
+def test_child_env_rules() -> None:
+    env, dropped = child_env(
         {
-            "LD_PRELOAD": "libsanitizer.so",
-            "NV_SANITIZER_SESSION": "1",
+            "LD_PRELOAD": "libsanitizer.so",  # set by compute-sanitizer in the process it instruments
+            "NV_SANITIZER_INJECTION_PORT_BASE": "1",
+            "CUDA_INJECTION64_PATH": "/opt/sanitizer/libinjection.so",
             "HOME": "/root",
             "MY_PASSWORD": "p",
             "BROKER_URL": "redis://localhost",
+            "CUDA_API_KEY": "k",
+            "LD_AUTH_TOKEN": "t",
+            "NVIDIA_TOKEN": "t",
+            "CUPROBE_COMMAND_ALLOWLIST": "/bin/*",
         }
     )
-    assert dropped == ["BROKER_URL", "MY_PASSWORD"]
-    assert set(env) == {"LD_PRELOAD", "NV_SANITIZER_SESSION", "HOME"}
-    assert allowed("/opt/tests/bin/run", f"/usr/bin/*{os.pathsep}/opt/tests/*")
+    assert set(env) == {"LD_PRELOAD", "NV_SANITIZER_INJECTION_PORT_BASE", "CUDA_INJECTION64_PATH", "HOME"}
+    assert dropped == sorted(
+        ["BROKER_URL", "CUDA_API_KEY", "CUPROBE_COMMAND_ALLOWLIST", "LD_AUTH_TOKEN", "MY_PASSWORD", "NVIDIA_TOKEN"]
+    )
+    assert allowed("/opt/tests/bin/run", f"/usr/bin/*{os.pathsep}/opt/tests/*/*")
     assert not allowed("/opt/other/run", "/opt/tests/*")
     assert not allowed("/opt/tests/run", "")
+
+
+def test_allowlist_globs_stay_within_one_path_segment() -> None:
+    assert allowed("/opt/tests/run", "/opt/tests/*")  # positive control
+    assert not allowed("/opt/tests/bin/run", "/opt/tests/*")
+    assert not allowed("/opt/tests/../../usr/bin/id", "/opt/tests/*")
+    assert allowed("/opt/tests/run-7", "/opt/tests/run-[0-9]")
+    assert not allowed("/opt/tests/run-x", "/opt/tests/run-[0-9]")
+
+
+@pytest.mark.parametrize("program", ["env", "sh", "bash", "python3", "python3.12", "perl", "node", "xargs"])
+def test_interpreters_run_only_when_listed_by_exact_path(program: str) -> None:
+    path = f"/usr/bin/{program}"
+    assert not allowed(path, "/usr/bin/*")
+    assert not allowed(path, "/usr/*/*")
+    assert allowed(path, f"/opt/x{os.pathsep}{path}")
+
+
+def test_an_allowlisted_glob_does_not_let_env_run_anything(run_probe: ProbeRun) -> None:
+    env_path = str(Path(shutil.which("env") or "/usr/bin/env").resolve())
+    code, result, _ = run_probe(
+        "command", {"argv": ["env", "id"]}, env=enabled(str(Path(env_path).parent) + "/*")
+    )
+    assert code == 2 and "exact path" in result["error"] and result["cases"] == []
+
+
+def test_child_keeps_every_variable_the_sanitizer_injected_on_the_h200() -> None:
+    """The environment a command's child saw under compute-sanitizer 2025.3 (memcheck, started from an empty
+    environment, so every variable but PATH and PWD is the sanitizer's own): all of them reach the child."""
+    from tests.conftest import CAPTURES
+
+    lines = (CAPTURES / "2025.3.1.0" / "env-child-under-memcheck.txt").read_text().splitlines()
+    captured = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in lines if re.match(r"^[A-Za-z_][\w-]*=", line)}
+    assert {"NV_SANITIZER_INJECTION_PORT_BASE", "NVTX_INJECTION64_PATH"} <= set(captured)  # the capture is real
+    env, dropped = child_env(captured)
+    assert dropped == [] and set(env) == set(captured)

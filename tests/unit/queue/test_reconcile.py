@@ -99,3 +99,44 @@ def test_queued_job_on_a_queue_no_worker_serves_ends_unavailable_after_the_grace
     assert "no worker serves queue gpu.sm90" in job.message and "cuprobe worker" in job.message
     still = store.get(cpu)
     assert still is not None and still.state == "queued"
+
+
+def test_result_left_on_disk_during_a_store_outage_is_stored_by_the_reconciler(store: Store, tmp_path: Path) -> None:
+    from service.db.pending import write_pending
+    from service.db.store import worker_identity
+    from service.models import Outcome, RunResult, Tool
+
+    job_id = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    claim = store.claim(job_id, worker_identity(), max_attempts=3, stale_after_s=30, job_dir=str(tmp_path / job_id))
+    result = RunResult(probe="selftest", tool=Tool.NONE, outcome=Outcome.CLEAN, message="bare run completed")
+    # The worker's retries ran out while the store was down: the result waits in the attempt's directory.
+    write_pending(tmp_path / job_id / f"attempt-{claim.attempt}", claim.attempt, result, cancelled=False)
+    report = reconcile(store, SETTINGS, broker_ids=None, enqueue=lambda job: None)
+    assert report.stored == [job_id]
+    job = store.get(job_id)
+    assert job is not None and (job.state, job.outcome, job.attempts) == ("done", "clean", 1)
+    assert reconcile(store, SETTINGS, broker_ids=None, enqueue=lambda job: None).stored == []  # stored once
+
+
+def test_running_job_whose_worker_left_the_registry_is_requeued(store: Store) -> None:
+    from service.db.store import worker_identity
+
+    job_id = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    store.claim(job_id, worker_identity(), max_attempts=3, stale_after_s=30, job_dir="/tmp/x")
+    sent: list[str] = []
+
+    def run(alive: bool | None, at_s: float) -> list[str]:
+        return reconcile(
+            store,
+            SETTINGS,
+            broker_ids=None,
+            enqueue=lambda job: sent.append(job.id),
+            worker_alive=lambda worker: alive,
+            now=utcnow() + timedelta(seconds=at_s),
+        ).requeued
+
+    assert run(True, 60) == [] and run(None, 60) == []  # alive, or the registry cannot be read: left alone
+    assert run(False, 5) == []  # its heartbeat is fresher than the registry's TTL
+    assert run(False, SETTINGS.worker_ttl_s + 1) == [job_id] and sent == [job_id]
+    job = store.get(job_id)
+    assert job is not None and job.state == "queued" and "stopped heartbeating" in job.message

@@ -83,3 +83,31 @@ def test_a_failing_enqueue_is_logged_with_its_cause_and_the_job_stays_stored(
     (record,) = [r for r in caplog.records if job.id in r.getMessage()]
     assert record.exc_info is not None and isinstance(record.exc_info[1], ConnectionError)
     assert "Connection refused" in caplog.text  # the cause, with its traceback
+@pytest.mark.parametrize("value", ["/etc/shadow", "../../root/.ssh/id_rsa", "--injection-path=/tmp/x"])
+def test_suppressions_are_a_name_never_a_path_or_an_option(value: str, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as info:
+        JobSpec.model_validate({"probe": "selftest", "suppressions": value})
+    assert info.value.errors()[0]["loc"] == ("suppressions",)
+    # Even a name must be a file in the configured directory.
+    refusal = _refusal(Settings(suppressions_dir=tmp_path), probe="selftest", suppressions="shadow")
+    assert refusal.field == "suppressions"
+    assert _refusal(probe="selftest", suppressions="team.supp").field == "suppressions"  # no directory configured
+
+
+def test_a_suppressions_name_in_the_configured_directory_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "team.supp").write_text("<suppressions/>")
+    spec = check(JobSpec(probe="selftest", suppressions="team.supp"), Settings(suppressions_dir=tmp_path))
+    assert spec.suppressions == "team.supp"
+
+
+@pytest.mark.parametrize("name", ["x,kne=y", "x=y", "-x", "a\x00b", "a\nb"])
+def test_kernel_filter_values_cannot_add_filter_options(name: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        JobSpec.model_validate({"probe": "selftest", "kernel_filter": ["ok_kernel", name]})
+    assert info.value.errors()[0]["loc"] == ("kernel_filter", 1)
+    JobSpec.model_validate({"probe": "selftest", "kernel_filter": ["narrow_matmul<32>", "ns::gemm_kernel"]})
+
+
+def test_nul_byte_in_params_is_refused_naming_the_field() -> None:
+    refusal = _refusal(Settings(command_enabled=True), probe="command", params={"argv": ["/bin/true", "a\x00b"]})
+    assert (refusal.status, refusal.field) == (422, "params.argv.1") and "NUL" in refusal.message

@@ -1,0 +1,88 @@
+"""Keeping the worker's secrets out of probes and stored results: the probe's environment and a scrub of text."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from probes.allowed_env import SECRET_NAME, allowlisted
+from probes.contract import Tool
+from service.config import Settings
+from service.models import RunResult
+from service.probing.environment import PROJECT_ROOT
+
+REDACTED = "[redacted by cuprobe]"
+# What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
+COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
+# Shorter values are too likely to occur by chance ("1", "true") to be scrubbed from output.
+MIN_SECRET_LEN = 6
+
+
+def probe_environment(
+    tool: Tool, settings: Settings, *, trusted: bool = False, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """What a probe process runs with: for a service job the allowlist (probes.allowed_env), never the worker's
+    secrets; for a trusted local run (cuprobe run/exec, gate --local) the user's own environment; plus what
+    cuprobe sets for it."""
+    source = os.environ if source is None else source
+    if trusted:
+        env = {k: v for k, v in source.items() if k != COMMAND_TRUSTED_ENV}
+        env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
+    else:
+        env, _dropped = allowlisted(source, settings.probe_env_pass)
+        if settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
+            env["CUPROBE_COMMAND_ENABLED"] = "1"
+    env[EXTENSION_DIR_ENV] = source.get(EXTENSION_DIR_ENV) or str((settings.data_dir / "extensions").resolve())
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["CUPROBE_TOOL"] = tool.value
+    env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
+    if tool in (Tool.INITCHECK, Tool.MEMCHECK):
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
+    return env
+
+
+def _url_password(value: str) -> str | None:
+    try:
+        password = urlsplit(value).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def secret_values(settings: Settings, source: Mapping[str, str] | None = None) -> list[str]:
+    """Values that must never appear in a stored result: the configured token and URLs (with their passwords),
+    and every variable of this process whose name says it holds a credential; longest first."""
+    source = os.environ if source is None else source
+    found = {settings.api_token, settings.database_url, settings.broker_url, settings.result_backend_url}
+    found |= {v for k, v in source.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LEN}
+    found |= {_url_password(v) for v in list(found) + list(source.values()) if v and "://" in v}
+    return sorted((v for v in found if v and len(v) >= 4), key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _scrub_value(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, list):
+        return [_scrub_value(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {scrub(str(k), secrets): _scrub_value(v, secrets) for k, v in value.items()}
+    return value
+
+
+def scrub_result(result: RunResult, secrets: list[str]) -> RunResult:
+    """`result` with every secret value replaced in every string it holds (defence in depth: the probe never
+    had them, but a command may find them elsewhere and print them)."""
+    if not secrets:
+        return result
+    return RunResult.model_validate(_scrub_value(result.model_dump(mode="json"), secrets))

@@ -1,0 +1,43 @@
+"""The command probe's allowlisted environment on the real sanitizer: a planted defect in a command's child is
+still found, so compute-sanitizer's own variables reach the child (tests/gpu/command_env.sh builds the harness)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from probes.contract import Tool
+from service.config import Settings
+from service.models import Outcome, ProbeRequest
+from service.probing.runner import run_probe
+
+pytestmark = pytest.mark.gpu
+HARNESS = Path("/tmp/harness")  # tests/gpu/programs/harness.cu, built by tests/gpu/command_env.sh
+SH = str(Path(shutil.which("sh") or "/bin/sh").resolve())
+
+
+@pytest.fixture
+def command_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not HARNESS.is_file():
+        pytest.skip("build the harness first: bash tests/gpu/command_env.sh")
+    monkeypatch.setenv("CUPROBE_COMMAND_ENABLED", "1")
+    monkeypatch.setenv("CUPROBE_COMMAND_ALLOWLIST", f"{SH}:{HARNESS}")
+    monkeypatch.setenv("CUPROBE_API_TOKEN", "gpu-test-secret-7731")  # must not reach the child
+
+
+@pytest.mark.parametrize(
+    "argv", [[str(HARNESS), "oob"], ["sh", "-c", f"{HARNESS} oob"]], ids=["command", "command's child"]
+)
+def test_planted_oob_in_a_command_or_its_child_is_found(
+    settings: Settings, workdir: Path, command_enabled: None, argv: list[str]
+) -> None:
+    result = run_probe(
+        ProbeRequest(probe="command", tool=Tool.MEMCHECK, params={"argv": argv, "expect_exit": None}),
+        workdir=workdir,
+        settings=settings,
+    )
+    assert result.outcome is Outcome.FINDINGS, result.message
+    assert "invalid-global-write" in {f.kind for f in result.findings}
+    assert "gpu-test-secret-7731" not in result.model_dump_json()

@@ -1,0 +1,42 @@
+"""Request strings that would reach the sanitizer's argv: refused at the API with 422 naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.api import create_app
+from service.config import Settings
+
+TOKEN = "t0ken-for-tests"
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> TestClient:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
+        broker_url="redis://127.0.0.1:1/0",  # nothing listens: every refusal happens before the broker
+        command_enabled=True,
+        api_token=TOKEN,
+    )
+    return TestClient(create_app(settings, reconciler=False), headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"probe": "selftest", "suppressions": "/etc/shadow"}, "suppressions"),
+        ({"probe": "selftest", "suppressions": "../../root/.ssh/id_rsa"}, "suppressions"),
+        ({"probe": "selftest", "suppressions": "--injection-path=/tmp/x"}, "suppressions"),
+        ({"probe": "selftest", "kernel_filter": ["x,kne=y"]}, "kernel_filter.0"),
+        ({"probe": "command", "params": {"argv": ["/bin/true\x00--x"]}}, "params.argv.0"),
+        ({"probe": "selftest", "kernel_filter": ["a\x00b"]}, "kernel_filter.0"),
+    ],
+)
+def test_bad_argv_values_are_422_naming_the_field(client: TestClient, body: dict[str, object], field: str) -> None:
+    response = client.post("/jobs", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field
