@@ -69,6 +69,13 @@ def _emit(result: RunResult, as_json: bool, fail_on: Severity = "error") -> None
     raise typer.Exit(exit_code_for(result, fail_on))
 
 
+def _refused(exc: ValueError) -> typer.Exit:
+    """Say why a request was refused (pydantic's errors in plain words) and exit 2."""
+    said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
+    console.print(f"[red]error:[/] {escape(said)}")
+    return typer.Exit(ExitCode.USAGE)
+
+
 def _run_here(request: ProbeRequest, workdir: Path | None) -> RunResult:
     """Run `request` on this machine as the user (trusted: paths are local, commands unrestricted)."""
     if workdir is None:
@@ -114,9 +121,7 @@ def run(
         )
         result = _run_here(request, workdir)
     except (BadRequest, ValueError) as exc:
-        said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
-        console.print(f"[red]error:[/] {escape(said)}")
-        raise typer.Exit(ExitCode.USAGE) from exc
+        raise _refused(exc) from exc
     _emit(result, as_json, level)
 
 
@@ -159,9 +164,7 @@ def exec_command(
         )
         result = _run_here(request, workdir)
     except (BadRequest, ValueError) as exc:
-        said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
-        console.print(f"[red]error:[/] {escape(said)}")
-        raise typer.Exit(ExitCode.USAGE) from exc
+        raise _refused(exc) from exc
     _emit(result, as_json, level)
 
 
