@@ -1,4 +1,4 @@
-"""The one place that decides a run's Outcome, exactly as DESIGN.md's table says."""
+"""The one place that decides a run's Outcome, exactly as docs/outcomes.md's table says."""
 
 from __future__ import annotations
 
