@@ -8,15 +8,16 @@ import time
 import httpx
 import pytest
 
-from service.queue.celery_app import make_celery
+from service.queue.registry import WorkerRegistry
 from service.queue.served import served_reader
 from tests.integration.stack import Stack, wait_for
 
 
 @pytest.fixture(scope="module")
 def served_api(sqlite_stack: Stack) -> httpx.Client:
-    """An API of the SQLite stack that asks the stack's real workers which queues they serve (no grace)."""
-    return sqlite_stack.start_api(served_reader(make_celery(sqlite_stack.settings)), unserved_grace_s=0.0)
+    """An API of the SQLite stack that reads which queues the stack's real workers serve from the worker registry
+    (their heartbeats in Redis; no grace)."""
+    return sqlite_stack.start_api(served_reader(WorkerRegistry(sqlite_stack.settings)), unserved_grace_s=0.0)
 
 
 def test_gpu_job_on_a_cpu_only_stack_is_unavailable_at_once(sqlite_stack: Stack, served_api: httpx.Client) -> None:
