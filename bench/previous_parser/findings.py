@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from bench.previous_parser.records import Location, RawRecord
+from bench.previous_parser.records import UNUSED_MEMORY, Location, RawRecord
 from probes.contract import Allocation, Tool
 from service.models import Finding
 
@@ -87,8 +87,21 @@ def bounded(signature: str) -> str:
     return f"{signature[: SIGNATURE_MAX - 18]}#{digest}"
 
 
+def first_user_frame(rec: RawRecord) -> str:
+    """The first host frame outside the CUDA driver and runtime: the user's call site ('?' when none)."""
+    user = [
+        f for f, m in rec.host_frames() if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
+    ]
+    return user[0] if user else "?"
+
+
 def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
-    """tool:kind:kernel:file:line:access — stable across runs and machines (no addresses or thread ids)."""
+    """tool:kind:kernel:file:line:access — stable across runs and machines (no addresses or thread ids).
+
+    Leaks and unused memory have no kernel or line: tool|kind|size=N|type|@first user host frame."""
+    if rec.kind in ("leak", UNUSED_MEMORY):
+        parts = [rec.tool.value, rec.kind, f"size={rec.size if rec.size is not None else '?'}"]
+        return bounded("|".join([*parts, *([rec.detail] if rec.detail else []), "@" + first_user_frame(rec)]))
     loc = user_location(rec)
     kernel = rec.where.func if rec.where.func and not is_cuda_header(rec.where.path) else loc.func
     access = "-".join(str(p).strip("_") for p in (rec.space, rec.access, rec.size) if p is not None)
@@ -99,11 +112,10 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
         parts.append(access)
     if rec.detail:
         parts.append(rec.detail)
-    if rec.kind == "leak" or rec.kind == "api-error":
-        user = [
-            f for f, m in rec.host_frames() if f and m and not _DRIVER_LIBRARY.search(m) and not _RUNTIME_FRAME.match(f)
-        ]
-        parts.append("@" + (user[0] if user else "?"))
+    if rec.kind == "api-error":
+        parts.append("@" + first_user_frame(rec))
+    if rec.severity == "warning" and "warning" not in rec.kind:
+        parts.append("warning")  # a warning and an error at the same place are two findings
     return bounded("|".join(parts))
 
 
@@ -199,6 +211,7 @@ class FindingGrouper:
             space=rec.space,
             access=rec.access,
             size=rec.size,
+            severity="warning" if rec.severity == "warning" else "error",
             host_frames=[_frame(f, m) for f, m in rec.host_frames()[:MAX_FRAMES]],
             device_frames=[
                 f"{d.func or '?'} {relative_path(d.path, self.roots) or '?'}:{d.line}" for d in rec.device_stack

@@ -88,10 +88,10 @@ def test_one_setting_enables_the_command_probe(monkeypatch: pytest.MonkeyPatch) 
 def test_the_old_setting_name_reaches_the_probe_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe reads CUPROBE_COMMAND_ENABLED itself (it runs on GPU workers only): the runner hands it the switch."""
     from service.models import Tool
-    from service.probing.runner import _probe_env
+    from service.probing.secrets import probe_environment
 
     monkeypatch.delenv("CUPROBE_COMMAND_ENABLED", raising=False)
     monkeypatch.setenv("CUPROBE_COMMAND_PROBE_ENABLED", "true")
     with pytest.warns(FutureWarning):
         settings = Settings()
-    assert _probe_env(Tool.NONE, settings)["CUPROBE_COMMAND_ENABLED"] == "1"
+    assert probe_environment(Tool.NONE, settings)["CUPROBE_COMMAND_ENABLED"] == "1"

@@ -50,7 +50,7 @@ def _tables(text: str) -> list[list[list[str]]]:
 def test_signatures_with_pipes_stay_in_their_cell() -> None:
     sweep = _sweep()
     *_, findings = _tables(markdown(sweep, diff(sweep, None)))
-    assert findings[0] == ["case", "signature", "records", "seen"]
-    assert all(len(row) == 4 for row in findings), findings
+    assert findings[0] == ["case", "signature", "records", "seen", "confirmation", "evidence"]
+    assert all(len(row) == 6 for row in findings), findings
     assert [row[1] for row in findings[1:]] == [f"`{SIGNATURE}`"] * 2  # the renderer unescapes \| back to |
-    assert [row[2:] for row in findings[1:]] == [["62", "1/1"]] * 2
+    assert [row[2:4] for row in findings[1:]] == [["62", "1/1"]] * 2
