@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from probes import allocator, registry
 from probes.base import ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import EXIT_BAD_PARAMS, EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, ProbeResult, Tool
+from probes.poison import PoisonPlan
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
@@ -23,6 +24,16 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
     parser.add_argument(
         "--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool]
+    )
+    parser.add_argument(
+        "--poison",
+        default="none",
+        choices=["none", "ff", "zero", "sentinel"],
+        help="fill every fresh allocation with 0xFF, 0x00 or the 0xA5 sentinel (the confirmer's bare re-runs)",
+    )
+    parser.add_argument("--watch", default="{}", help="JSON: case id -> buffers to snapshot before their reader")
+    parser.add_argument(
+        "--confirm-control", action="store_true", help="also run the confirmer's planted control cases"
     )
     return parser.parse_args(argv)
 
@@ -58,12 +69,26 @@ def main(argv: list[str] | None = None) -> int:
         bare.error = f"refused: {refusal}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
-    recorder = Recorder(probe.name, tool, params)
+    try:
+        plan = PoisonPlan(mode=args.poison, watch=json.loads(args.watch))
+    except (ValidationError, json.JSONDecodeError) as exc:
+        bare.error = f"bad --watch for probe {args.name}: {exc}"
+        print(bare.error, file=sys.stderr)
+        return _fail(args.out, bare, EXIT_BAD_PARAMS)
+    if plan.fill is not None and not probe.poisonable:
+        bare.error = f"refused: --poison {args.poison}: {probe.unpoisonable_reason}"
+        print(bare.error, file=sys.stderr)
+        return _fail(args.out, bare, EXIT_BAD_PARAMS)
+    recorder = Recorder(probe.name, tool, params, plan)
     recorder.artifacts_dir = args.out.resolve().parent
     no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"
     recorder.result.context[no_caching] = os.environ.get(no_caching)
     try:
         probe.run(params, tool, recorder)
+        if args.confirm_control:
+            from probes.confirm_control import run_control_cases
+
+            run_control_cases(tool, recorder)
     except ProbeRefused as exc:
         _allocator_context(recorder)
         recorder.result.error = f"refused: {exc}"
@@ -82,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_ERROR
-    if probe.gpu_needed(params):
+    if probe.gpu_needed(params) or args.confirm_control:
         from probes.gpu import cuda_devices
 
         recorder.result.context["cuda_devices"] = cuda_devices()

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from probes.contract import Allocation, CaseResult, Expectation, ProbeResult, Tool
+from probes.poison import PoisonLog, PoisonPlan
 
 
 class ProbeUnavailable(RuntimeError):
@@ -24,8 +25,10 @@ class ProbeRefused(ValueError):
 class Recorder:
     """Collects the cases of one probe run and writes result.json atomically."""
 
-    def __init__(self, probe: str, tool: Tool, params: BaseModel) -> None:
+    def __init__(self, probe: str, tool: Tool, params: BaseModel, poison: PoisonPlan | None = None) -> None:
         self.result = ProbeResult(probe=probe, tool=tool, params=params.model_dump(mode="json"))
+        # The confirmer's bare re-runs: fresh allocations poisoned, results and watched buffers kept.
+        self.poison = PoisonLog(poison)
         # Where a probe may leave extra artifacts (plots) beside result.json; None when it has nowhere to.
         self.artifacts_dir: Path | None = None
 
@@ -39,6 +42,8 @@ class Recorder:
         case.allocations.append(Allocation(name=name, start=int(start), size=int(size)))
 
     def write(self, path: Path) -> None:
+        if self.poison.active:
+            self.result.context["poison"] = self.poison.write(path)
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(json.dumps(self.result.model_dump(mode="json"), indent=1))
         os.replace(tmp, path)
@@ -52,12 +57,19 @@ class Probe(ABC):
     Params: ClassVar[type[BaseModel]]
     tools: ClassVar[tuple[Tool, ...]]  # the first is the default tool
     needs_gpu: ClassVar[bool] = True
+    # Whether the probe poisons its fresh allocations when asked (`--poison`): the confirmer can then re-run it.
+    poisonable: ClassVar[bool] = False
+    unpoisonable_reason: ClassVar[str] = "this probe does not poison its allocations, so its reads cannot be re-run"
     # Timing and autotuning probes: a sanitizer distorts timing, so they refuse every tool but `none`.
     bare_only: ClassVar[bool] = False
 
     def gpu_needed(self, params: BaseModel) -> bool:
         """Whether these parameters need a GPU worker (probes with CPU and CUDA backends override)."""
         return self.needs_gpu
+
+    def uses_torch(self, params: BaseModel) -> bool:
+        """Whether these parameters import torch (its probes run initcheck with device-only backtraces)."""
+        return False
 
     def refusal(self, params: BaseModel, tool: Tool) -> str | None:
         """Why this probe will not run these parameters under `tool`, or None; checked before it starts."""

@@ -55,6 +55,11 @@ class Bf16Matmul(Probe):
     Params = Bf16MatmulParams
     tools = (Tool.NONE, Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False
+    poisonable = True
+
+    def uses_torch(self, params: BaseModel) -> bool:
+        assert isinstance(params, Bf16MatmulParams)
+        return any(b.startswith("torch") for b in params.backends)
 
     def gpu_needed(self, params: BaseModel) -> bool:
         assert isinstance(params, Bf16MatmulParams)
@@ -94,7 +99,7 @@ class Bf16Matmul(Probe):
     @staticmethod
     def _torch(params: Bf16MatmulParams, backend: str, tool: Tool, recorder: Recorder, case: Any,
                timed: bool) -> Bf16Observation:
-        from probes.torch_env import import_torch, record_tensors
+        from probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
 
         device = "cuda" if backend == "torch-cuda" else "cpu"
         torch = import_torch(device, tool, recorder, params.allocator)
@@ -110,6 +115,11 @@ class Bf16Matmul(Probe):
         upcast_round = (a.float() @ b.float()).to(torch.bfloat16)
         record_tensors(recorder, case, c=c)
         ref = a.double().cpu() @ b.double().cpu()
+        if c.is_cuda:
+            # The first kernel to read c after the GEMM is the copy behind c.double(): nothing writes c until then.
+            recorder.poison.checkpoint(case.id, "before c.double() (the first read of the GEMM output)",
+                                       c=tensor_bytes(c))
+        recorder.poison.output(case.id, "c", tensor_values(c))
         c64 = c.double().cpu()
         finite = bool(torch.isfinite(c64).all())
         scale = ref.abs().max().clamp_min(1e-300)

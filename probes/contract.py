@@ -12,6 +12,12 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_BAD_PARAMS = 2
 EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no CUDA device, pycuda or torch missing
+# Case ids of the confirmer's own planted cases (probes/confirm_control.py): never the user's findings.
+CONFIRM_CONTROL_PREFIX = "cuprobe-confirm-control/"
+
+
+def is_confirm_control(case_id: str | None) -> bool:
+    return bool(case_id and case_id.startswith(CONFIRM_CONTROL_PREFIX))
 
 
 class Tool(StrEnum):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from probes.base import ProbeUnavailable
+from probes.base import ProbeUnavailable, Recorder
 
 
 def cuda_device_count() -> int:
@@ -70,3 +70,27 @@ def cuda_context() -> Iterator[Any]:
             context.detach()
         except cuda.Error:
             pass  # a context a precise memcheck error destroyed: the sanitizer already has the real error
+
+
+def device_alloc(cuda: Any, nbytes: int, recorder: Recorder) -> Any:
+    """cuda.mem_alloc(nbytes), filled with the poison byte in the confirmer's poisoned runs (never otherwise)."""
+    buf = cuda.mem_alloc(max(nbytes, 1))
+    fill = recorder.poison.plan.fill
+    if fill is not None:
+        cuda.memset_d8(buf, fill, max(nbytes, 1))
+        cuda.Context.synchronize()
+    return buf
+
+
+def device_reader(cuda: Any, buf: Any, nbytes: int) -> Callable[[], Any]:
+    """Reads `nbytes` of device buffer `buf` back as bytes, when called (a checkpoint)."""
+
+    def read() -> Any:
+        import numpy as np
+
+        out = np.empty(nbytes, dtype=np.uint8)
+        cuda.Context.synchronize()
+        cuda.memcpy_dtoh(out, buf)
+        return out
+
+    return read

@@ -90,6 +90,11 @@ class NarrowMatmul(Probe):
     summary = "Tiled matmul reading never-written weight padding at narrow out_features; guarded and torch"
     Params = NarrowMatmulParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+    poisonable = True
+
+    def uses_torch(self, params: BaseModel) -> bool:
+        assert isinstance(params, NarrowMatmulParams)
+        return "torch" in params.variants
 
     @staticmethod
     def case_expectation(params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int) -> Expectation:
@@ -129,6 +134,7 @@ class NarrowMatmul(Probe):
                     for n in params.n:
                         case = self._case(params, tool, variant, n, recorder)
                         y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case, alive)
+                        recorder.poison.output(case.id, "y", y.copy)
                         self._judge(params, case, y, inputs[n])
             if "torch" in params.variants:
                 self._run_torch(params, tool, recorder, inputs, alive)
@@ -141,7 +147,7 @@ class NarrowMatmul(Probe):
         inputs: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
         alive: list[Any],
     ) -> None:
-        from probes.torch_env import import_torch, record_tensors
+        from probes.torch_env import import_torch, record_tensors, tensor_values
 
         torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
@@ -152,6 +158,7 @@ class NarrowMatmul(Probe):
             y = x @ w.T
             torch.cuda.synchronize()
             record_tensors(recorder, case, x=x, w=w, y=y)
+            recorder.poison.output(case.id, "y", tensor_values(y))
             self._judge(params, case, y.cpu().numpy(), inputs[n])
             alive += [x, w, y]
 
@@ -184,17 +191,26 @@ class NarrowMatmul(Probe):
         case: CaseResult,
         alive: list[Any],
     ) -> np.ndarray[Any, Any]:
+        from probes.gpu import device_alloc, device_reader
+
         x_host, w_host = (a.astype(params.dtype) for a in operands)
         n, item = w_host.shape[0], x_host.itemsize
         n_pad = padded(n, params.tile)
         x = cuda.to_device(x_host)
-        w = cuda.mem_alloc(n_pad * params.k * item)
-        y = cuda.mem_alloc(params.m * n * item)
+        w = device_alloc(cuda, n_pad * params.k * item, recorder)
+        y = device_alloc(cuda, params.m * n * item, recorder)
         cuda.memcpy_htod(w, w_host)  # rows 0..n only: the padding rows n..n_pad stay unwritten
         recorder.allocation(case, "x", int(x), x_host.nbytes)
         recorder.allocation(case, "w_padded", int(w), n_pad * params.k * item)
         recorder.allocation(case, "y", int(y), params.m * n * item)
         kernel = module.get_function(f"narrow_matmul_{variant}_{SUFFIX[params.dtype]}")
+        recorder.poison.checkpoint(
+            case.id,
+            f"before narrow_matmul_{variant}_{SUFFIX[params.dtype]}",
+            x=device_reader(cuda, x, x_host.nbytes),
+            w_padded=device_reader(cuda, w, n_pad * params.k * item),
+            y=device_reader(cuda, y, params.m * n * item),
+        )
         grid = (n_pad // params.tile, -(-params.m // params.tile))
         kernel(
             x,

@@ -14,6 +14,7 @@ BUILTIN: dict[str, str] = {
     "planted-torch": "probes.planted_torch:PlantedTorch",
     "selftest": "probes.selftest:Selftest",
     "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
+    "narrow-linear": "probes.narrow_linear:NarrowLinear",
     "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
     "determinism": "probes.determinism:Determinism",
     "gradcheck": "probes.gradcheck:Gradcheck",

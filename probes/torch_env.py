@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from probes.allocator import Allocator, activate, prepare
@@ -10,7 +11,8 @@ from probes.contract import CaseResult, Tool
 
 
 def import_torch(device: str, tool: Tool, recorder: Recorder, allocator: Allocator | None = None) -> Any:
-    """torch, ready for `device`; on CUDA its allocator is `allocator` (default: no-caching under a sanitizer)."""
+    """torch, ready for `device`; on CUDA its allocator is `allocator` (default: no-caching under a sanitizer), or,
+    in the confirmer's poisoned runs, one that fills every fresh block with the poison byte."""
     state = prepare(allocator, tool) if device == "cuda" else None  # before torch's first CUDA allocation
     try:
         import torch
@@ -25,9 +27,61 @@ def import_torch(device: str, tool: Tool, recorder: Recorder, allocator: Allocat
         raise ProbeUnavailable(
             f"torch {torch.__version__} sees no CUDA device: run this case on a GPU worker (queue gpu.smXX)"
         )
-    if state is not None:
+    if state is not None and recorder.poison.active:
+        if "poisoning_allocator" not in recorder.result.context:
+            _install_poisoning_allocator(torch, recorder)
+    elif state is not None:
         recorder.result.context.update(activate(state, torch).context())
     return torch
+
+
+def _install_poisoning_allocator(torch: Any, recorder: Recorder) -> None:
+    """Every fresh CUDA block torch takes (torch.empty, a matmul's output, cuBLAS workspace) comes poisoned.
+
+    torch's own fill_uninitialized_memory covers only torch.empty*; the outputs of ops come straight from the
+    allocator, so the allocator is what has to fill. It never caches: each block is fresh.
+    """
+    import ctypes
+
+    from kernels.poison_alloc import FREE, MALLOC, AllocatorBuildError, build
+
+    try:
+        path = build()
+    except AllocatorBuildError as exc:
+        raise ProbeUnavailable(f"cannot poison torch's CUDA memory: {exc}") from exc
+    ctypes.CDLL(str(path)).cuprobe_set_poison(recorder.poison.plan.fill)
+    allocator = torch.cuda.memory.CUDAPluggableAllocator(str(path), MALLOC, FREE)
+    torch.cuda.memory.change_current_allocator(allocator)
+    recorder.result.context["poisoning_allocator"] = f"{path.name}, fill 0x{recorder.poison.plan.fill:02X}"
+
+
+def tensor_bytes(tensor: Any) -> Callable[[], Any]:
+    """Reads a CUDA tensor's whole storage back as raw bytes, when called (a checkpoint)."""
+
+    def read() -> Any:
+        import torch
+
+        raw = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(tensor.untyped_storage())
+        torch.cuda.synchronize()
+        return raw.cpu().numpy()
+
+    return read
+
+
+def tensor_values(tensor: Any) -> Callable[[], Any]:
+    """A tensor's values as a numpy array, when called: bf16 and half widened to float32 (exactly)."""
+
+    def read() -> Any:
+        import torch
+
+        t = tensor.detach()
+        if t.dtype in (torch.bfloat16, torch.float16):
+            t = t.float()
+        return t.cpu().numpy()
+
+    return read
+
+
 
 
 def record_tensors(recorder: Recorder, case: CaseResult, **tensors: Any) -> None:

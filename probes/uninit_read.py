@@ -32,6 +32,7 @@ class UninitRead(Probe):
     summary = "Reads n device elements of which only the first k were written (initcheck positive control)"
     Params = UninitReadParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+    poisonable = True
 
     def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
         assert isinstance(params, UninitReadParams)
@@ -43,7 +44,7 @@ class UninitRead(Probe):
         import numpy as np
 
         from kernels import load_module
-        from probes.gpu import cuda_context
+        from probes.gpu import cuda_context, device_alloc, device_reader
 
         assert isinstance(params, UninitReadParams)
         case_id = f"n={params.n},k={params.k}"
@@ -51,18 +52,22 @@ class UninitRead(Probe):
         with cuda_context() as cuda:
             kernel = load_module("uninit_read").get_function("double_all")
             nbytes = params.n * BYTES_PER_FLOAT
-            src = cuda.mem_alloc(nbytes)
-            dst = cuda.mem_alloc(nbytes)
+            src = device_alloc(cuda, nbytes, recorder)
+            dst = device_alloc(cuda, nbytes, recorder)
             recorder.allocation(case, "src", int(src), nbytes)
             recorder.allocation(case, "dst", int(dst), nbytes)
             host = np.ones(params.n, dtype=np.float32)
             if params.k:
                 cuda.memcpy_htod(src, host[: params.k])
             grid = (params.n + params.block - 1) // params.block
+            recorder.poison.checkpoint(
+                case_id, "before double_all", src=device_reader(cuda, src, nbytes), dst=device_reader(cuda, dst, nbytes)
+            )
             kernel(src, dst, np.int32(params.n), block=(params.block, 1, 1), grid=(grid, 1))
             cuda.Context.synchronize()
             out = np.empty(params.n, dtype=np.float32)
             cuda.memcpy_dtoh(out, dst)
+            recorder.poison.output(case_id, "dst", lambda: out)
             written_ok = bool(np.all(out[: params.k] == 2.0))
             observations: dict[str, Any] = {
                 "unwritten_elements_read": params.n - params.k,

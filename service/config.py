@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
     timeout_s: float = 600.0
+    # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
+    confirm: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = 10_000
     max_xml_bytes: int = 512 * 1024 * 1024

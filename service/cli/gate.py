@@ -60,13 +60,15 @@ def _run(
 
 def _show(report: GateReport) -> None:
     for item in report.findings:
-        style = "red" if item.status.fails else "dim"
+        style = "red" if item.fails else "yellow" if item.status.fails else "dim"
         case = f" ({item.finding.case})" if item.finding.case else ""
         where = (
             f"{item.entry}{case} {item.finding.severity} {item.finding.kind} at {location(item.finding)}, "
             f"seen {item.seen}/{item.repeats}"
         )
-        out.print(f"[{style}]{escape(item.label)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True)
+        out.print(
+            f"[{style}]{escape(item.label_confirmed)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True
+        )
     for n in report.not_run:
         out.print(
             f"[red]could not run:[/] {n.entry} repeat {n.repeat + 1}: {n.result.outcome.value}: "
@@ -76,6 +78,7 @@ def _show(report: GateReport) -> None:
         out.print(f"[red]positive control came back clean:[/] {c.entry} case {c.case}: {escape(c.reason)}")
     for e in report.fixed:
         out.print(f"[green]fixed:[/] {e.signature}")
+    out.print(report.summary_line())
     out.print(f"gate {report.suite.name}: exit {report.exit_code} ({report.verdict})")
 
 

@@ -68,6 +68,16 @@ def run(
     sanitizer_option: SanitizerOpt = None,
     fail_on_level: FailOnOpt = "error",
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
+    confirm: Annotated[
+        bool | None,
+        typer.Option(
+            "--confirm/--no-confirm",
+            help="re-run initcheck findings' cases bare with poisoned memory: consequential, benign, blind-spot",
+        ),
+    ] = None,
+    backtrace: Annotated[
+        str | None, typer.Option("--show-backtrace", help="compute-sanitizer --show-backtrace: yes|host|device|no")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
@@ -79,6 +89,8 @@ def run(
             params=cli_jobs.parse_params(param or [], None),
             timeout_s=timeout,
             kernel_filter=kernel or [],
+            confirm=confirm,
+            show_backtrace=backtrace,
             options=parse_options(sanitizer_option or []),
         )
         result = _run_here(request, workdir)

@@ -21,7 +21,18 @@ def location(finding: Finding) -> str:
 
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
     table = Table(title=title, show_lines=False)
-    for column in ("severity", "kind", "kernel", "location", "count", "hazards", "threads", "case", "flags"):
+    for column in (
+        "severity",
+        "kind",
+        "kernel",
+        "location",
+        "count",
+        "hazards",
+        "threads",
+        "case",
+        "flags",
+        "confirmed",
+    ):
         table.add_column(column, overflow="fold")
     for f in findings:
         threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in f.threads.items() if hi) or "-"
@@ -38,6 +49,7 @@ def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
             threads,
             f.case or "-",
             flags or "-",
+            f.confirmation.value if f.confirmation else "-",
         )
     return table
 
@@ -62,6 +74,25 @@ def print_result(result: RunResult, console: Console) -> None:
     console.print("  " + " | ".join(facts))
     if result.findings:
         console.print(findings_table(result.findings))
+    confirmed = [f for f in result.findings if f.confirmation and f.confirmation_evidence]
+    if confirmed:
+        counts = result.confirmation_counts()
+        console.print("  " + ", ".join(f"{n} {kind}" for kind, n in counts.items() if n))
+        for f in confirmed:
+            assert f.confirmation_evidence is not None
+            console.print(
+                f"  {f.confirmation.value if f.confirmation else '-'} {escape(f.case or '-')} "
+                f"{escape(location(f))}: {escape(f.confirmation_evidence.reason)}",
+                soft_wrap=True,
+            )
+    for check in result.confirmation_control:
+        mark = "[green]ok[/]" if check.get("ok") else "[red]WRONG[/]"
+        console.print(
+            f"  confirmer control {escape(str(check.get('case')))}: {mark} expected {check.get('expected')}, "
+            f"got {', '.join(check.get('got') or []) or 'nothing'}"
+        )
+    if result.confirmation_s is not None:
+        console.print(f"  confirmation: {result.confirmation_s:.1f} s of bare re-runs")
     for case in result.cases:
         mark = "[green]pass[/]" if case.passed else "[red]FAIL[/]"
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")

@@ -14,13 +14,20 @@ def _prop(text: str) -> str:
 
 
 def workflow_commands(report: GateReport) -> list[str]:
-    """One `::error` per failing finding (at its file and line when known) and per run that could not run."""
+    """One `::error` per failing finding (at its file and line when known) and per run that could not run; a
+    `::notice` per blind spot of the tool and benign read (shown, never failing)."""
     out = []
     for item in report.findings:
-        if not item.status.fails:
+        if not item.fails:
+            if item.status.fails:
+                f = item.finding
+                where = f"file={_prop(f.file)}" + (f",line={f.line}" if f.line else "") + "," if f.file else ""
+                title = _prop(f"cuprobe {f.tool.value}: {f.kind} ({item.label_confirmed})")
+                reason = f.confirmation_evidence.reason if f.confirmation_evidence else ""
+                out.append(f"::notice {where}title={title}::{_data(f'{f.message} — {reason}')}")
             continue
         f = item.finding
-        props = [f"title={_prop(f'cuprobe {f.tool.value}: {f.kind} ({item.label})')}"]
+        props = [f"title={_prop(f'cuprobe {f.tool.value}: {f.kind} ({item.label_confirmed})')}"]
         if f.file:
             props.insert(0, f"file={_prop(f.file)}" + (f",line={f.line}" if f.line else ""))
         message = f"{f.message} — {item.entry}, seen {item.seen}/{item.repeats}, signature {f.signature}"

@@ -7,7 +7,8 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 from junitparser.junitparser import FinalResult
 
-from service.gate.verdict import GateFinding, GateReport, location
+from service.gate.verdict import GateFinding, GateReport, Status, location
+from service.models import Confirmation
 
 RUN_CASE = "(run)"  # the testcase of a run that produced no cases (it could not start)
 UNATTRIBUTED = "(unattributed)"  # findings no case's allocations claimed
@@ -16,9 +17,14 @@ UNATTRIBUTED = "(unattributed)"  # findings no case's allocations claimed
 def _describe(item: GateFinding) -> str:
     f = item.finding
     where = f"{location(f)} ({f.kernel or '-'})"
+    confirmed = (
+        f"\n  confirmation {f.confirmation.value}: {f.confirmation_evidence.reason if f.confirmation_evidence else ''}"
+        if f.confirmation
+        else ""
+    )
     return (
-        f"{item.label}: {f.kind} at {where}, seen {item.seen}/{item.repeats}, count {f.count}: {f.message}\n"
-        f"  signature {f.signature}"
+        f"{item.label_confirmed}: {f.kind} at {where}, seen {item.seen}/{item.repeats}, count {f.count}: {f.message}\n"
+        f"  signature {f.signature}{confirmed}"
     )
 
 
@@ -28,6 +34,9 @@ def build(report: GateReport) -> JUnitXml:
     for runs in report.runs:
         entry = runs.entry
         suite = TestSuite(f"{report.suite.name}.{entry.name}")
+        shown = [f for f in report.findings if f.entry == entry.name and f.status is not Status.EXPECTED]
+        for kind in Confirmation:  # blind spots and benign reads never fail, so they are counted here
+            suite.add_property(f"cuprobe.{kind.value}", str(sum(f.finding.confirmation is kind for f in shown)))
         case_ids = list(dict.fromkeys(case.id for result in runs.results for case in result.cases)) or [RUN_CASE]
         mine = [f for f in report.findings if f.entry == entry.name]
         ids = set(case_ids)
@@ -58,7 +67,7 @@ def build(report: GateReport) -> JUnitXml:
                         Error(f"positive control came back clean: {c.reason}"[:500], "positive-control-clean")
                     )
             items = by_case.get(case_id, [])
-            failing = [i for i in items if i.status.fails]
+            failing = [i for i in items if i.fails]
             if failing:
                 failure = Failure(
                     f"{len(failing)} new or expired finding(s): "
@@ -68,7 +77,7 @@ def build(report: GateReport) -> JUnitXml:
                 failure.text = "\n".join(_describe(i) for i in failing)
                 results.append(failure)
             test.result = results
-            passing = [i for i in items if not i.status.fails]
+            passing = [i for i in items if not i.fails]
             if passing:
                 test.system_out = "\n".join(_describe(i) for i in passing)
             suite.add_testcase(test)

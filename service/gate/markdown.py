@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.gate.verdict import GateReport, Status, location
+from service.models import Confirmation
 
 
 def _cell(text: object) -> str:
@@ -26,14 +27,16 @@ def render(report: GateReport) -> str:
     counts = report.outcome_counts()
     out += ["### Runs by outcome", ""]
     out += _table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
-    failing = [f for f in report.findings if f.status.fails]
+    out += [f"**Findings:** {report.summary_line()}", ""]
+    failing = [f for f in report.findings if f.fails]
     out += [f"### New findings ({len(failing)})", ""]
     if failing:
         out += _table(
-            ["status", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
+            ["status", "confirmation", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
             [
                 [
                     f.label,
+                    f.confirmation,
                     f.entry,
                     f.finding.kind,
                     location(f.finding),
@@ -47,6 +50,31 @@ def render(report: GateReport) -> str:
         )
     else:
         out += ["None.", ""]
+    for title, kind in (
+        ("Blind spots of the tool (shown, never failing)", Confirmation.BLIND_SPOT),
+        ("Benign reads: never written, masked out of the result (shown, never failing)", Confirmation.BENIGN),
+    ):
+        shown = [f for f in report.findings if f.status.fails and f.finding.confirmation is kind]
+        out += [f"### {title} ({len(shown)})", ""]
+        out += (
+            _table(
+                ["probe", "kind", "location", "kernel", "count", "evidence", "signature"],
+                [
+                    [
+                        f.entry,
+                        f.finding.kind,
+                        location(f.finding),
+                        f.finding.kernel or "-",
+                        f.finding.count,
+                        f.finding.confirmation_evidence.reason if f.finding.confirmation_evidence else "-",
+                        f"`{f.finding.signature}`",
+                    ]
+                    for f in shown
+                ],
+            )
+            if shown
+            else ["None.", ""]
+        )
     out += [f"### Fixed ({len(report.fixed)})", ""]
     out += (
         _table(

@@ -45,11 +45,14 @@ def _location(item: GateFinding, suite_file: str) -> dict[str, Any]:
 
 def _result(item: GateFinding, rule_index: int, suite_file: str) -> dict[str, Any]:
     f = item.finding
-    text = f"{f.message} [{item.label}; {item.entry}; seen {item.seen}/{item.repeats}; {f.count} occurrence(s)]"
+    text = (
+        f"{f.message} [{item.label_confirmed}; {item.entry}; seen {item.seen}/{item.repeats}; {f.count} occurrence(s)]"
+    )
     result: dict[str, Any] = {
         "ruleId": f.kind,
         "ruleIndex": rule_index,
-        "level": "error" if item.status.fails else "note",
+        # Blind spots of the tool and benign reads are notes: shown in every output, never failing.
+        "level": "error" if item.fails else "note",
         "message": {"text": text},
         "locations": [_location(item, suite_file)],
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f.signature)},
@@ -63,6 +66,10 @@ def _result(item: GateFinding, rule_index: int, suite_file: str) -> dict[str, An
             "sanitizerVersion": f.sanitizer_version,
             "sanitizerVersionChanged": item.sanitizer_change,
             "case": f.case,
+            "confirmation": f.confirmation.value if f.confirmation else None,
+            "confirmationEvidence": (
+                f.confirmation_evidence.model_dump(mode="json") if f.confirmation_evidence else None
+            ),
         },
     }
     if item.status is Status.BASELINED and item.baseline:
@@ -120,7 +127,12 @@ def build(report: GateReport) -> dict[str, Any]:
                     }
                 ],
                 "results": [_result(f, kinds.index(f.finding.kind), suite_file) for f in items],
-                "properties": {"suite": report.suite.name, "verdict": report.verdict},
+                "properties": {
+                    "suite": report.suite.name,
+                    "verdict": report.verdict,
+                    "summary": report.summary_line(),
+                    "confirmations": report.confirmation_counts(),
+                },
             }
         ],
     }

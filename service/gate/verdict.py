@@ -10,7 +10,7 @@ from enum import StrEnum
 from service.gate.baseline import Baseline, BaselineEntry
 from service.gate.runs import EntryRuns
 from service.gate.suite import Suite
-from service.models import CaseVerdict, Evidence, Finding, RunResult
+from service.models import CaseVerdict, Confirmation, Evidence, Finding, RunResult, strongest_confirmation
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_NOT_RUN = 0, 1, 3
 
@@ -41,6 +41,21 @@ class GateFinding:
     baseline: BaselineEntry | None = None
     # "from OLD to NEW" when the finding is new and its tool's sanitizer is not the one the baseline was recorded with
     sanitizer_change: str | None = None
+
+    @property
+    def fails(self) -> bool:
+        """New or expired, and not a read the confirmer showed harmless (benign) or the tool's blind spot."""
+        return self.status.fails and self.finding.fails_alone
+
+    @property
+    def confirmation(self) -> str:
+        """The finding's confirmation as outputs show it (`-` where there is none: other tools)."""
+        return self.finding.confirmation.value if self.finding.confirmation else "-"
+
+    @property
+    def label_confirmed(self) -> str:
+        """The label with the confirmation, for outputs that have no column of their own for it."""
+        return self.label + (f" [{self.finding.confirmation.value}]" if self.finding.confirmation else "")
 
     @property
     def label(self) -> str:
@@ -84,7 +99,24 @@ class GateReport:
     def exit_code(self) -> int:
         if self.not_run or self.failed_controls:
             return EXIT_NOT_RUN
-        return EXIT_FINDINGS if any(f.status.fails for f in self.findings) else EXIT_CLEAN
+        return EXIT_FINDINGS if any(f.fails for f in self.findings) else EXIT_CLEAN
+
+    def confirmation_counts(self) -> dict[str, int]:
+        """Findings (not control hits) per confirmation; `not confirmed` for other tools or confirmation off."""
+        counts = {c.value: 0 for c in Confirmation}
+        counts["not confirmed"] = 0
+        for f in self.findings:
+            if f.status is not Status.EXPECTED:
+                counts[f.confirmation if f.finding.confirmation else "not confirmed"] += 1
+        return counts
+
+    def summary_line(self) -> str:
+        """One line counting each kind: what fails, and each confirmation (blind spots always shown)."""
+        counts = self.confirmation_counts()
+        return (
+            f"{sum(f.fails for f in self.findings)} failing finding(s); by confirmation: "
+            + ", ".join(f"{n} {kind}" for kind, n in counts.items())
+        )
 
     @property
     def verdict(self) -> str:
@@ -135,7 +167,14 @@ def _merged(runs: EntryRuns) -> list[tuple[Finding, int, bool]]:
         for finding, is_expected in _by_signature(result, runs.entry.control):
             if finding.signature in merged:
                 first, seen, was_expected = merged[finding.signature]
-                first = first.model_copy(update={"count": first.count + finding.count})
+                decisive = strongest_confirmation([first, finding])
+                first = first.model_copy(
+                    update={
+                        "count": first.count + finding.count,
+                        "confirmation": decisive.confirmation,
+                        "confirmation_evidence": decisive.confirmation_evidence,
+                    }
+                )
                 merged[finding.signature] = (first, seen + 1, was_expected and is_expected)
             else:
                 version = finding.sanitizer_version or result.sanitizer_version
@@ -153,8 +192,14 @@ def _by_signature(result: RunResult, control: bool) -> list[tuple[Finding, bool]
     merged = []
     for same in groups.values():
         cases = sorted({f.case for f in same if f.case})
+        decisive = strongest_confirmation(same)
         finding = same[0].model_copy(
-            update={"count": sum(f.count for f in same), "case": ", ".join(cases) if cases else same[0].case}
+            update={
+                "count": sum(f.count for f in same),
+                "case": ", ".join(cases) if cases else same[0].case,
+                "confirmation": decisive.confirmation,
+                "confirmation_evidence": decisive.confirmation_evidence,
+            }
         )
         merged.append((finding, all(expected(f, result, control) for f in same)))
     return merged

@@ -36,12 +36,15 @@ Severity = Literal["error", "warning"]
 __all__ = [
     "SCHEMA_VERSION",
     "CaseVerdict",
+    "Confirmation",
+    "ConfirmationEvidence",
     "Environment",
     "Evidence",
     "Expectation",
     "Finding",
     "Outcome",
     "ProbeRequest",
+    "RangeSurvival",
     "RunResult",
     "SanitizerOptions",
     "Severity",
@@ -61,6 +64,7 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     CRASHED = "crashed"
     UNAVAILABLE = "unavailable"
+    CANCELLED = "cancelled"
 
     @property
     def ran(self) -> bool:
@@ -76,6 +80,46 @@ class Evidence(StrEnum):
     PROVEN = "proven"
     REPRODUCED = "reproduced"
     CORRELATED = "correlated"
+
+
+class Confirmation(StrEnum):
+    """Does an initcheck finding matter? Decided by re-running its case bare with poisoned fresh allocations."""
+
+    CONSEQUENTIAL = "consequential"
+    BENIGN = "benign"
+    BLIND_SPOT = "blind-spot"
+    UNCONFIRMED = "unconfirmed"
+
+    @property
+    def fails(self) -> bool:
+        """Only a read that changes the result, or one nobody could check, fails a gate by itself."""
+        return self in (Confirmation.CONSEQUENTIAL, Confirmation.UNCONFIRMED)
+
+
+class RangeSurvival(BaseModel):
+    """One flagged byte range of a buffer, and how much of it still held the sentinel before the reading kernel."""
+
+    buffer: str
+    start: int = Field(description="byte offset in the buffer")
+    end: int = Field(description="byte offset one past the range")
+    elements: int = Field(description="elements of the access size in the range")
+    surviving: int = Field(description="elements still holding the sentinel immediately before the reading kernel")
+
+
+class ConfirmationEvidence(BaseModel):
+    """What the confirmer compared: result digests per poison, the first difference, sentinel survival."""
+
+    reason: str
+    digests: dict[str, str] = Field(default_factory=dict, description="bare re-run label -> digest of the case result")
+    max_diff: float | None = Field(None, description="max |difference| between the two poisons' results")
+    differing: int | None = Field(None, description="result elements that differ between the two poisons")
+    where: str | None = Field(None, description="the first differing element and both values")
+    checkpoint: str | None = Field(None, description="where the flagged memory was snapshotted")
+    flagged_ranges: int = 0
+    flagged_elements: int = 0
+    surviving_elements: int = Field(0, description="flagged elements still holding the sentinel")
+    ranges: list[RangeSurvival] = Field(default_factory=list, description="the first flagged ranges, each checked")
+    bare_runs_s: float | None = Field(None, description="wall time of the bare re-runs this finding's run shared")
 
 
 class ProbeRequest(BaseModel):
@@ -100,6 +144,11 @@ class ProbeRequest(BaseModel):
         None,
         description="compute-sanitizer --show-backtrace; host backtraces are most of initcheck's cost per record "
         "(measured on the H200: 6,624 records took 21.6 s with them, 9.3 s with device only)",
+    )
+    confirm: bool | None = Field(
+        None,
+        description="re-run the cases of initcheck findings bare with poisoned memory and say whether each read "
+        "matters (default: the server's setting, on)",
     )
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
 
@@ -133,6 +182,13 @@ class Finding(BaseModel):
     sanitizer_version: str | None = None
     evidence: Evidence = Evidence.PROVEN
     seen: str | None = Field(None, description="k/n when reproduced in k of n repeats")
+    confirmation: Confirmation | None = Field(None, description="initcheck findings: does the read matter")
+    confirmation_evidence: ConfirmationEvidence | None = None
+
+    @property
+    def fails_alone(self) -> bool:
+        """Whether this finding fails a gate by itself: benign reads and the tool's blind spots do not."""
+        return self.confirmation is None or self.confirmation.fails
 
 
 class Environment(BaseModel):
@@ -188,15 +244,48 @@ class RunResult(BaseModel):
     signal: int | None = None
     duration_s: float = 0.0
     probe_context: dict[str, Any] = Field(default_factory=dict)
+    confirmation_s: float | None = Field(None, description="wall time of the confirmation's bare re-runs")
+    confirmation_control: list[dict[str, Any]] = Field(
+        default_factory=list, description="the confirmer's own planted cases: expected and decided verdicts"
+    )
+
+    def confirmation_counts(self) -> dict[str, int]:
+        return confirmation_counts(self.findings)
 
     @property
     def exit_code_for_cli(self) -> int:
         return self.outcome.exit_code
 
 
+def confirmation_counts(findings: list[Finding]) -> dict[str, int]:
+    """Findings per confirmation (`not confirmed` for those with none: other tools, or confirmation off)."""
+    out = {c.value: 0 for c in Confirmation}
+    out["not confirmed"] = 0
+    for finding in findings:
+        if not finding.fallout:
+            out[finding.confirmation.value if finding.confirmation else "not confirmed"] += 1
+    return out
+
+
+# Which confirmation a merged finding (several cases or repeats of one signature) shows: the one that matters most.
+_CONFIRMATION_RANK = {
+    Confirmation.CONSEQUENTIAL: 0,
+    Confirmation.UNCONFIRMED: 1,
+    None: 2,
+    Confirmation.BENIGN: 3,
+    Confirmation.BLIND_SPOT: 4,
+}
+
+
+def strongest_confirmation(findings: list[Finding]) -> Finding:
+    """The finding whose confirmation decides for a group: consequential, then unconfirmed or none, then the rest."""
+    return min(findings, key=lambda f: _CONFIRMATION_RANK[f.confirmation])
 def failing(findings: list[Finding], fail_on: Severity = "error") -> list[Finding]:
-    """The findings that fail at `fail_on`: errors only, or errors and warnings (fallout never counts)."""
-    return [f for f in findings if not f.fallout and (fail_on == "warning" or f.severity == "error")]
+    """The findings that fail at `fail_on`: errors only, or errors and warnings (fallout never counts, nor reads the
+    confirmer showed benign or a blind spot of the tool)."""
+    return [
+        f for f in findings if not f.fallout and f.fails_alone and (fail_on == "warning" or f.severity == "error")
+    ]
 
 
 def exit_code_for(result: RunResult, fail_on: Severity = "error") -> int:

@@ -12,11 +12,13 @@ from pydantic import ValidationError
 
 from probes import registry
 from probes.allocator import default_allocator, needs_nvtx
-from probes.contract import Allocation, ProbeResult, Tool
+from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings
 from service.db.artifacts import read_regular, write_artifact
-from service.models import Evidence, Finding, Outcome, ProbeRequest, RunResult
+from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
+from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
+from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
@@ -81,15 +83,6 @@ def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
     if not path.is_file():
         raise BadRequest(f"suppressions: no such file {path}")
     return path.resolve()
-
-
-def _read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:
-    try:
-        return ProbeResult.model_validate_json(read_regular(path)), None
-    except FileNotFoundError:
-        return None, "the probe wrote no result.json"
-    except (OSError, ValidationError, ValueError) as exc:
-        return None, f"result.json unreadable: {str(exc)[:300]}"
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -157,6 +150,13 @@ def run_probe(
         stale.unlink(missing_ok=True)
     target = probe_command(request.probe, params, result_path, tool, settings.python)
     version = sanitizer_version(sanitizer) if sanitizer else None
+    confirm = confirming(request, tool, settings)
+    extra: list[str] = []
+    if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(request.probe, tool, params):
+        extra += ["--show-backtrace", backtrace]
+    if confirm:
+        target.append("--confirm-control")  # the confirmer's planted cases run in the same process
+        extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
     cmd = (
         target
         if sanitizer is None
@@ -169,9 +169,7 @@ def run_probe(
             options=request.options,
             kernel_filter=request.kernel_filter,
             suppressions=suppressions,
-            extra=["--show-backtrace", backtrace]
-            if (backtrace := request.show_backtrace or settings.show_backtrace)
-            else (),
+            extra=extra,
             nvtx=needs_nvtx(params),
         )
     )
@@ -191,12 +189,13 @@ def run_probe(
     write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
     write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
     _scrub_file(result_path, secrets)
-    probe, unreadable = _read_probe_result(result_path)
+    probe, unreadable = read_probe_result(result_path)
     summary = read_summary(done.stdout.tail_text()) if sanitizer else None
     parsed = None
     if sanitizer is not None:
         allocations = allocations_of(probe) if probe else []
-        single = probe.cases[0].id if probe and len(probe.cases) == 1 else None
+        own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
+        single = own[0].id if len(own) == 1 else None  # the confirmer's planted cases map by address
         parsed = (
             parse_xml(
                 xml,
@@ -221,6 +220,7 @@ def run_probe(
             timed_out=done.timed_out,
             timeout_s=request.timeout_s or settings.timeout_s,
             xml_capped=done.xml_capped,
+            cancelled=done.cancelled,
             summary=summary,
             parsed=parsed,
             probe=probe,
@@ -230,9 +230,6 @@ def run_probe(
         )
     )
     outcome, message = verdict.outcome, verdict.message
-    if done.cancelled:
-        outcome = Outcome.PROBE_ERROR
-        message = "cancelled while running; the probe and every process it started were killed"
     findings = keyed_by_options(
         (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
     )
@@ -244,7 +241,7 @@ def run_probe(
         message=message,
         records=parsed.records if parsed else 0,
         summary_count=summary.errors if summary else None,
-        truncated=bool(parsed and parsed.truncated) or done.xml_capped,
+        truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
         truncated_at_case=parsed.truncated_at_case if parsed else None,
         filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
         options=request.options,
@@ -258,7 +255,18 @@ def run_probe(
         duration_s=round(done.duration_s, 3),
         probe_context=probe.context if probe else {},
     )
+    if tool is Tool.INITCHECK:
+        result = confirm_findings(result, parsed, request, settings, workdir)
     return scrub_result(result, secrets)
+
+
+def default_backtrace(probe_name: str, tool: Tool, params: dict[str, object]) -> Backtrace | None:
+    """Probes that import torch run initcheck with device-only backtraces: host backtraces through libtorch are
+    most of the per-record cost, and initcheck's signatures and library flag need only the device side."""
+    if tool is not Tool.INITCHECK:
+        return None
+    probe = registry.get(probe_name)
+    return "device" if probe.uses_torch(probe.Params.model_validate(params)) else None
 
 
 def _scrub_file(path: Path, secrets: list[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.models import confirmation_counts
 from service.models.sweep import Sweep
 from service.sweep.diff import SweepDiff
 
@@ -51,8 +52,19 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
     not_run = [c for c in sweep.cases if not c.outcome.ran]
     if not_run:
         lines += ["## Could not run", "", *[f"- `{c.key}`: {c.outcome} — {c.message}" for c in not_run[:50]], ""]
-    lines += ["## Findings", "", "| case | signature | records | seen |", "|---|---|---|---|"]
+    counts = confirmation_counts([f for case in sweep.cases if not case.control for f in case.findings])
+    lines += [
+        "## Findings",
+        "",
+        "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
+        + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
+        "",
+        "| case | signature | records | seen | confirmation | evidence |",
+        "|---|---|---|---|---|---|",
+    ]
     for case in sweep.cases:
         for f in case.findings:
-            lines.append(f"| {case.key} | `{f.signature}` | {f.count} | {f.seen or ''} |")
+            why = f.confirmation_evidence.reason.replace("|", "\\|") if f.confirmation_evidence else ""
+            confirmed = f.confirmation.value if f.confirmation else "-"
+            lines.append(f"| {case.key} | `{f.signature}` | {f.count} | {f.seen or ''} | {confirmed} | {why} |")
     return "\n".join(lines) + "\n"

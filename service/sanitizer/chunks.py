@@ -62,6 +62,8 @@ class ChunkResult:
     more: bool = False
     tool: Tool | None = None
     grouper: FindingGrouper | None = None
+    seen: int = 0  # every record of the chunk, kept or past the limit
+    overflow: FindingGrouper | None = None  # the records past the limit, for their flagged memory only
 
 
 def _next_end(raw: IO[bytes], pos: int, limit: int) -> int:
@@ -129,7 +131,8 @@ def read(ctx: Context, chunk: Chunk) -> bytes:
 
 
 def parse_chunk(ctx: Context, chunk: Chunk, limit: int | None = None) -> ChunkResult:
-    """Group the chunk's records (at most `limit`); Unsplittable if they are not all whole children of the root."""
+    """Group the chunk's records (at most `limit`, the rest into `overflow`); Unsplittable if they are not all whole
+    children of the root."""
     try:
         root = etree.fromstring(read(ctx, chunk), _PARSER)
     except etree.XMLSyntaxError as exc:
@@ -143,13 +146,17 @@ def parse_chunk(ctx: Context, chunk: Chunk, limit: int | None = None) -> ChunkRe
     result = ChunkResult(index=chunk.index, grouper=grouper)
     override = ctx.tool if ctx.tool is not None and ctx.tool is not Tool.NONE else None
     for elem in records:
-        if limit is not None and result.records >= limit:
-            result.more = True
-            break
         rec = record_from_element(elem)
         if override is not None:
             rec.tool = override
         result.tool = result.tool or rec.tool
+        result.seen += 1
+        if limit is not None and result.records >= limit:
+            result.more = True
+            if result.overflow is None:
+                result.overflow = FindingGrouper(ctx.roots, ctx.allocations, ctx.single_case, ctx.sanitizer_version)
+            result.overflow.add(rec)
+            continue
         grouper.add(rec)
         result.records += 1
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal as signals
 from dataclasses import dataclass, field
 
-from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool
+from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
 from service.models import CaseVerdict, Finding, Outcome
 from service.sanitizer.parse import ParseResult
 from service.sanitizer.summary import SanitizerSummary
@@ -20,6 +20,7 @@ class RunEvidence:
     timed_out: bool = False
     timeout_s: float | None = None
     xml_capped: bool = False
+    cancelled: bool = False
     summary: SanitizerSummary | None = None
     parsed: ParseResult | None = None
     probe: ProbeResult | None = None
@@ -99,6 +100,25 @@ def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) 
     return verdicts
 
 
+def _stopped_by_cuprobe(ev: RunEvidence, records: int) -> Classification:
+    """cuprobe's own stop (byte cap, cancel) killed the run: never clean, never crashed; what was seen is kept."""
+    why = "its XML outgrew the byte cap (CUPROBE_MAX_XML_BYTES)" if ev.xml_capped else "the job was cancelled"
+    stopped = f"cuprobe stopped the run because {why}; the process group died of cuprobe's signal, not a crash"
+    if records:
+        findings = (
+            [f for f in ev.parsed.findings if not f.fallout and not is_confirm_control(f.case)] if ev.parsed else []
+        )
+        verdicts = case_verdicts(ev.probe.cases if ev.probe else [], findings, ev.tool)
+        return Classification(
+            Outcome.FINDINGS,
+            f"{len(findings)} finding(s) from {records} record(s) read before the stop (truncated: later records "
+            f"were not seen); {stopped}",
+            verdicts,
+        )
+    outcome = Outcome.CANCELLED if ev.cancelled else Outcome.SANITIZER_ERROR
+    return Classification(outcome, f"{stopped}; no sanitizer record was read before the stop, so it is not clean")
+
+
 def classify(ev: RunEvidence) -> Classification:
     """Decide the outcome; every non-clean outcome carries a message saying what happened."""
     records = ev.parsed.records if ev.parsed else 0
@@ -108,6 +128,8 @@ def classify(ev: RunEvidence) -> Classification:
             Outcome.TIMEOUT,
             f"wall-clock limit of {ev.timeout_s:g} s hit; the whole process group was killed{kept}",
         )
+    if ev.xml_capped or ev.cancelled:
+        return _stopped_by_cuprobe(ev, records)
     if (sig := _fatal_signal(ev)) is not None:
         return Classification(Outcome.CRASHED, f"the probe was killed by {_signal_name(sig)} ({sig}){kept}", signal=sig)
     probe = ev.probe
@@ -134,9 +156,9 @@ def classify(ev: RunEvidence) -> Classification:
     parsed = ev.parsed
     if sanitized and parsed and parsed.hostile:
         return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML refused: {parsed.error}")
-    if sanitized and parsed and parsed.error and not ev.xml_capped:
+    if sanitized and parsed and parsed.error:
         return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML unreadable: {parsed.error}")
-    if sanitized and not summary.present and not ev.xml_capped:
+    if sanitized and not summary.present:
         return Classification(
             Outcome.SANITIZER_ERROR,
             "compute-sanitizer printed no ERROR SUMMARY line: the "
@@ -169,7 +191,10 @@ def classify(ev: RunEvidence) -> Classification:
         why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
         return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
-    failed_controls = [v for v in verdicts if not v.passed and not v.expectation.clean]
+    # The confirmer's planted cases are checked by the confirmer, and only in a run that confirms something.
+    failed_controls = [
+        v for v in verdicts if not v.passed and not v.expectation.clean and not is_confirm_control(v.id)
+    ]
     if failed_controls:
         return Classification(
             Outcome.SANITIZER_ERROR,
@@ -177,20 +202,15 @@ def classify(ev: RunEvidence) -> Classification:
             verdicts,
         )
     violations = [v for c in (probe.cases if probe else []) for v in c.problems()]
-    real = [f for f in findings if not f.fallout]
+    # The confirmer's planted cases fire by design: they are checked by the confirmer, never the user's findings.
+    real = [f for f in findings if not f.fallout and not is_confirm_control(f.case)]
     if real or violations:
         parts = []
         if real:
             parts.append(f"{len(real)} finding(s) from {records} record(s)")
         if violations:
             parts.append(f"{len(violations)} expectation violation(s): {violations[0]}")
-        if ev.xml_capped:
-            parts.append("the run was stopped when its XML outgrew the byte cap")
         return Classification(Outcome.FINDINGS, "; ".join(parts), verdicts)
-    if ev.xml_capped:
-        return Classification(
-            Outcome.SANITIZER_ERROR, "the XML outgrew the byte cap before any record was read", verdicts
-        )
     what = f"compute-sanitizer {ev.tool}: 0 errors" if sanitized else "bare run completed"
     return Classification(Outcome.CLEAN, f"{what}; {len(verdicts)} case(s) met their expectations", verdicts)
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
-import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -13,11 +11,21 @@ from pathlib import PurePosixPath
 
 from probes.contract import Allocation, Tool
 from service.models import Finding
+from service.sanitizer.flagged import AllocationIndex, FlaggedMemory
 from service.sanitizer.records import UNUSED_MEMORY, Location, RawRecord
 
 MAX_ADDRESSES = 3
 MAX_FRAMES = 6
-_VENDOR_LIBRARY = re.compile(r"lib(cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nccl|nvrtc|nvjitlink)", re.I)
+_VENDOR_LIBRARY = re.compile(
+    r"lib(cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nccl|nvrtc|nvjitlink|torch|c10)[\w.]*\.so", re.I
+)
+# Kernels that live in libraries, by their (demangled) name: torch's ATen and c10, CUTLASS, cuBLAS's GEMM/GEMV
+# families, cuDNN, CUB/Thrust, NCCL. Used when there is no user source line and no host backtrace to tell.
+_LIBRARY_KERNEL = re.compile(
+    r"\b(at::|c10::|cutlass::?|cublas|cublasLt|cudnn|cub::|thrust::|nccl|xmma|nvjet)"
+    r"|^(void )?(sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|gemv|gemm|splitKreduce|dot_kernel|cutlass_)",
+    re.I,
+)
 _DRIVER_LIBRARY = re.compile(r"lib(cuda|cudart)[.\w]*\.so", re.I)
 _AXES = ("x", "y", "z")
 # Host frames inside the CUDA runtime and driver API: the user's call site is the first frame after them.
@@ -64,10 +72,17 @@ def user_location(rec: RawRecord) -> Location:
 
 
 def is_library(rec: RawRecord, loc: Location) -> bool:
-    """A report with no user source line whose launch came from a vendor library (cuBLAS, cuDNN...)."""
+    """A report with no user source line whose code lives in a library (libtorch, cuBLAS, cuDNN...): told by the
+    frame that launched it when there is a host backtrace, else by the kernel's name (device-only backtraces)."""
     if loc.path and not is_cuda_header(loc.path):
         return False
-    return any(module and _VENDOR_LIBRARY.search(module) for _, module in rec.host_frames())
+    kernels = [rec.where.func, loc.func, *(frame.func for frame in rec.device_frames())]
+    if any(name and _LIBRARY_KERNEL.search(name) for name in kernels):
+        return True
+    launcher = next(
+        (module for func, module in rec.host_frames() if module and not _DRIVER_LIBRARY.search(module)), None
+    )
+    return bool(launcher and _VENDOR_LIBRARY.search(launcher))
 
 
 def _place(loc: Location, roots: Sequence[str]) -> str:
@@ -123,39 +138,8 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
 
 def case_of(address: str | None, allocations: Sequence[tuple[str, Allocation]]) -> str | None:
     """The case whose buffer holds `address`, by the allocation map the probe recorded."""
-    if not address:
-        return None
-    try:
-        value = int(address, 16)
-    except ValueError:
-        return None
-    for case_id, alloc in allocations:
-        if alloc.start <= value < alloc.start + alloc.size:
-            return case_id
-    return None
-
-
-class CaseIndex:
-    """case_of over one allocation map, by binary search when the buffers do not overlap (a batched run's)."""
-
-    def __init__(self, allocations: Sequence[tuple[str, Allocation]]) -> None:
-        self.allocations = list(allocations)
-        spans = sorted((a.start, a.start + a.size, case) for case, a in self.allocations if a.size > 0)
-        disjoint = all(end <= nxt for (_, end, _), (nxt, _, _) in itertools.pairwise(spans))
-        self._spans = spans if disjoint else None
-        self._starts = [start for start, _, _ in spans]
-
-    def case_of(self, address: str | None) -> str | None:
-        if self._spans is None or not address:
-            return case_of(address, self.allocations)
-        try:
-            value = int(address, 16)
-        except ValueError:
-            return None
-        at = bisect.bisect_right(self._starts, value) - 1
-        if at >= 0 and value < self._spans[at][1]:
-            return self._spans[at][2]
-        return None
+    found = AllocationIndex(allocations).locate(address)
+    return found[0] if found else None
 
 
 @dataclass
@@ -169,6 +153,7 @@ class _Group:
     threads: dict[str, list[int]] = field(default_factory=dict)
     blocks: dict[str, list[int]] = field(default_factory=dict)
     addresses: list[str] = field(default_factory=list)
+    flagged: FlaggedMemory = field(default_factory=FlaggedMemory)
 
 
 def _widen(ranges: dict[str, list[int]], dim: tuple[int, int, int] | None) -> None:
@@ -196,7 +181,7 @@ class FindingGrouper:
     ) -> None:
         self.roots = list(roots)
         self.allocations = list(allocations)
-        self.cases = CaseIndex(self.allocations)
+        self.index = AllocationIndex(self.allocations)
         self._signatures: dict[tuple[object, ...], str] = {}
         self.single_case = single_case
         self.sanitizer_version = sanitizer_version
@@ -216,15 +201,21 @@ class FindingGrouper:
             signature = self._signatures[key] = signature_of(rec, self.roots)
         return signature
 
+    def _place(self, rec: RawRecord) -> tuple[str, str | None, tuple[str, int] | None]:
+        """(signature, case, (buffer, offset) or None) of one record."""
+        found = self.index.locate(rec.address)
+        case = found[0] if found else self.single_case
+        return self._signature(rec), case, (found[1].name, found[2]) if found else None
+
     def add(self, rec: RawRecord) -> None:
-        signature = self._signature(rec)
-        case = self.cases.case_of(rec.address) or self.single_case
+        signature, case, where = self._place(rec)
         self.last_case = case or self.last_case
         group = self.groups.get((signature, case))
         if group is None:
             group = self._new_group(rec, signature, case)
             self.groups[(signature, case)] = group
         group.count += 1
+        self._flag(group, rec, where)
         if rec.hazards is not None:
             group.hazards = (group.hazards or 0) + rec.hazards
         _widen(group.threads, rec.thread)
@@ -233,6 +224,28 @@ class FindingGrouper:
             group.addresses.append(rec.address)
         if rec.xml_kind in ("Precise", "Imprecise"):
             self._context_dead = True  # later API errors are this error's fallout, not new defects
+
+    def count_only(self, rec: RawRecord) -> None:
+        """A record past the record cap: not kept, but the memory it read still counts for its finding."""
+        signature, case, where = self._place(rec)
+        group = self.groups.get((signature, case))
+        if group is not None:
+            self._flag(group, rec, where)
+
+    @staticmethod
+    def _flag(group: _Group, rec: RawRecord, where: tuple[str, int] | None) -> None:
+        if rec.tool is Tool.INITCHECK and rec.address:
+            group.flagged.add(where[0] if where else None, where[1] if where else 0, rec.size or 1)
+
+    def flagged(self) -> dict[tuple[str, str | None], FlaggedMemory]:
+        """The memory each (signature, case) read, over every record parsed (kept or past the cap)."""
+        return {key: group.flagged for key, group in self.groups.items() if group.flagged.records}
+
+    def absorb_flagged(self, later: FindingGrouper) -> None:
+        """Fold in only the flagged memory of later records past the cap, for findings already kept."""
+        for key, theirs in later.groups.items():
+            if key in self.groups:
+                self.groups[key].flagged.absorb(theirs.flagged)
 
     def _new_group(self, rec: RawRecord, signature: str, case: str | None) -> _Group:
         loc = user_location(rec)
@@ -281,6 +294,7 @@ class FindingGrouper:
             for address in theirs.addresses:
                 if len(mine.addresses) < MAX_ADDRESSES and address not in mine.addresses:
                     mine.addresses.append(address)
+            mine.flagged.absorb(theirs.flagged)
         self._context_dead = self._context_dead or later._context_dead
         self.last_case = later.last_case or self.last_case
 

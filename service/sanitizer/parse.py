@@ -10,6 +10,7 @@ from probes.contract import Allocation, Tool
 from service.models import Finding
 from service.sanitizer.chunks import Context, Unsplittable, plan
 from service.sanitizer.findings import FindingGrouper
+from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.pool import PARALLEL_MIN_BYTES, WorkerFailed, default_workers, merge_in_order
 from service.sanitizer.records import record_from_element
 from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, check_prolog, iter_records
@@ -20,7 +21,9 @@ class ParseResult:
     """Findings from one XML file, how many records it held, and whether cuprobe stopped early."""
 
     findings: list[Finding] = field(default_factory=list)
+    # Every record read; past `max_records` they are counted (and their memory flagged) but not kept.
     records: int = 0
+    kept: int = 0
     truncated: bool = False
     bytes_read: int = 0
     error: str | None = None
@@ -28,6 +31,8 @@ class ParseResult:
     tool: Tool | None = None
     # When truncated: the case the last kept record belonged to (its count and later cases' are partial).
     truncated_at_case: str | None = None
+    # initcheck: the memory each (signature, case) read, for the confirmer.
+    flagged: dict[tuple[str, str | None], FlaggedMemory] = field(default_factory=dict)
 
 
 def _grouper(ctx: Context) -> FindingGrouper:
@@ -41,15 +46,17 @@ def _in_one_stream(
     state = StreamState()
     try:
         for elem in iter_records(ctx.path, max_bytes, state):
-            if result.records >= max_records:
-                result.truncated = True
-                break
             rec = record_from_element(elem)
             if ctx.tool is not None and ctx.tool is not Tool.NONE:
                 rec.tool = ctx.tool
             result.tool = result.tool or rec.tool
-            grouper.add(rec)
             result.records += 1
+            if result.kept >= max_records:
+                result.truncated = True
+                grouper.count_only(rec)
+                continue
+            grouper.add(rec)
+            result.kept += 1
     finally:
         result.truncated = result.truncated or state.capped
         result.bytes_read = state.bytes_read
@@ -66,7 +73,7 @@ def _in_chunks(ctx: Context, max_records: int, max_bytes: int, workers: int, res
         merged = merge_in_order(ctx, chunks, max_records, lanes)
     except WorkerFailed:
         merged = merge_in_order(ctx, chunks, max_records, 1)
-    result.records, result.tool = merged.records, result.tool or merged.tool
+    result.records, result.kept, result.tool = merged.seen, merged.records, result.tool or merged.tool
     result.truncated = merged.truncated or size > max_bytes
     result.bytes_read = min(size, max_bytes)
     return merged.grouper
@@ -85,7 +92,8 @@ def parse_xml(
     max_bytes: int = 512 * 1024 * 1024,
     workers: int | None = None,
 ) -> ParseResult:
-    """Parse `path`; past `max_records` records or `max_bytes` bytes stop and flag `truncated`.
+    """Parse `path`; past `max_records` records keep counting (and flagging memory) without keeping them; at
+    `max_bytes` stop. Either flags `truncated`.
 
     A plain UTF-8 file is cut at record boundaries and parsed on `workers` processes (default: up to two);
     anything else, or a file whose pieces do not parse on their own, is read as one stream: the same Findings.
@@ -106,6 +114,7 @@ def parse_xml(
     except OSError as exc:
         result.error = f"cannot read sanitizer XML {path}: {exc}"
     result.findings = grouper.findings()
+    result.flagged = grouper.flagged()
     if result.truncated:
         result.truncated_at_case = grouper.last_case
     return result

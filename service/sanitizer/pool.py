@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from service.sanitizer.chunks import Chunk, ChunkResult, Context, Unsplittable, parse_chunk
 from service.sanitizer.findings import FindingGrouper
+from service.sanitizer.flagged import AllocationIndex
 from service.sanitizer.xmlstream import HostileXML
 
 # Below this a child's start-up (about 0.3 s of imports) costs more than it saves.
@@ -77,8 +78,9 @@ class Merged:
     """The file's groups so far, in file order, and whether the record cap cut it short."""
 
     grouper: FindingGrouper
-    records: int = 0
+    records: int = 0  # kept
     truncated: bool = False
+    seen: int = 0  # every record, kept or past the cap (the record cap keeps counting)
     tool: Any = None
 
 
@@ -120,17 +122,21 @@ def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, work
                 outcome = done.pop(chunk.index)
             if isinstance(outcome, BaseException):
                 raise outcome
+            assert outcome.grouper is not None
+            merged.seen += outcome.seen
+            merged.tool = merged.tool or outcome.tool
+            if merged.truncated:  # past the cap: counted, and the memory it read flagged for kept findings
+                merged.grouper.absorb_flagged(outcome.grouper)
+                continue
             left = max_records - merged.records
-            if outcome.records > left:  # the cap falls inside this chunk: take its first `left` records only
-                stop.set()
+            if outcome.records > left:  # the cap falls inside this chunk: keep its first `left` records only
                 outcome = parse_chunk(ctx, chunk, limit=left)
                 merged.truncated = True
             assert outcome.grouper is not None
             merged.grouper.absorb(outcome.grouper)
             merged.records += outcome.records
-            merged.tool = merged.tool or outcome.tool
-            if merged.truncated:
-                break
+            if outcome.overflow is not None:
+                merged.grouper.absorb_flagged(outcome.overflow)
     finally:
         stop.set()
         for thread in threads:
@@ -149,6 +155,7 @@ def main() -> None:
             answer: object = parse_chunk(ctx, chunk)
             if isinstance(answer, ChunkResult) and answer.grouper is not None:
                 answer.grouper.allocations = []  # the parent has them; no need to send them back per chunk
+                answer.grouper.index = AllocationIndex(())
         except (HostileXML, Unsplittable) as exc:
             answer = exc
         pickle.dump(answer, stdout, protocol=pickle.HIGHEST_PROTOCOL)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.models import Evidence, Finding, Outcome
+from service.models import Evidence, Finding, Outcome, strongest_confirmation
 from service.models.sweep import CaseRepeat
 
 
@@ -18,7 +18,12 @@ def merge_findings(repeats: list[CaseRepeat]) -> list[Finding]:
         k = sum(any(f.signature == seen[0].signature for f in r.findings) for r in ran)
         n = len(ran)
         biggest = max(seen, key=lambda f: f.count)
-        update: dict[str, object] = {"count": biggest.count}
+        decisive = strongest_confirmation(seen)
+        update: dict[str, object] = {
+            "count": biggest.count,
+            "confirmation": decisive.confirmation,
+            "confirmation_evidence": decisive.confirmation_evidence,
+        }
         if n > 1:
             update["seen"] = f"{k}/{n}"
             update["evidence"] = Evidence.PROVEN if k == n else Evidence.REPRODUCED

@@ -48,7 +48,7 @@ def test_new_findings_through_the_service_exit_1(api: httpx.Client, tmp_path: Pa
     code, text = gate(api, tmp_path, SUITE)
     assert code == 1, text
     assert "| clean | 1 |" in text and "| findings | 2 |" in text
-    assert "| new | violates | expectation-violation | - | - | 2/2 |" in text
+    assert "| new | - | violates | expectation-violation | - | - | 2/2 |" in text  # `-`: not initcheck
 
 
 def test_a_job_no_worker_takes_is_could_not_run_exit_3(api: httpx.Client, tmp_path: Path) -> None:

@@ -53,8 +53,13 @@ def test_new_finding(gate: Gate, replay: Callable[..., None], tmp_path: Path) ->
     assert "exit 1 (fail: new or expired findings)" in text
     new = section(text, "New findings (2)")
     assert md(VIOLATION_SIGNATURE) in new and md(UNINIT_SIGNATURE) in new
-    row = "| new | uninit-product | uninitialized-global-read | kernels/uninit_read.cu:6 | double_all | 1/1 | 24 |"
+    # No GPU here: the confirmer's bare re-runs cannot run, so the finding is unconfirmed, and that fails.
+    row = (
+        "| new | unconfirmed | uninit-product | uninitialized-global-read | kernels/uninit_read.cu:6 | double_all"
+        " | 1/1 | 24 |"
+    )
     assert row in new
+    assert "by confirmation: 0 consequential, 0 benign, 0 blind-spot, 1 unconfirmed, 1 not confirmed" in text
 
 
 BATCHED = """
@@ -73,7 +78,9 @@ def test_one_defect_in_many_cases_of_a_batched_run_is_one_new_finding_with_every
     result = gate(BASE_SUITE + BATCHED)
     assert result.exit_code == 1, result.output
     new = section(summary(tmp_path), "New findings (1)")
-    assert "| new | narrow-matmul-batched | uninitialized-global-read | kernels/narrow_matmul.cu:23 |" in new
+    assert (
+        "| new | unconfirmed | narrow-matmul-batched | uninitialized-global-read | kernels/narrow_matmul.cu:23 |" in new
+    )
     assert "| 1/1 | 6624 |" in new  # the sanitizer's ERROR SUMMARY: every case's records, not the last case's
 
 
@@ -125,7 +132,7 @@ def test_could_not_run_wins_over_new_findings(gate: Gate, replay: Callable[..., 
 
 
 def test_no_gpu_is_could_not_run_never_clean(gate: Gate, tmp_path: Path) -> None:
-    result = gate(BASE_SUITE.split("[[probe]]\nname = \"selftest")[0])  # only the control; this machine: no GPU
+    result = gate(BASE_SUITE.split('[[probe]]\nname = "selftest')[0])  # only the control; this machine: no GPU
     assert result.exit_code == 3, result.output
     assert "unavailable" in section(summary(tmp_path), "Could not run (1)")
 

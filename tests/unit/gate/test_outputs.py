@@ -115,6 +115,8 @@ def test_markdown_renders_as_headings_and_well_formed_tables(outputs: tuple[Resu
         "cuprobe gate: gate-test — exit 3 (could not run)",
         "Runs by outcome",
         "New findings (1)",
+        "Blind spots of the tool (shown, never failing) (0)",
+        "Benign reads: never written, masked out of the result (shown, never failing) (0)",
         "Fixed (0)",
         "Could not run (1)",
         "Baselined (1)",

@@ -36,7 +36,7 @@ def test_a_replay_divergence_fails_the_gate_and_names_the_tensor(
     assert result.exit_code == 1, result.output
     text = summary(tmp_path)
     assert "| clean | 1 |" in text and "| findings | 1 |" in text
-    assert "| new | replay-noisy | replay-divergence |" in text
+    assert "| new | - | replay-noisy | replay-divergence |" in text
     assert "`replay\\|middle\\|output\\|forward`" in text
     junit = (tmp_path / "junit.xml").read_text()
     assert "first diverging tensor: step 1 forward middle output" in junit

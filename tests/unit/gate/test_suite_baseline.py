@@ -77,7 +77,7 @@ def test_flaky_finding(tmp_path: Path) -> None:
     runs = [EntryRuns(suite.entries[0], [seen, unseen])]
     report = judge(suite, runs, None)
     assert report.exit_code == 1  # seen in k of n repeats still counts
-    assert "| new | selftest-bare | expectation-violation | - | - | 1/2 |" in render(report)
+    assert "| new | - | selftest-bare | expectation-violation | - | - | 1/2 |" in render(report)
     flaky = Baseline(finding=[BaselineEntry(signature=VIOLATION_SIGNATURE, reason="races the clock", flaky=True,
                                             probe="selftest", tool="none")])
     report = judge(suite, runs, flaky)

@@ -189,13 +189,17 @@ def test_hang_is_timeout_and_the_whole_group_dies(
     assert processes_mentioning(str(tmp_path)) == []  # the stand-in and the probe under it are both gone
 
 
-def test_more_records_than_the_cap_is_truncated(
+def test_more_records_than_the_cap_is_truncated_and_still_counted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_present: None, replay_settings: Settings
 ) -> None:
     replay(monkeypatch, capture(VERSIONS[0], "initcheck_many"))
     settings = replay_settings.model_copy(update={"max_records": 100})
-    result = run_probe(ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK), workdir=tmp_path, settings=settings)
-    assert result.truncated and result.records == 100 and result.summary_count == 300
+    result = run_probe(
+        ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, confirm=False), workdir=tmp_path, settings=settings
+    )
+    # The record cap never stops a run: every record is counted, the first 100 are kept.
+    assert result.truncated and result.records == 300 == result.summary_count
+    assert result.findings[0].count == 100
     assert result.outcome is Outcome.FINDINGS
 
 

@@ -98,9 +98,12 @@ def test_synccheck_location_is_the_user_frame_not_the_cuda_header(version: str) 
     assert finding.kind == "barrier-error-invalid-arguments"
 
 
-def test_records_cap_truncates() -> None:
+def test_records_cap_keeps_counting() -> None:
+    # Past the cap records are counted (all 300 the summary reports) and their memory flagged, but not kept.
     result = parse_xml(xml_of(capture(VERSIONS[0], "initcheck_many")), roots=[BOX_ROOT], max_records=50)
-    assert result.truncated and result.records == 50 and result.findings[0].count == 50
+    assert result.truncated and result.records == 300 and result.kept == 50 and result.findings[0].count == 50
+    (flagged,) = result.flagged.values()
+    assert flagged.records == 300 and flagged.unmapped == 300  # no allocation map for the harness program
 
 
 def test_byte_cap_truncates_without_error() -> None:

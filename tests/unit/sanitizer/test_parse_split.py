@@ -14,7 +14,7 @@ import service.sanitizer.pool as pool
 from bench.previous_parser.parse import parse_xml as previous
 from probes.contract import ProbeResult
 from service.probing.runner import allocations_of
-from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.parse import parse_xml
 from service.sanitizer.xmlstream import check_prolog
 from tests.conftest import BOX_ROOT, CAPTURES, xml_of
 
@@ -40,10 +40,11 @@ def _allocations(case: Path) -> list[Any]:
     return allocations_of(ProbeResult.model_validate_json(result.read_text())) if result.exists() else []
 
 
-def view(result: ParseResult) -> dict[str, object]:
-    """Everything a user sees of a parse, every field of every Finding included."""
+def view(result: Any) -> dict[str, object]:
+    """Everything a user sees of a parse, every field of every Finding included (records kept: the previous
+    parser stopped at the record cap; this one keeps counting past it, checked below)."""
     return {
-        "records": result.records,
+        "records": getattr(result, "kept", result.records),
         "truncated": result.truncated,
         "truncated_at_case": result.truncated_at_case,
         "error": result.error is not None,
@@ -69,8 +70,16 @@ def test_split_parse_equals_previous_parser_on_every_capture(
     plain = _plain(case, tmp_path)
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(case), **caps}
     expected = view(previous(plain, **kw))
-    assert view(parse_xml(plain, workers=1, **kw)) == expected
-    assert view(parse_xml(xml_of(case), workers=1, **kw)) == expected  # gzipped: the one-stream path
+    split, stream = parse_xml(plain, workers=1, **kw), parse_xml(xml_of(case), workers=1, **kw)
+    assert view(split) == expected
+    assert view(stream) == expected  # gzipped: the one-stream path
+    # Past the record cap both paths count every record and flag the same memory.
+    assert split.records == stream.records and split.flagged.keys() == stream.flagged.keys()
+    assert {k: (m.records, m.merged()) for k, m in split.flagged.items()} == {
+        k: (m.records, m.merged()) for k, m in stream.flagged.items()
+    }
+    if "max_bytes" not in caps:
+        assert split.records == _bytes(case).count(b"</record>")
 
 
 @pytest.mark.parametrize("case", BIG, ids=lambda c: f"{c.parent.name}/{c.name}")
@@ -100,7 +109,10 @@ def test_child_processes_give_the_same_findings(tmp_path: Path, monkeypatch: pyt
 def test_record_cap_counts_and_flags(tmp_path: Path, small_chunks: None) -> None:
     plain = _plain(CAPTURES / "2026.4.0.0/initcheck_many", tmp_path)
     capped = parse_xml(plain, roots=[BOX_ROOT], max_records=50)
-    assert capped.truncated and capped.records == 50 and sum(f.count for f in capped.findings) == 50
+    # The record cap keeps counting: all 300 records counted, 50 kept, every one's memory flagged.
+    assert capped.truncated and capped.records == 300 and capped.kept == 50
+    assert sum(f.count for f in capped.findings) == 50
+    assert sum(m.records for m in capped.flagged.values()) == 300
     exact = parse_xml(plain, roots=[BOX_ROOT], max_records=300)  # exactly as many as the file holds
     assert not exact.truncated and exact.records == 300
 

@@ -1,0 +1,169 @@
+"""The confirmation stage: re-run an initcheck run's cases bare with poisoned memory and decide each finding."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from probes import registry
+from probes.confirm_control import CASES as CONTROL_CASES
+from probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
+from probes.contract import Tool, is_confirm_control
+from service.config import Settings
+from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
+from service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
+from service.probing.environment import PROJECT_ROOT
+from service.probing.launch import read_probe_result
+from service.probing.secrets import probe_environment
+from service.sanitizer.command import probe_command
+from service.sanitizer.flagged import FlaggedMemory
+from service.sanitizer.parse import ParseResult
+from service.sanitizer.supervise import supervise
+
+CONFIRM_DIR = "confirm"
+# compute-sanitizer 2026.x tracks the writes of kernels a filter excludes unless told not to; 2025.x has no
+# such option (and did not track them).
+TRACK_FILTERED_SINCE = 2026
+
+
+def confirming(request: ProbeRequest, tool: Tool, settings: Settings) -> bool:
+    """Whether this run confirms its findings: initcheck, confirmation on, and a probe that can poison."""
+    enabled = request.confirm if request.confirm is not None else settings.confirm
+    return tool is Tool.INITCHECK and enabled and registry.get(request.probe).poisonable
+
+
+def control_options(version: str | None, kernel_filter: list[str]) -> list[str]:
+    """Sanitizer options for the confirmer's control: its writer unchecked, its readers checked."""
+    options = ["--kernel-name-exclude", f"kns={HIDDEN_WRITER}"]
+    if kernel_filter:
+        options += ["--kernel-name", f"kns={CHECKED_READERS}"]
+    try:
+        major = int((version or "").split(".")[0])
+    except ValueError:
+        major = 0
+    if major >= TRACK_FILTERED_SINCE:
+        options += ["--initcheck-track-filtered-global-memory", "no"]
+    return options
+
+
+def confirmation_summary(findings: list[Finding]) -> str:
+    """`confirmed: 1 consequential, 2 benign, 0 blind-spot, 0 unconfirmed` over initcheck findings."""
+    counts = {c: 0 for c in Confirmation}
+    for finding in findings:
+        if finding.confirmation is not None and not finding.fallout:
+            counts[finding.confirmation] += 1
+    return "confirmed: " + ", ".join(f"{n} {c.value}" for c, n in counts.items())
+
+
+def _bare_run(
+    request: ProbeRequest,
+    params: dict[str, object],
+    label: str,
+    mode: str,
+    watch: dict[str, list[str]],
+    settings: Settings,
+    workdir: Path,
+) -> BareRun:
+    out = workdir / CONFIRM_DIR / label.replace("#", "-") / "result.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    cmd = probe_command(request.probe, params, out, Tool.NONE, settings.python)
+    cmd += ["--poison", mode, "--watch", json.dumps(watch, sort_keys=True), "--confirm-control"]
+    limit = request.timeout_s or settings.timeout_s
+    done = supervise(
+        cmd,
+        timeout_s=limit,
+        max_output_bytes=settings.max_output_bytes,
+        env=probe_environment(Tool.NONE, settings),
+        cwd=PROJECT_ROOT,
+    )
+    (out.parent / "stdout.txt").write_text(done.stdout.text())
+    (out.parent / "stderr.txt").write_text(done.stderr.text())
+    probe, unreadable = read_probe_result(out)
+    why = None
+    if done.timed_out:
+        why = f"timed out after {limit:g} s"
+    elif done.returncode != 0:
+        said = (probe.unavailable or probe.error) if probe else None
+        tail = [line for line in done.stderr.tail_text().splitlines() if line.strip()]
+        why = f"exited {done.returncode}: {said or (tail[-1] if tail else unreadable or 'no message')}"
+    return load_bare_run(label, mode, probe, why or unreadable, out, done.duration_s)
+
+
+def _unconfirmed(finding: Finding, reason: str) -> Finding:
+    return finding.model_copy(
+        update={"confirmation": Confirmation.UNCONFIRMED, "confirmation_evidence": ConfirmationEvidence(reason=reason)}
+    )
+
+
+def confirm_findings(
+    result: RunResult,
+    parsed: ParseResult | None,
+    request: ProbeRequest,
+    settings: Settings,
+    workdir: Path,
+) -> RunResult:
+    """`result` with each initcheck finding confirmed and the confirmer's control checked (then set aside)."""
+    control = [f for f in result.findings if is_confirm_control(f.case)]
+    findings = [f for f in result.findings if not is_confirm_control(f.case)]
+    cases = [c for c in result.cases if not is_confirm_control(c.id)]
+    targets = [i for i, f in enumerate(findings) if f.tool is Tool.INITCHECK and f.kind != "expectation-violation"]
+    update: dict[str, object] = {"findings": findings, "cases": cases}
+    probe = registry.get(request.probe)
+    enabled = request.confirm if request.confirm is not None else settings.confirm
+    if not targets or not result.outcome.ran or not enabled:
+        return result.model_copy(update=update)
+    if not probe.poisonable:
+        for i in targets:
+            findings[i] = _unconfirmed(
+                findings[i], f"{probe.unpoisonable_reason} (cuprobe does not control the memory of probe {probe.name})"
+            )
+        return result.model_copy(update={**update, "message": f"{result.message}; {confirmation_summary(findings)}"})
+    flagged: dict[tuple[str, str | None], FlaggedMemory] = parsed.flagged if parsed else {}
+    watch: dict[str, set[str]] = {}
+    for finding in [findings[i] for i in targets] + control:
+        memory = flagged.get((finding.signature, finding.case))
+        if finding.case and memory:
+            watch.setdefault(finding.case, set()).update(memory.ranges)
+    plan = {case: sorted(names) for case, names in watch.items()}
+    started = time.monotonic()
+    runs = {
+        label: _bare_run(request, result.params, label, mode, plan, settings, workdir) for label, mode in POISON_RUNS
+    }
+    spent = round(time.monotonic() - started, 3)
+
+    def decided(finding: Finding) -> Finding:
+        verdict, evidence = decide(finding, flagged.get((finding.signature, finding.case)), runs)
+        evidence.bare_runs_s = spent
+        return finding.model_copy(update={"confirmation": verdict, "confirmation_evidence": evidence})
+
+    for i in targets:
+        findings[i] = decided(findings[i])
+    failed = [run for run in runs.values() if not run.ok]
+    if failed:  # nothing was confirmed (every finding says why), so there is no verdict for a control to check
+        note = f"{confirmation_summary(findings)}: the bare re-runs could not run ({failed[0].message})"
+        return result.model_copy(update={**update, "confirmation_s": spent, "message": f"{result.message}; {note}"})
+    checks: list[dict[str, Any]] = []
+    for case_id, (expected, what) in CONTROL_CASES.items():
+        mine = [decided(f) for f in control if f.case == case_id and f.tool is Tool.INITCHECK]
+        got = sorted({f.confirmation.value for f in mine if f.confirmation})
+        reason = "; ".join(f.confirmation_evidence.reason for f in mine if f.confirmation_evidence)
+        checks.append(
+            {"case": case_id, "what": what, "expected": expected, "got": got, "ok": got == [expected], "reason": reason}
+        )
+    update.update(confirmation_s=spent, confirmation_control=checks)
+    wrong = [c for c in checks if not c["ok"]]
+    if wrong:
+        update.update(
+            outcome=Outcome.SANITIZER_ERROR,
+            message="the confirmer's control came out wrong, so no confirmation of this run can be trusted: "
+            + "; ".join(
+                f"{c['case']} expected {c['expected']}, got {', '.join(c['got']) or 'no finding'} ({c['reason']})"
+                for c in wrong
+            ),
+        )
+    else:
+        update["message"] = f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs)"
+    return result.model_copy(update=update)
