@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from service.config import Settings
 from service.models import ProbeRequest, RunResult, Tool
-from service.probing.runner import run_probe, write_result
+from service.probing.runner import run_probe
 
 
 def one(probe: str, params: dict[str, Any], confirm: bool, workdir: Path) -> tuple[float, RunResult]:
@@ -45,7 +45,7 @@ def main() -> int:
     for repeat in range(args.repeats):
         for confirm in (False, True) if repeat % 2 == 0 else (True, False):
             wall, result = one(args.probe, params, confirm, args.out / f"r{repeat}-{'on' if confirm else 'off'}")
-            write_result(result, args.out / f"r{repeat}-{'on' if confirm else 'off'}.json")
+            (args.out / f"r{repeat}-{'on' if confirm else 'off'}.json").write_text(result.model_dump_json(indent=1))
             walls[confirm].append(wall)
             last[confirm] = result
             print(

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from service.cli.embedded import free_port
 from service.client import Client
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.models import ProbeRequest, Tool
-from service.probing.runner import resolve
+from service.probing.admission import admit
 from service.probing.secrets import probe_environment
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.locate import find_sanitizer
@@ -70,7 +70,8 @@ def wait_ready(url: str, want_gpu: bool, limit_s: float = 120.0) -> dict[str, An
 
 def bare_command(request: ProbeRequest, workdir: Path, settings: Settings) -> tuple[list[str], dict[str, str]]:
     """The command a user would type: compute-sanitizer ... -- python -m probes NAME (or the probe alone)."""
-    tool, params = resolve(request)
+    admitted = admit(request.probe, request.tool, request.params)
+    tool, params = admitted.tool, admitted.params
     target = probe_command(request.probe, params, workdir / "result.json", tool, settings.python)
     if tool is Tool.NONE:
         return target, probe_environment(tool, settings)
@@ -111,11 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json-out", type=Path, help="also write the measurements here")
     args = parser.parse_args(argv)
 
-    settings = Settings()
+    settings = get_settings()
     request = ProbeRequest(probe=args.probe, tool=Tool(args.tool), params=json.loads(args.params))
-    from probes import registry
-
-    want_gpu = registry.get(args.probe).needs_gpu or request.tool is not Tool.NONE
+    want_gpu = admit(request.probe, request.tool, request.params).needs_gpu
     scratch = Path(tempfile.mkdtemp(prefix="cuprobe-overhead-"))
     proc = None
     url = args.url

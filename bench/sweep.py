@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from service.config import Settings  # noqa: E402
+from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
 from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
@@ -34,10 +34,10 @@ GRID = """
 name = "{name}"
 [[entry]]
 probe = "narrow-matmul"
-tools = ["initcheck"]
+tool = ["initcheck"]
 batch = {batch}
 params = {{ m = 32, k = 32, tile = 32 }}
-grid = {{ n = {{ first = 1, last = {last} }}, variant = ["unguarded", "guarded", "torch"] }}
+grid = {{ n = {{ first = 1, last = {last} }}, variants = ["unguarded", "guarded", "torch"] }}
 """
 
 Cases = dict[str, tuple[str, tuple[tuple[str, int], ...]]]
@@ -78,7 +78,7 @@ def main() -> int:
     if args.render:
         write_report(Sweep.model_validate_json(args.render.read_text()), args.out)
         return 0
-    settings = Settings()
+    settings = get_settings()
     default_k = host_slots(settings)
     ks = list(dict.fromkeys([*(int(k) for k in args.slots.split(",")), default_k]))
     print(f"host: {os.cpu_count()} cores; default K = {default_k}; K values: {ks}")

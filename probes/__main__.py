@@ -39,7 +39,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def _fail(out: Path, result: ProbeResult, code: int) -> int:
-    out.write_text(json.dumps(result.model_dump(mode="json"), indent=1))
+    out.write_text(result.model_dump_json(indent=1), encoding="utf-8")
     return code
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -45,17 +44,22 @@ class Recorder:
         if self.poison.active:
             self.result.context["poison"] = self.poison.write(path)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.result.model_dump(mode="json"), indent=1))
+        tmp.write_text(self.result.model_dump_json(indent=1), encoding="utf-8")
         os.replace(tmp, path)
 
 
-class Probe(ABC):
-    """A probe program: declares params, tools, expectations; runs inside the sanitizer."""
+P = TypeVar("P", bound=BaseModel)
+
+
+class Probe(ABC, Generic[P]):
+    """A probe program: declares params (its model P), tools, expectations; runs inside the sanitizer."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
-    Params: ClassVar[type[BaseModel]]
+    Params: type[P]  # a class attribute in every probe; ClassVar cannot hold a type variable
     tools: ClassVar[tuple[Tool, ...]]  # the first is the default tool
+    # Whether a bare run needs a GPU whatever its parameters; probes with CPU and CUDA backends say False
+    # here and decide per request in gpu_needed().
     needs_gpu: ClassVar[bool] = True
     # Whether the probe poisons its fresh allocations when asked (`--poison`): the confirmer can then re-run it.
     poisonable: ClassVar[bool] = False
@@ -63,15 +67,15 @@ class Probe(ABC):
     # Timing and autotuning probes: a sanitizer distorts timing, so they refuse every tool but `none`.
     bare_only: ClassVar[bool] = False
 
-    def gpu_needed(self, params: BaseModel) -> bool:
-        """Whether these parameters need a GPU worker (probes with CPU and CUDA backends override)."""
+    def gpu_needed(self, params: P) -> bool:
+        """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""
         return self.needs_gpu
 
-    def uses_torch(self, params: BaseModel) -> bool:
+    def uses_torch(self, params: P) -> bool:
         """Whether these parameters import torch (its probes run initcheck with device-only backtraces)."""
         return False
 
-    def refusal(self, params: BaseModel, tool: Tool) -> str | None:
+    def refusal(self, params: P, tool: Tool) -> str | None:
         """Why this probe will not run these parameters under `tool`, or None; checked before it starts."""
         if self.bare_only and tool is not Tool.NONE:
             return (
@@ -80,10 +84,10 @@ class Probe(ABC):
             )
         return None
 
-    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
+    def expectation(self, params: P, tool: Tool) -> Expectation:
         """What every case of this probe expects under `tool`; clean unless overridden."""
         return Expectation()
 
     @abstractmethod
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+    def run(self, params: P, tool: Tool, recorder: Recorder) -> None:
         """Run every case, recording observations and allocations into `recorder`."""

@@ -49,7 +49,7 @@ def median_time(run: Callable[[], Any], sync: Callable[[], Any], repeats: int) -
     return statistics.median(times)
 
 
-class Bf16Matmul(Probe):
+class Bf16Matmul(Probe[Bf16MatmulParams]):
     name = "bf16-matmul"
     summary = "Classifies bf16 x bf16 matmul per backend: refused, native, silent_upcast or garbage"
     Params = Bf16MatmulParams
@@ -57,16 +57,13 @@ class Bf16Matmul(Probe):
     needs_gpu = False
     poisonable = True
 
-    def uses_torch(self, params: BaseModel) -> bool:
-        assert isinstance(params, Bf16MatmulParams)
+    def uses_torch(self, params: Bf16MatmulParams) -> bool:
         return any(b.startswith("torch") for b in params.backends)
 
-    def gpu_needed(self, params: BaseModel) -> bool:
-        assert isinstance(params, Bf16MatmulParams)
+    def gpu_needed(self, params: Bf16MatmulParams) -> bool:
         return "torch-cuda" in params.backends
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, Bf16MatmulParams)
+    def run(self, params: Bf16MatmulParams, tool: Tool, recorder: Recorder) -> None:
         timed = params.timing and tool is Tool.NONE
         recorder.result.context["timing"] = "measured" if timed else "not measured (sanitizer or timing off)"
         for backend in params.backends:

@@ -125,20 +125,18 @@ def resolve(program: str, cwd: str | None = None) -> str:
     return str(Path(found).resolve())
 
 
-class Command(Probe):
+class Command(Probe[CommandParams]):
     name = "command"
     summary = "Runs an allowlisted executable under the sanitizer (off unless CUPROBE_COMMAND_ENABLED=1)"
     Params = CommandParams
     tools = (Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
 
-    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
-        assert isinstance(params, CommandParams)
+    def expectation(self, params: CommandParams, tool: Tool) -> Expectation:
         if params.expect and tool is not Tool.NONE:
             return Expectation.positive_control(tool, params.expect)
         return Expectation()
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, CommandParams)
+    def run(self, params: CommandParams, tool: Tool, recorder: Recorder) -> None:
         trusted = os.environ.get(TRUSTED_ENV) == "1"
         if os.environ.get(ENABLED_ENV) != "1" and not trusted:
             raise ProbeUnavailable(

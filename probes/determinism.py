@@ -68,7 +68,7 @@ def compare(outputs: list[np.ndarray[Any, Any]]) -> dict[str, Any]:
     return {"differing_fraction": fraction, "max_abs_diff": max_abs}
 
 
-class Determinism(Probe):
+class Determinism(Probe[DeterminismParams]):
     name = "determinism"
     summary = "Runs an op in N fresh processes and compares output bits (matmul, index_add_, Triton split-K)"
     Params = DeterminismParams
@@ -76,12 +76,10 @@ class Determinism(Probe):
     needs_gpu = False
     bare_only = True
 
-    def gpu_needed(self, params: BaseModel) -> bool:
-        assert isinstance(params, DeterminismParams)
+    def gpu_needed(self, params: DeterminismParams) -> bool:
         return params.device == "cuda"
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, DeterminismParams)
+    def run(self, params: DeterminismParams, tool: Tool, recorder: Recorder) -> None:
         if params.device == "cuda":
             from probes.gpu import cuda_device_count
 

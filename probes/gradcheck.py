@@ -93,7 +93,7 @@ def step_resolved(torch: Any, base: list[Any], dtype: Any, h: float) -> bool:
     return all(bool(((t.to(dtype) + h) != t.to(dtype)).all()) for t in base)
 
 
-class Gradcheck(Probe):
+class Gradcheck(Probe[GradcheckParams]):
     name = "gradcheck"
     summary = (
         "Autodiff vs central finite differences at h and h/10; inconclusive at the reference's noise floor"
@@ -102,12 +102,10 @@ class Gradcheck(Probe):
     tools = (Tool.NONE, Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False
 
-    def gpu_needed(self, params: BaseModel) -> bool:
-        assert isinstance(params, GradcheckParams)
+    def gpu_needed(self, params: GradcheckParams) -> bool:
         return params.device == "cuda"
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, GradcheckParams)
+    def run(self, params: GradcheckParams, tool: Tool, recorder: Recorder) -> None:
         from probes.torch_env import import_torch, record_tensors
 
         torch = import_torch(params.device, tool, recorder)

@@ -74,15 +74,14 @@ def time_matmul(torch: Any, dtype: DType, shape: Shape, params: MatmulThroughput
     return Measurement(dtype=dtype, shape=(m, n, k), median_s=median_ms / 1e3)
 
 
-class MatmulThroughput(Probe):
+class MatmulThroughput(Probe[MatmulThroughputParams]):
     name = "matmul-throughput"
     summary = "TFLOP/s per dtype and shape vs the measured bf16 ceiling; fp16/bf16 off the fast path: finding"
     Params = MatmulThroughputParams
     tools = (Tool.NONE,)
     bare_only = True
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, MatmulThroughputParams)
+    def run(self, params: MatmulThroughputParams, tool: Tool, recorder: Recorder) -> None:
         from probes.torch_env import import_torch
 
         torch = import_torch("cuda", tool, recorder)

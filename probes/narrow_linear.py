@@ -35,20 +35,19 @@ class NarrowLinearParams(BaseModel):
         return value
 
 
-class NarrowLinear(Probe):
+class NarrowLinear(Probe[NarrowLinearParams]):
     name = "narrow-linear"
     summary = "torch.nn.functional.linear at batch 32 x 256 -> narrow out_features, fp32 and bf16, caching on or off"
     Params = NarrowLinearParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.NONE)
     poisonable = True
 
-    def uses_torch(self, params: BaseModel) -> bool:
+    def uses_torch(self, params: NarrowLinearParams) -> bool:
         return True
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+    def run(self, params: NarrowLinearParams, tool: Tool, recorder: Recorder) -> None:
         from probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
 
-        assert isinstance(params, NarrowLinearParams)
         torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False
         gen = torch.Generator().manual_seed(params.seed)

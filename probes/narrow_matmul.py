@@ -85,15 +85,14 @@ def tolerance(dtype: DType, k: int) -> float:
     return 4.0 * k * float(np.finfo(dtype).eps)
 
 
-class NarrowMatmul(Probe):
+class NarrowMatmul(Probe[NarrowMatmulParams]):
     name = "narrow-matmul"
     summary = "Tiled matmul reading never-written weight padding at narrow out_features; guarded and torch"
     Params = NarrowMatmulParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
     poisonable = True
 
-    def uses_torch(self, params: BaseModel) -> bool:
-        assert isinstance(params, NarrowMatmulParams)
+    def uses_torch(self, params: NarrowMatmulParams) -> bool:
         return "torch" in params.variants
 
     @staticmethod
@@ -103,16 +102,14 @@ class NarrowMatmul(Probe):
             return Expectation.positive_control(Tool.INITCHECK, UNINITIALIZED_GLOBAL_READ)
         return Expectation()
 
-    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
-        assert isinstance(params, NarrowMatmulParams)
+    def expectation(self, params: NarrowMatmulParams, tool: Tool) -> Expectation:
         for variant in params.variants:
             for n in params.n:
                 if not self.case_expectation(params, tool, variant, n).clean:
                     return self.case_expectation(params, tool, variant, n)
         return Expectation()
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, NarrowMatmulParams)
+    def run(self, params: NarrowMatmulParams, tool: Tool, recorder: Recorder) -> None:
         rng = np.random.default_rng(params.seed)
         inputs = {
             n: (rng.standard_normal((params.m, params.k)), rng.standard_normal((n, params.k)))

@@ -30,7 +30,7 @@ class PlantedParams(BaseModel):
     )
 
 
-class Planted(Probe):
+class Planted(Probe[PlantedParams]):
     name = "planted"
     summary = "Positive controls: an out-of-bounds write, a missing barrier, an invalid __syncwarp mask"
     Params = PlantedParams
@@ -40,20 +40,18 @@ class Planted(Probe):
     def defect_for(params: PlantedParams, tool: Tool) -> str:
         return params.defect or DEFAULT_DEFECT_FOR_TOOL.get(tool, "sound")
 
-    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
-        assert isinstance(params, PlantedParams)
+    def expectation(self, params: PlantedParams, tool: Tool) -> Expectation:
         control = CONTROLS.get(self.defect_for(params, tool))
         if control and control[0] is tool:
             return Expectation.positive_control(*control)
         return Expectation()
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+    def run(self, params: PlantedParams, tool: Tool, recorder: Recorder) -> None:
         import numpy as np
 
         from kernels import load_module
         from probes.gpu import cuda_context
 
-        assert isinstance(params, PlantedParams)
         defect = self.defect_for(params, tool)
         case = recorder.case(defect, self.expectation(params, tool), defect=defect)
         with cuda_context() as cuda:

@@ -33,7 +33,7 @@ class PlantedTorchParams(BaseModel):
     allocator: Allocator | None = Field(None, description=FIELD_DESCRIPTION)
 
 
-class PlantedTorch(Probe):
+class PlantedTorch(Probe[PlantedTorchParams]):
     name = "planted-torch"
     summary = "A write past a cached tensor's end and a read of a reused block, under each torch allocator"
     Params = PlantedTorchParams
@@ -43,14 +43,12 @@ class PlantedTorch(Probe):
     def defect_for(params: PlantedTorchParams, tool: Tool) -> Defect:
         return params.defect or DEFAULT_DEFECT_FOR_TOOL.get(tool, "sound")
 
-    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
+    def expectation(self, params: PlantedTorchParams, tool: Tool) -> Expectation:
         """A positive control under every allocator: a mode that hides the defect fails it, as it should."""
-        assert isinstance(params, PlantedTorchParams)
         control = CONTROLS.get(self.defect_for(params, tool))
         return Expectation.positive_control(*control) if control and control[0] is tool else Expectation()
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, PlantedTorchParams)
+    def run(self, params: PlantedTorchParams, tool: Tool, recorder: Recorder) -> None:
         from probes.torch_env import import_torch
 
         defect = self.defect_for(params, tool)

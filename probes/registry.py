@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
+from typing import Any
 
 from probes.base import Probe
 
@@ -28,7 +29,7 @@ class UnknownProbe(LookupError):
     """No probe of that name is registered."""
 
 
-def _load(target: str) -> type[Probe]:
+def _load(target: str) -> type[Probe[Any]]:
     module_name, _, attr = target.partition(":")
     probe = getattr(importlib.import_module(module_name), attr)
     if not (isinstance(probe, type) and issubclass(probe, Probe)):
@@ -44,7 +45,7 @@ def available() -> dict[str, str]:
     return found
 
 
-def get(name: str) -> Probe:
+def get(name: str) -> Probe[Any]:
     """An instance of the probe called `name`."""
     targets = available()
     if name not in targets:

@@ -68,7 +68,7 @@ class ReplayParams(BaseModel):
         return self
 
 
-class Replay(Probe):
+class Replay(Probe[ReplayParams]):
     name = "replay"
     summary = "Runs a torch program in N processes with the same seeds; names the first diverging tensor"
     Params = ReplayParams
@@ -76,12 +76,10 @@ class Replay(Probe):
     needs_gpu = False
     bare_only = True
 
-    def gpu_needed(self, params: BaseModel) -> bool:
-        assert isinstance(params, ReplayParams)
+    def gpu_needed(self, params: ReplayParams) -> bool:
         return params.device == "cuda"
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, ReplayParams)
+    def run(self, params: ReplayParams, tool: Tool, recorder: Recorder) -> None:
         if params.device == "cuda":
             from probes.gpu import cuda_device_count
 

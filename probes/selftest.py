@@ -24,15 +24,14 @@ class SelftestParams(BaseModel):
     cuda_init: bool = Field(False, description="initialise CUDA first (so a sanitizer sees a CUDA program)")
 
 
-class Selftest(Probe):
+class Selftest(Probe[SelftestParams]):
     name = "selftest"
     summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel"
     Params = SelftestParams
     tools = (Tool.NONE, Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     needs_gpu = False
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, SelftestParams)
+    def run(self, params: SelftestParams, tool: Tool, recorder: Recorder) -> None:
         case = recorder.case(params.behaviour, self.expectation(params, tool), behaviour=params.behaviour)
         case.observations["pid"] = os.getpid()
         if params.cuda_init:

@@ -27,26 +27,24 @@ class UninitReadParams(BaseModel):
         return self
 
 
-class UninitRead(Probe):
+class UninitRead(Probe[UninitReadParams]):
     name = "uninit-read"
     summary = "Reads n device elements of which only the first k were written (initcheck positive control)"
     Params = UninitReadParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
     poisonable = True
 
-    def expectation(self, params: BaseModel, tool: Tool) -> Expectation:
-        assert isinstance(params, UninitReadParams)
+    def expectation(self, params: UninitReadParams, tool: Tool) -> Expectation:
         if tool is Tool.INITCHECK and params.k < params.n:
             return Expectation.positive_control(Tool.INITCHECK, UNINITIALIZED_GLOBAL_READ)
         return Expectation()
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
+    def run(self, params: UninitReadParams, tool: Tool, recorder: Recorder) -> None:
         import numpy as np
 
         from kernels import load_module
         from probes.gpu import cuda_context, device_alloc, device_reader
 
-        assert isinstance(params, UninitReadParams)
         case_id = f"n={params.n},k={params.k}"
         case = recorder.case(case_id, self.expectation(params, tool), n=params.n, k=params.k)
         with cuda_context() as cuda:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -18,14 +19,29 @@ class ApiError(RuntimeError):
 class Client:
     """Calls the cuprobe API at `url` with an optional bearer token."""
 
-    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout: float = 30.0, *, retries: int = 4, backoff_s: float = 0.25
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.url = url
+        self.retries, self.backoff_s = retries, backoff_s
         self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request; a GET (safe to repeat) is retried with exponential backoff on a transport error."""
+        tries = 1 + (self.retries if method == "GET" else 0)
+        for attempt in range(tries):
+            try:
+                return self._http.request(method, path, **kwargs)
+            except httpx.TransportError:
+                if attempt + 1 == tries:
+                    raise
+                time.sleep(self.backoff_s * 2**attempt)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
-            response = self._http.request(method, path, **kwargs)
+            response = self._send(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise ApiError(
                 0,

@@ -1,7 +1,10 @@
-"""Settings, from CUPROBE_* environment variables (pydantic-settings), with one module-level instance."""
+"""Settings, from CUPROBE_* environment variables (pydantic-settings), read through one cached accessor."""
 
 from __future__ import annotations
 
+import functools
+import os
+import warnings
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -9,9 +12,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.models import Backtrace
 
+ENV_PREFIX = "CUPROBE_"
+
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CUPROBE_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # Where compute-sanitizer is: this path first, then the PyPI wheel's, then PATH, then CUDA_HOME.
     sanitizer_path: Path | None = None
@@ -57,6 +62,9 @@ class Settings(BaseSettings):
     # A queued job older than this whose queue no live worker serves (the worker registry) ends
     # `unavailable` without waiting for its deadline: a GPU probe sent where no GPU worker runs fails fast.
     unserved_after_s: float = 120.0
+    # For this long after the API starts, submission does not answer `unavailable` for lack of a worker: workers
+    # started with it need a moment to be seen.
+    unserved_grace_s: float = 10.0
     # Each worker publishes a registry heartbeat (queues, GPU, pids) this often, kept for worker_ttl_s: a worker
     # silent that long is gone, and the reconciler re-queues its running jobs.
     worker_beat_s: float = 5.0
@@ -68,6 +76,8 @@ class Settings(BaseSettings):
     store_timeout_s: float = 10.0
     # A running job refreshes its heartbeat this often; one silent for stale_after_s is presumed lost.
     heartbeat_s: float = 5.0
+    # A running job reads its cancel flag this often: a cancel stops the probe within about a second.
+    cancel_poll_s: float = 0.25
     stale_after_s: float = 60.0
     # How often the reconciler compares the store with the broker; a queued job missing from Redis for
     # longer than requeue_grace_s is sent again (Redis lost it).
@@ -100,7 +110,10 @@ class Settings(BaseSettings):
     api_url: str = "http://127.0.0.1:8000"
     # Bearer token; required when set, and the API refuses to start without one when `command` is enabled.
     api_token: str | None = None
-    command_probe_enabled: bool = False
+    # The `command` probe runs any allowlisted executable: off unless enabled (API and worker read this one name).
+    command_enabled: bool = False
+    # Its old name, read with a warning (it only ever switched the API's check).
+    command_probe_enabled: bool | None = None
     # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
     replay_probe_enabled: bool = False
     max_request_bytes: int = 64 * 1024
@@ -117,6 +130,18 @@ class Settings(BaseSettings):
         return self.database_url or f"sqlite:///{self.data_dir / 'cuprobe.db'}"
 
     @model_validator(mode="after")
+    def _one_command_switch(self) -> Settings:
+        old = self.command_probe_enabled
+        if old is not None:
+            warnings.warn(
+                "CUPROBE_COMMAND_PROBE_ENABLED is deprecated: set CUPROBE_COMMAND_ENABLED (API and worker alike)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            self.command_enabled = self.command_enabled or old
+        return self
+
+    @model_validator(mode="after")
     def _limits_below_visibility(self) -> Settings:
         # Redis hands an unacked job to a second worker after visibility_timeout: a job must end before.
         if not self.task_soft_time_limit_s < self.task_time_limit_s < self.visibility_timeout_s:
@@ -127,4 +152,12 @@ class Settings(BaseSettings):
         return self
 
 
-settings = Settings()
+@functools.lru_cache(maxsize=8)
+def _settings_for(environment: frozenset[tuple[str, str]]) -> Settings:
+    return Settings()
+
+
+def get_settings() -> Settings:
+    """The settings of this process's CUPROBE_* environment, built once per distinct environment (so a test
+    that changes a variable sees it; tests may still build Settings(...) explicitly)."""
+    return _settings_for(frozenset((k, v) for k, v in os.environ.items() if k.upper().startswith(ENV_PREFIX)))

@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import bootsteps
 
-from service.config import Settings
+from service.config import get_settings
 from service.queue.celery_app import TASK_RECONCILE, TASK_RUN_PROBE, TASK_RUN_SWEEP, make_celery
 from service.queue.registry import WorkerHeartbeat
 
@@ -24,7 +24,7 @@ class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
 
     def start(self, worker: Any) -> None:
         queues = sorted(worker.app.amqp.queues.consume_from or worker.app.amqp.queues)
-        self.heartbeat = WorkerHeartbeat(Settings(), worker.hostname, queues)
+        self.heartbeat = WorkerHeartbeat(get_settings(), worker.hostname, queues)
         self.heartbeat.start()
 
     def stop(self, worker: Any) -> None:
@@ -32,6 +32,6 @@ class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
             self.heartbeat.stop()
 
 
-app = make_celery(Settings())
+app = make_celery(get_settings())
 app.conf.include = ["tasks.probe", "tasks.maintenance", "tasks.sweep"]
 app.steps["worker"].add(RegistryHeartbeat)

@@ -7,23 +7,18 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from service.config import Settings
+from service.config import get_settings
 from service.db.store import Store
 from service.worker.execute import execute_job
 from tasks.app import TASK_RUN_PROBE, app
 
 
 @cache
-def _settings() -> Settings:
-    return Settings()
-
-
-@cache
 def _store() -> Store:
-    return Store(_settings().database, timeout_s=_settings().store_timeout_s)
+    return Store(get_settings().database, timeout_s=get_settings().store_timeout_s)
 
 
-_limits = _settings()
+_limits = get_settings()
 
 
 @app.task(  # type: ignore[untyped-decorator]  # celery is untyped
@@ -45,7 +40,7 @@ def run_probe(job_id: str) -> dict[str, Any]:
     return execute_job(
         job_id,
         store=_store(),
-        settings=_settings(),
+        settings=get_settings(),
         interrupts=(SoftTimeLimitExceeded,),
-        time_limit_s=_settings().task_soft_time_limit_s,
+        time_limit_s=get_settings().task_soft_time_limit_s,
     )

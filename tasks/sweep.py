@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Store, utcnow
 from service.db.sweeps import SweepStore
 from service.models.sweep import Sweep
@@ -21,11 +20,6 @@ from service.sweep.notify import notify
 from service.sweep.schedule import start_once
 from service.worker.commands import host_slots
 from tasks.app import TASK_RUN_SWEEP, app
-
-
-@cache
-def _settings() -> Settings:
-    return Settings()
 
 
 def run_and_store(definition_path: Path, store: Store, settings: Settings, runner: Any) -> Sweep:
@@ -47,7 +41,7 @@ def run_and_store(definition_path: Path, store: Store, settings: Settings, runne
 @app.task(name=TASK_RUN_SWEEP, acks_late=False, max_retries=0)  # type: ignore[untyped-decorator]  # celery is untyped
 def scheduled_sweep(definition_path: str) -> dict[str, Any]:
     """Run the beat's sweep once for this due minute; skip it while the previous one still runs."""
-    settings = _settings()
+    settings = get_settings()
     store = Store(settings.database)
     store.migrate()
     definition = load_definition(Path(definition_path))

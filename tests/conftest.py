@@ -19,7 +19,8 @@ VERSIONS = ("2025.3.1.0", "2026.4.0.0")
 # The replay stand-in runs where compute-sanitizer would, with the probe's allowlisted environment: let its own
 # variables through (workers started by the integration tests inherit this too).
 os.environ.setdefault(
-    "CUPROBE_PROBE_ENV_PASS", json.dumps(["CUPROBE_REPLAY_CASE", "CUPROBE_REPLAY_TARGET", "CUPROBE_REPLAY_MAP"])
+    "CUPROBE_PROBE_ENV_PASS",
+    json.dumps(["CUPROBE_REPLAY_CASE", "CUPROBE_REPLAY_TARGET", "CUPROBE_REPLAY_MAP", "CUPROBE_REPLAY_XML_FIRST"]),
 )
 
 

@@ -19,11 +19,12 @@ from service.api.limits import BodySizeLimit
 from service.api.routes import health, jobs, probes, sweeps
 from service.api.routes.health import HealthCache
 from service.api.schemas import ErrorBody
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue.celery_app import make_celery
 from service.queue.reconciler import ReconcilerThread
 from service.queue.registry import WorkerRegistry
+from service.queue.served import ServedQueues, after_grace, served_reader
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +70,16 @@ async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(ErrorBody(error=f"internal error ({type(exc).__name__})").model_dump(), status_code=500)
 
 
-def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> FastAPI:
-    """The API for `settings`; refuses to build when a probe that runs code (command, replay) is on without a token."""
-    settings = settings or Settings()
-    if (settings.command_probe_enabled or settings.replay_probe_enabled) and not settings.api_token:
+def create_app(
+    settings: Settings | None = None, *, reconciler: bool = True, served_queues: ServedQueues | None = None
+) -> FastAPI:
+    """The API for `settings`; refuses to build when a probe that runs code (command, replay) is on without a token.
+
+    `served_queues` says which queues live workers serve (the worker registry by default): a job for a queue
+    none serves is answered `unavailable` at once, after `unserved_grace_s` of start-up.
+    """
+    settings = settings or get_settings()
+    if (settings.command_enabled or settings.replay_probe_enabled) and not settings.api_token:
         raise ValueError(
             "the command or replay probe is enabled: set CUPROBE_API_TOKEN so only token holders can run code"
         )
@@ -99,6 +106,7 @@ def create_app(settings: Settings | None = None, *, reconciler: bool = True) -> 
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.state.registry, app.state.health = registry, HealthCache(settings, store, registry)
+    app.state.served_queues = after_grace(served_queues or served_reader(registry), settings.unserved_grace_s)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(SQLAlchemyError, _store_error)

@@ -15,7 +15,7 @@ from service.db.store import Store
 bearer = HTTPBearer(auto_error=False)
 
 
-def get_settings(request: Request) -> Settings:
+def app_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -29,7 +29,7 @@ def get_celery(request: Request) -> Celery:
     return request.app.state.celery
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+SettingsDep = Annotated[Settings, Depends(app_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
 CeleryDep = Annotated[Celery, Depends(get_celery)]
 

@@ -49,7 +49,7 @@ class BodySizeLimit:
         body = {
             "schema_version": SCHEMA_VERSION,
             "error": f"request body larger than this server's limit of {self.limit} bytes",
-            "field": None,
+            "field": "body",
         }
         raw = json.dumps(body).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from service.db.store import Job, as_utc
-from service.models import SCHEMA_VERSION, Finding, Tool
+from service.models import SCHEMA_VERSION, ExitCode, Finding, Tool
 
 
 class Versioned(BaseModel):
@@ -44,7 +44,7 @@ class JobView(Versioned):
         from service.models import Outcome
 
         exit_code = (
-            Outcome(job.outcome).exit_code if job.outcome else (3 if job.state == "cancelled" else None)
+            Outcome(job.outcome).exit_code if job.outcome else (ExitCode.NOT_RUN if job.state == "cancelled" else None)
         )
         return cls(
             id=job.id,
@@ -80,7 +80,7 @@ class FindingList(Versioned):
 class ProbeView(BaseModel):
     name: str
     summary: str
-    needs_gpu: bool
+    needs_gpu: bool = Field(description="at its default tool and parameters")
     tools: list[Tool]
     params_schema: dict[str, Any]
 

@@ -7,13 +7,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from probes import registry
 from service.cli.embedded import embedded_stack
 from service.client import ApiError, Client
 from service.config import Settings
 from service.models import ProbeRequest
-from service.probing.runner import BadRequest, run_probe
+from service.probing.admission import BadRequest
+from service.probing.runner import run_probe
+from service.queue.waiting import ended, poll
 
 
 @dataclass
@@ -69,17 +72,16 @@ def check_service(settings: Settings, timeout_s: float, progress: Progress) -> l
                 jobs[name] = client.submit({"probe": name, "timeout_s": timeout_s})["id"]
             except ApiError as exc:  # 422: a probe with required parameters (command) has no default run
                 rows.append(CheckRow(name, "-", None, f"needs parameters: {exc}".splitlines()[0]))
-        done: dict[str, dict[str, object]] = {}
-        while len(done) < len(jobs):
-            for name, job_id in jobs.items():
-                if name not in done:
-                    job = client.job(job_id)
-                    if job["state"] in ("done", "cancelled"):
-                        done[name] = job
-            waiting = sorted(set(jobs) - set(done))
-            progress(f"{len(done)}/{len(jobs)} done; waiting for {', '.join(waiting)}" if waiting else "all done")
-            time.sleep(0.5)
-        for name, job in done.items():
+
+        def show(pending: dict[str, dict[str, Any]]) -> None:
+            waiting = sorted(pending)
+            done = len(jobs) - len(waiting)
+            progress(f"{done}/{len(jobs)} done; waiting for {', '.join(waiting)}" if waiting else "all done")
+
+        def read(name: str) -> dict[str, Any]:
+            return client.job(jobs[name])
+
+        for name, job in poll(jobs, read, lambda j: ended(j["state"]), poll_s=0.5, progress=show):
             outcome = job["outcome"] if job["state"] == "done" else "cancelled"
             rows.append(CheckRow(name, str(job["tool"]), str(outcome), str(job["message"]), str(job["id"])))
     return sorted(rows, key=lambda row: row.probe)

@@ -25,7 +25,9 @@ from rich.console import Console
 from probes import registry
 from service.config import Settings
 from service.db.store import Store
-from service.worker.commands import GpuDevice, WorkerCommand, discover_gpus, worker_commands
+from service.probing.admission import needs_gpu_by_default
+from service.probing.gpus import GpuDevice, visible_gpus
+from service.worker.commands import WorkerCommand, stop_all, worker_commands
 
 console = Console(stderr=True)
 # How often `up` checks that its workers still run.
@@ -48,10 +50,10 @@ def embedded_broker(data_dir: Path) -> Iterator[str]:
 
 
 def gpu_probes_missing(devices: list[GpuDevice]) -> list[str]:
-    """GPU probes nothing here can run, when there is no GPU."""
+    """Probes that need a GPU at their defaults, which nothing here can run when there is no GPU."""
     if devices:
         return []
-    return sorted(name for name in registry.available() if registry.get(name).needs_gpu)
+    return sorted(name for name in registry.available() if needs_gpu_by_default(name))
 
 
 def embedded_settings(settings: Settings, broker_url: str) -> Settings:
@@ -107,7 +109,7 @@ def embedded_stack(
     with embedded_broker(settings.data_dir.resolve()) as broker_url:
         settings = embedded_settings(settings, broker_url)
         Store(settings.database).migrate()
-        devices = discover_gpus()
+        devices = visible_gpus()
         commands = worker_commands(
             devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING", gpu_slots=settings.gpu_slots
         )
@@ -186,10 +188,4 @@ class WorkerSupervisor(threading.Thread):
     def stop(self) -> None:
         self.stopping.set()
         with self._lock:
-            for proc in self.procs:
-                proc.terminate()
-            for proc in self.procs:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_all(self.procs, timeout_s=30)

@@ -13,24 +13,25 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from service.cli.jobs import TokenOpt, UrlOpt
+from service.cli.render import spelling_warnings
 from service.client import Client
-from service.config import Settings
+from service.config import get_settings
 from service.gate import github, junit, markdown, sarif
 from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
 from service.gate.discover import DiscoveryError
 from service.gate.runs import EntryRuns, run_local, run_remote
 from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
-from service.gate.verdict import EXIT_NOT_RUN, GateReport, judge, location, updated_baseline
-from service.models import RunResult
+from service.gate.verdict import GateReport, judge, updated_baseline
+from service.models import ExitCode, RunResult
+from service.models.reasons import by_reason, names_line
 
-USAGE_ERROR = 2
 out = Console()
 err = Console(stderr=True)
 
 
 def _refuse(message: str) -> typer.Exit:
     err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-    return typer.Exit(USAGE_ERROR)
+    return typer.Exit(ExitCode.USAGE)
 
 
 def _run(
@@ -44,18 +45,20 @@ def _run(
         def on_result(entry: SuiteEntry, repeat: int, result: RunResult) -> None:
             style = "green" if result.outcome.ran else "red"
             what = f"{entry.case or entry.name} [{'' if entry.case else entry.probe + ' '}{entry.tool.value}]"
+            # Why a run could not run is said once, grouped, in the summary on stdout.
+            said = escape(result.message) if result.outcome.ran else "(why: in the summary)"
             progress.console.print(
                 f"{escape(what)} {repeat + 1}/{entry.repeats}: "
-                f"[{style}]{result.outcome.value}[/] {escape(result.message)}"
+                f"[{style}]{result.outcome.value}[/] {said}"
             )
             progress.advance(task)
 
         if not local:
-            return run_remote(suite, Client(url or Settings().api_url, token), poll_s=poll, on_result=on_result)
+            return run_remote(suite, Client(url or get_settings().api_url, token), poll_s=poll, on_result=on_result)
         if workdir is not None:
-            return run_local(suite, workdir, Settings(), on_result)
+            return run_local(suite, workdir, get_settings(), on_result)
         with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:
-            return run_local(suite, Path(tmp), Settings(), on_result)
+            return run_local(suite, Path(tmp), get_settings(), on_result)
 
 
 def _show(report: GateReport) -> None:
@@ -63,16 +66,23 @@ def _show(report: GateReport) -> None:
         style = "red" if item.fails else "yellow" if item.status.fails else "dim"
         case = f" ({item.finding.case})" if item.finding.case else ""
         where = (
-            f"{item.entry}{case} {item.finding.severity} {item.finding.kind} at {location(item.finding)}, "
+            f"{item.entry}{case} {item.finding.severity} {item.finding.kind} at {item.finding.location()}, "
             f"seen {item.seen}/{item.repeats}"
         )
         out.print(
             f"[{style}]{escape(item.label_confirmed)}[/]: {escape(where)} — {item.finding.signature}", soft_wrap=True
         )
-    for n in report.not_run:
+    runs = [
+        (
+            f"{n.entry}" + (f" (repeat {n.repeat + 1})" if n.repeat else ""),
+            f"{n.result.outcome.value}: {n.result.message}",
+        )
+        for n in report.not_run
+    ]
+    for reason, names in by_reason(runs):
         out.print(
-            f"[red]could not run:[/] {n.entry} repeat {n.repeat + 1}: {n.result.outcome.value}: "
-            + escape(n.result.message)
+            f"[red]could not run ({len(names)} run(s): {escape(names_line(names))}):[/] {escape(reason)}",
+            soft_wrap=True,
         )
     for c in report.failed_controls:
         out.print(f"[red]positive control came back clean:[/] {c.entry} case {c.case}: {escape(c.reason)}")
@@ -104,14 +114,15 @@ def gate(
 ) -> None:
     """Run SUITE and judge it: exit 0 pass, 1 new or expired findings, 3 something could not run, 2 bad input."""
     try:
-        suite = load_suite(suite_file)
+        with spelling_warnings(err):
+            suite = load_suite(suite_file)
     except SuiteError as exc:
         raise _refuse(str(exc)) from exc
     try:
         suite = expand(suite)
     except DiscoveryError as exc:
         err.print(f"[red]could not run:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(EXIT_NOT_RUN) from exc
+        raise typer.Exit(ExitCode.NOT_RUN) from exc
     baseline_path = baseline or suite.baseline_path()
     if baseline is not None and not baseline.exists() and not update_baseline:
         raise _refuse(f"baseline {baseline} does not exist (write one with --update-baseline)")
@@ -122,7 +133,7 @@ def gate(
     runs = _run(suite, local, workdir, url, token, poll)
     report = judge(suite, runs, known)
     if update_baseline:
-        if report.exit_code == EXIT_NOT_RUN:
+        if report.exit_code == ExitCode.NOT_RUN:
             err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
         else:
             fresh = updated_baseline(report, known)

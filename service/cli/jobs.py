@@ -1,4 +1,4 @@
-"""CLI commands for the service: submit, status, results, cancel, serve, worker, beat, up."""
+"""CLI commands for the service: submit, status, results, jobs, cancel, serve, worker, beat, up."""
 
 from __future__ import annotations
 
@@ -13,14 +13,18 @@ from rich.console import Console
 from rich.table import Table
 
 from service.cli.options import SanitizerOpt, parse_options
+from service.cli.render import findings_table
 from service.client import ApiError, Client
-from service.config import Settings
+from service.config import get_settings
+from service.models import ExitCode, Finding
+from service.queue.waiting import ended, poll
 
 out = Console()
 err = Console(stderr=True)
-# Exit codes besides the outcome's own 0/1/3: a refused request, and a job that has not finished yet.
-EXIT_REFUSED = 2
-EXIT_PENDING = 4
+# How long `cancel` waits for a running job to stop before saying it is still running.
+CANCEL_WAIT_S = 5.0
+# Job ids in lists: every command accepts any unique prefix.
+SHORT_ID = 8
 
 UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
 TokenOpt = Annotated[
@@ -30,12 +34,12 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print the JSON the API re
 
 
 def _client(url: str | None, token: str | None) -> Client:
-    return Client(url or Settings().api_url, token)
+    return Client(url or get_settings().api_url, token)
 
 
 def _fail(exc: ApiError) -> typer.Exit:
     err.print(f"[red]error:[/red] {exc}")
-    return typer.Exit(3 if exc.status == 0 else EXIT_REFUSED)
+    return typer.Exit(ExitCode.NOT_RUN if exc.status == 0 else ExitCode.USAGE)
 
 
 def _param_value(raw: str) -> Any:
@@ -65,19 +69,23 @@ def _describe(job: dict[str, Any]) -> str:
 
 def _exit_code(job: dict[str, Any]) -> int:
     code = job.get("exit_code")
-    return EXIT_PENDING if code is None else int(code)
+    return ExitCode.PENDING if code is None else int(code)
 
 
 def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
     start = time.monotonic()
     with err.status("") as status:
-        while job["state"] in ("queued", "running"):
-            attempt = f" (attempt {job['attempts']})" if job["state"] == "running" else ""
-            status.update(
-                f"{job['probe']} {job['id'][:8]}: {job['state']}{attempt}, {time.monotonic() - start:.0f} s"
-            )
-            time.sleep(poll_s)
-            job = client.job(job["id"])
+
+        def show(pending: dict[str, dict[str, Any]]) -> None:
+            for now in pending.values():
+                attempt = f" (attempt {now['attempts']})" if now["state"] == "running" else ""
+                status.update(
+                    f"{now['probe']} {now['id'][:SHORT_ID]}: {now['state']}{attempt}, "
+                    f"{time.monotonic() - start:.0f} s"
+                )
+
+        for _, done in poll([job["id"]], client.job, lambda j: ended(j["state"]), poll_s=poll_s, progress=show):
+            return done
     return job
 
 
@@ -94,6 +102,10 @@ def submit(
     deadline: Annotated[
         float | None, typer.Option(help="seconds to wait for a worker before `unavailable`")
     ] = None,
+    wait_for_worker: Annotated[
+        bool,
+        typer.Option("--wait-for-worker", help="if no live worker serves the queue, wait for one (up to --deadline)"),
+    ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
     poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
     sanitizer_option: SanitizerOpt = None,
@@ -105,6 +117,8 @@ def submit(
     spec: dict[str, Any] = {"probe": probe, "params": parse_params(param or [], params), "lane": lane}
     if options := parse_options(sanitizer_option or []).model_dump(mode="json", exclude_defaults=True):
         spec["options"] = options
+    if wait_for_worker:
+        spec["wait_for_worker"] = True
     for key, value in (("tool", tool), ("timeout_s", timeout), ("arch", arch), ("deadline_s", deadline)):
         if value is not None:
             spec[key] = value
@@ -121,7 +135,7 @@ def submit(
         out.print(f"{job['id']} {job['probe']}: {_describe(job)} ({job.get('findings') or 0} findings)")
     else:
         out.print(job["id"])
-    raise typer.Exit(_exit_code(job) if wait else 0)
+    raise typer.Exit(_exit_code(job) if wait else ExitCode.CLEAN)
 
 
 def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: TokenOpt = None) -> None:
@@ -133,7 +147,9 @@ def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: Tok
     if as_json:
         out.print_json(data=job)
     else:
-        out.print(f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}")
+        out.print(
+            f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}", soft_wrap=True
+        )
     raise typer.Exit(_exit_code(job))
 
 
@@ -150,25 +166,66 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
         raise typer.Exit(_exit_code(job))
     out.print(f"{job['id']} {job['probe']} [{job['tool']}]: {_describe(job)}")
     if findings:
-        table = Table("kind", "tool", "location", "count", "evidence", "message")
-        for f in findings:
-            where = (
-                f"{f.get('file')}:{f.get('line')}"
-                if f.get("file")
-                else (f.get("kernel") or f.get("pc") or "?")
-            )
-            table.add_row(f["kind"], f["tool"], where, str(f["count"]), f["evidence"], f["message"])
-        out.print(table)
+        out.print(findings_table([Finding.model_validate(f) for f in findings]))
     raise typer.Exit(_exit_code(job))
 
 
-def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
-    """Cancel a queued job, or stop a running one."""
+def jobs(
+    probe: Annotated[str | None, typer.Option(help="only this probe")] = None,
+    tool: Annotated[str | None, typer.Option(help="only this tool")] = None,
+    outcome: Annotated[str | None, typer.Option(help="only this outcome (clean, findings, unavailable, ...)")] = None,
+    state: Annotated[str | None, typer.Option(help="only this state (queued, running, done, cancelled)")] = None,
+    limit: Annotated[int, typer.Option(help="at most this many, newest first")] = 20,
+    as_json: JsonOpt = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """List jobs, newest first; any unique prefix of an id shown works with status, results and cancel."""
     try:
-        job = _client(url, token).cancel(job_id)
+        found = _client(url, token).jobs(
+            probe=probe or "", tool=tool or "", outcome=outcome or "", state=state or "", limit=str(limit)
+        )["jobs"]
     except ApiError as exc:
         raise _fail(exc) from exc
-    out.print(f"{job['id']}: {job['state']}" + (" (stop requested)" if job["state"] == "running" else ""))
+    if as_json:
+        out.print_json(data=found)
+        return
+    if not found:
+        out.print("no jobs match")
+        return
+    table = Table("id", "probe", "tool", "state", "outcome", "findings", "created")
+    for job in found:
+        table.add_row(
+            job["id"][:SHORT_ID],
+            job["probe"],
+            job["tool"],
+            job["state"],
+            job["outcome"] or "-",
+            str(job.get("findings") or 0),
+            job["created_at"][:19].replace("T", " "),
+        )
+    out.print(table)
+
+
+def cancel(job_id: str, url: UrlOpt = None, token: TokenOpt = None) -> None:
+    """Cancel a queued job, or stop a running one (waits up to 5 s for the stop, then says where it stands)."""
+    client = _client(url, token)
+    try:
+        job = client.cancel(job_id)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        stopped = poll(
+            [job["id"]],
+            client.job,
+            lambda j: j["state"] != "running" or time.monotonic() >= deadline,
+            poll_s=0.1,
+        )
+        job = next(iter(stopped))[1] if job["state"] == "running" else job
+    except ApiError as exc:
+        raise _fail(exc) from exc
+    if job["state"] == "running":
+        out.print(f"{job['id']}: stop requested; still running after {CANCEL_WAIT_S:.0f} s")
+    else:
+        out.print(f"{job['id']}: {_describe(job)}", soft_wrap=True)
 
 
 def serve(
@@ -182,7 +239,7 @@ def serve(
 
     from service.api import create_app
 
-    settings = Settings()
+    settings = get_settings()
     uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
 
 
@@ -196,10 +253,11 @@ def worker(
     ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
-    from service.worker.commands import discover_gpus, run_workers, slots_for, worker_commands
+    from service.probing.gpus import visible_gpus
+    from service.worker.commands import run_workers, slots_for, worker_commands
 
-    settings = Settings()
-    devices = discover_gpus() if gpus else []
+    settings = get_settings()
+    devices = visible_gpus() if gpus else []
     commands = worker_commands(
         devices,
         cpu_concurrency=cpu_concurrency or settings.cpu_concurrency,
@@ -212,18 +270,18 @@ def worker(
         err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
-        raise typer.Exit(3)
+        raise typer.Exit(ExitCode.NOT_RUN)
     for command in commands:
         env = " ".join(f"{k}={v!r}" for k, v in command.env.items())
         err.print(f"{command.name}: {env} {' '.join(command.argv)}")
     if dry_run:
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.CLEAN)
     raise typer.Exit(run_workers(commands))
 
 
 def beat(loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO") -> None:
     """Run Celery beat: periodic reconcile (deadlines, jobs Redis lost) and artifact pruning."""
-    settings = Settings()
+    settings = get_settings()
     schedule = settings.data_dir / "celerybeat-schedule"
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
@@ -249,10 +307,10 @@ def up(
     """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
     from service.cli.embedded import up as run_up
 
-    raise typer.Exit(run_up(Settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
+    raise typer.Exit(run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
 
 
 def register(app: typer.Typer) -> None:
     """Add the service commands to the `cuprobe` Typer app."""
-    for command in (submit, status, results, cancel, serve, worker, beat, up):
+    for command in (submit, status, results, jobs, cancel, serve, worker, beat, up):
         app.command()(command)

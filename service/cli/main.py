@@ -3,32 +3,37 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from probes import registry
 from probes.contract import Tool
+from service import __version__
 from service.cli import gate as cli_gate
 from service.cli import jobs as cli_jobs
 from service.cli.check import check_local, check_service
 from service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
-from service.cli.render import print_result
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult, Severity, exit_code_for
+from service.cli.render import parameter_rows, print_result
+from service.config import get_settings
+from service.models import ExitCode, Outcome, ProbeRequest, RunResult, Severity, exit_code_for
+from service.models.problems import describe
+from service.models.reasons import ALSO, by_reason, names_line
+from service.probing.admission import BadRequest, needs_gpu_by_default
 from service.probing.environment import gpu_facts
-from service.probing.runner import BadRequest, run_probe
+from service.probing.gpus import visible_gpus
+from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import read_summary
-from service.worker.commands import discover_gpus, slots_for
+from service.sanitizer.summary import is_text_log, read_summary
+from service.worker.commands import slots_for
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -36,7 +41,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-USAGE_ERROR = 2
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"cuprobe {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print cuprobe's version and exit")
+    ] = False,
+) -> None:
+    """cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes."""
 
 ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
@@ -44,18 +63,25 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as J
 
 def _emit(result: RunResult, as_json: bool, fail_on: Severity = "error") -> None:
     if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
+        typer.echo(result.model_dump_json(indent=1))
     else:
         print_result(result, console)
     raise typer.Exit(exit_code_for(result, fail_on))
+
+
+def _refused(exc: ValueError) -> typer.Exit:
+    """Say why a request was refused (pydantic's errors in plain words) and exit 2."""
+    said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
+    console.print(f"[red]error:[/] {escape(said)}")
+    return typer.Exit(ExitCode.USAGE)
 
 
 def _run_here(request: ProbeRequest, workdir: Path | None) -> RunResult:
     """Run `request` on this machine as the user (trusted: paths are local, commands unrestricted)."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
-            return run_probe(request, workdir=Path(tmp), settings=Settings(), trusted=True)
-    return run_probe(request, workdir=workdir, settings=Settings(), trusted=True)
+            return run_probe(request, workdir=Path(tmp), settings=get_settings(), trusted=True)
+    return run_probe(request, workdir=workdir, settings=get_settings(), trusted=True)
 
 
 @app.command()
@@ -95,8 +121,7 @@ def run(
         )
         result = _run_here(request, workdir)
     except (BadRequest, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(USAGE_ERROR) from exc
+        raise _refused(exc) from exc
     _emit(result, as_json, level)
 
 
@@ -139,8 +164,7 @@ def exec_command(
         )
         result = _run_here(request, workdir)
     except (BadRequest, ValueError) as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(USAGE_ERROR) from exc
+        raise _refused(exc) from exc
     _emit(result, as_json, level)
 
 
@@ -153,7 +177,13 @@ def parse(
     as_json: JsonFlag = False,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
-    settings = Settings()
+    if is_text_log(xml):
+        console.print(
+            f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
+            "and give the --xml --save file as the argument"
+        )
+        raise typer.Exit(ExitCode.USAGE)
+    settings = get_settings()
     parsed = parse_xml(
         xml,
         tool=tool,
@@ -164,7 +194,15 @@ def parse(
     summary = read_summary(log.read_text(errors="replace")) if log else None
     if summary and summary.not_printed:
         parsed.truncated = True
-    used = tool or parsed.tool or Tool.MEMCHECK
+    used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
+    if used is None and not parsed.error:
+        console.print(
+            "[red]error:[/] tool unknown: pass --tool (the file holds no record that names its tool"
+            + ("" if log else ", and there is no --log with racecheck's summary")
+            + ")"
+        )
+        raise typer.Exit(ExitCode.USAGE)
+    used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
     if summary is None:
         outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
         message = (
@@ -202,7 +240,7 @@ def check(
 ) -> None:
     """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
     broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
-    settings = Settings()
+    settings = get_settings()
     with console.status("cuprobe check") as status:
 
         def progress(text: str) -> None:
@@ -212,53 +250,93 @@ def check(
     table = Table(title="cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})"))
     for column in ("probe", "tool", "outcome", "what happened", *(() if local else ("job",))):
         table.add_column(column, overflow="fold")
+    # A reason several probes share is said once, below the table, with the probes it applies to.
+    shared = [(reason, names) for reason, names in by_reason((r.probe, r.message) for r in rows) if len(names) > 1]
+    note = {reason: i for i, (reason, _) in enumerate(shared, 1)}
     for row in rows:
         outcome = Outcome(row.outcome) if row.outcome in set(Outcome) else None
         style = "green" if outcome and outcome.ran else "yellow" if outcome is Outcome.UNAVAILABLE else "red"
         shown = f"[{style}]{row.outcome}[/]" if row.outcome else "not run"
-        table.add_row(row.probe, row.tool, shown, escape(row.message), *(() if local else (row.job or "-",)))
+        causes = row.message.split(ALSO)
+        refs = ", ".join(f"[{note[c]}]" for c in causes if c in note)
+        own = ALSO.join(c for c in causes if c not in note)
+        said = escape(" ".join([own, f"see {refs} below" if refs else ""]).strip())
+        table.add_row(row.probe, row.tool, shown, said, *(() if local else ((row.job or "-")[: cli_jobs.SHORT_ID],)))
     console.print(table)
+    for i, (reason, names) in enumerate(shared, 1):
+        console.print(escape(f"[{i}] {len(names)} probes ({names_line(names)}): {reason}"))
     skipped = [r.probe for r in rows if r.outcome == Outcome.UNAVAILABLE]
     if skipped:
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
     ran = [r for r in rows if r.outcome is not None]
     failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
-    raise typer.Exit(3 if failed else 1 if any(r.outcome == "findings" for r in ran) else 0)
+    raise typer.Exit(
+        ExitCode.NOT_RUN
+        if failed
+        else ExitCode.FINDINGS
+        if any(r.outcome == "findings" for r in ran)
+        else ExitCode.CLEAN
+    )
 
 
 @app.command("probes")
-def list_probes() -> None:
-    """List the registered probes (cuprobe's own and plug-ins)."""
+def list_probes(
+    name: Annotated[str | None, typer.Argument(help="show this probe's parameters")] = None,
+) -> None:
+    """List the registered probes (cuprobe's own and plug-ins), or one probe's parameters."""
+    if name is not None:
+        _show_probe(name)
+        return
     table = Table(title="Probes")
-    for column in ("name", "default tool", "tools", "needs GPU", "summary"):
+    for column in ("name", "default tool", "tools", "needs GPU (defaults)", "summary"):
         table.add_column(column, overflow="fold")
-    for name in registry.available():
+    for probe_name in registry.available():
         try:
-            probe = registry.get(name)
+            probe = registry.get(probe_name)
         except Exception as exc:  # a broken plug-in must not hide the others
-            table.add_row(name, "-", "-", "-", f"[red]cannot load: {exc}[/]")
+            table.add_row(probe_name, "-", "-", "-", f"[red]cannot load: {exc}[/]")
             continue
         table.add_row(
-            name,
+            probe_name,
             probe.tools[0].value,
             ",".join(t.value for t in probe.tools),
-            "yes" if probe.needs_gpu else "no",
+            "yes" if needs_gpu_by_default(probe_name) else "no",
             probe.summary,
         )
+    console.print(table)
+
+
+def _show_probe(name: str) -> None:
+    try:
+        probe = registry.get(name)
+    except registry.UnknownProbe as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from exc
+    console.print(f"[bold]{name}[/]: {escape(probe.summary)}")
+    console.print(
+        f"tools: {', '.join(t.value for t in probe.tools)} (default {probe.tools[0].value}); "
+        f"needs a GPU at its defaults: {'yes' if needs_gpu_by_default(name) else 'no'}"
+    )
+    table = Table(title=f"{name} parameters (-p NAME=VALUE)")
+    for column in ("name", "type", "default", "allowed", "description"):
+        table.add_column(column, overflow="fold")
+    for row in parameter_rows(probe.Params):
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
 
 
 @app.command()
 def doctor() -> None:
     """What this machine has for running probes: GPU, driver, sanitizer, pycuda, torch (exit 3 if not ready)."""
-    settings = Settings()
+    settings = get_settings()
     gpu, driver, cuda, uuid = gpu_facts()
     ready = True
     console.print(
-        f"GPU: {gpu or '[red]none found (nvidia-smi)[/]'} {uuid or ''}  driver: {driver or '-'}  CUDA: {cuda or '-'}"
+        f"GPU: {gpu or '[red]none found (NVML, nvidia-smi)[/]'} {uuid or ''}  "
+        f"driver: {driver or '-'}  CUDA: {cuda or '-'}"
     )
     ready &= gpu is not None
-    devices = discover_gpus()
+    devices = visible_gpus()
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
@@ -284,7 +362,7 @@ def doctor() -> None:
         if ready
         else "[yellow]not ready for GPU probes[/] (CPU probes still run: see `cuprobe probes`)"
     )
-    raise typer.Exit(0 if ready else 3)
+    raise typer.Exit(ExitCode.CLEAN if ready else ExitCode.NOT_RUN)
 
 
 cli_jobs.register(app)  # the service commands: submit, status, results, cancel, serve, worker, beat, up

@@ -2,55 +2,85 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from typing import Any, Literal, get_args, get_origin
 
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from service.models import Finding, Outcome, RunResult
+from service.models.problems import SpellingDeprecated
 
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
 
-def location(finding: Finding) -> str:
-    if finding.file:
-        return f"{finding.file}:{finding.line}" if finding.line is not None else finding.file
-    return f"pc {finding.pc}" if finding.pc else "-"
+# "Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFree."
+_API_ERROR = re.compile(
+    r'hit (?P<error>\w+)(?: \(error \d+\))?(?: due to "(?P<why>[^"]*)")? on CUDA API call to (?P<call>\w+)'
+)
+
+
+def what(finding: Finding) -> str:
+    """The record's own words, short: for an API error, the call and the error it returned."""
+    if match := _API_ERROR.search(finding.message):
+        why = f" ({match['why']})" if match["why"] else ""
+        return f"{match['call']}: {match['error']}{why}"
+    return finding.message
+
+
+def where(finding: Finding) -> str:
+    """Kernel and source line; for a host-side record (API error, leak), the API call it was made in."""
+    if finding.kernel or finding.file or finding.pc:
+        loc = finding.location()
+        return f"{finding.kernel} {loc}" if finding.kernel and loc not in ("-", finding.kernel) else loc
+    frames = [f.split(" (")[0] for f in finding.host_frames if not f.startswith("?")]
+    return frames[0] if frames else "-"
+
+
+def _details(finding: Finding) -> str:
+    """Where, what, then the case, threads and flags: one cell that wraps, so 80 columns stay readable."""
+    threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in finding.threads.items() if hi)
+    marks = (("fallout", finding.fallout), ("library", finding.library), ("filtered", finding.filtered))
+    flags = [name for name, on in marks if on]
+    extra = [*([f"case {finding.case}"] if finding.case else []), *([f"threads {threads}"] if threads else []), *flags]
+    if finding.confirmation:
+        extra.append(f"confirmation {finding.confirmation.value}")
+    said, at = what(finding), where(finding)
+    lines = [at if not said.startswith(f"{at}:") else "", said, " · ".join(extra)]
+    return "\n".join(line for line in lines if line and line != "-")
 
 
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
-    table = Table(title=title, show_lines=False)
-    for column in (
-        "severity",
-        "kind",
-        "kernel",
-        "location",
-        "count",
-        "hazards",
-        "threads",
-        "case",
-        "flags",
-        "confirmed",
-    ):
-        table.add_column(column, overflow="fold")
+    """One row per Finding: kind (never split), count, hazards where the tool counts them, and the details.
+
+    Severity gets a column when any finding is a warning (errors are what a table otherwise holds)."""
+    severity = any(f.severity != "error" for f in findings)
+    hazards = any(f.hazards is not None for f in findings)
+    table = Table(title=title, show_lines=len(findings) > 1)
+    if severity:
+        table.add_column("severity", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("count", justify="right", no_wrap=True)
+    if hazards:
+        table.add_column("hazards", justify="right", no_wrap=True)
+    table.add_column("where / what", overflow="fold", ratio=1)
     for f in findings:
-        threads = ",".join(f"{axis}{lo}-{hi}" for axis, (lo, hi) in f.threads.items() if hi) or "-"
-        flags = ",".join(
-            n for n, on in (("fallout", f.fallout), ("library", f.library), ("filtered", f.filtered)) if on
-        )
-        table.add_row(
-            f.severity,
+        cells = [
+            *([f.severity] if severity else []),
             f.kind,
-            f.kernel or "-",
-            location(f),
             str(f.count),
-            "-" if f.hazards is None else str(f.hazards),
-            threads,
-            f.case or "-",
-            flags or "-",
-            f.confirmation.value if f.confirmation else "-",
-        )
+            *([str(f.hazards) if f.hazards is not None else "-"] if hazards else []),
+        ]
+        table.add_row(*(escape(c) for c in [*cells, _details(f)]))
     return table
 
 
@@ -68,8 +98,8 @@ def print_result(result: RunResult, console: Console) -> None:
         facts.append(f"compute-sanitizer {result.sanitizer_version}")
     if key := result.options.key():
         facts.append(f"options {key}")
-    if warnings := sum(1 for f in result.findings if f.severity == "warning"):
-        facts.append(f"{warnings} warning finding(s)")
+    if warned := sum(1 for f in result.findings if f.severity == "warning"):
+        facts.append(f"{warned} warning finding(s)")
     facts.append(f"{result.duration_s:.1f} s")
     console.print("  " + " | ".join(facts))
     if result.findings:
@@ -82,7 +112,7 @@ def print_result(result: RunResult, console: Console) -> None:
             assert f.confirmation_evidence is not None
             console.print(
                 f"  {f.confirmation.value if f.confirmation else '-'} {escape(f.case or '-')} "
-                f"{escape(location(f))}: {escape(f.confirmation_evidence.reason)}",
+                f"{escape(f.location())}: {escape(f.confirmation_evidence.reason)}",
                 soft_wrap=True,
             )
     for check in result.confirmation_control:
@@ -98,3 +128,50 @@ def print_result(result: RunResult, console: Console) -> None:
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)
+
+
+@contextmanager
+def spelling_warnings(console: Console) -> Iterator[None]:
+    """Say each deprecated spelling a suite or sweep file used, once, as a one-line warning on `console`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SpellingDeprecated)
+        yield
+    for warning in caught:
+        if issubclass(warning.category, SpellingDeprecated):
+            console.print(f"[yellow]warning:[/] {escape(str(warning.message))}", soft_wrap=True)
+
+
+def _type_name(annotation: Any) -> str:
+    """A parameter's type as a user writes it: `int`, `list[int]`, `float | None`."""
+    if get_origin(annotation) is Literal:
+        return "choice"
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "choice"
+    text = getattr(annotation, "__name__", None) if not get_args(annotation) else None
+    return text or re.sub(r"Literal\[[^\]]*\]", "choice", str(annotation).replace("typing.", ""))
+
+
+def _allowed(annotation: Any, field: FieldInfo) -> str:
+    """The values or bounds a parameter accepts: Literal/Enum choices (also inside a list), ge/le bounds."""
+    for candidate in (annotation, *get_args(annotation)):
+        if get_origin(candidate) is Literal:
+            return ", ".join(str(v) for v in get_args(candidate))
+        if isinstance(candidate, type) and issubclass(candidate, Enum):
+            return ", ".join(str(m.value) for m in candidate)
+    bounds = []
+    for meta in field.metadata:
+        for key, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("min_length", "length >="),
+                          ("max_length", "length <=")):
+            if (value := getattr(meta, key, None)) is not None:
+                bounds.append(f"{sign} {value}")
+    return ", ".join(bounds) or "-"
+
+
+def parameter_rows(params: type[BaseModel]) -> list[tuple[str, str, str, str, str]]:
+    """(name, type, default, allowed values, description) of each field of a probe's parameter model."""
+    rows = []
+    for name, field in params.model_fields.items():
+        default = "(required)" if field.is_required() else json.dumps(field.get_default(call_default_factory=True))
+        rows.append((name, _type_name(field.annotation), default, _allowed(field.annotation, field),
+                     field.description or ""))
+    return rows

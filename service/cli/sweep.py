@@ -2,36 +2,58 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
-from service.config import Settings
+from service.cli.render import spelling_warnings
+from service.config import Settings, get_settings
 from service.db.store import Store
 from service.db.sweeps import SweepStore
+from service.models import ExitCode
+from service.models.sweep import Sweep
 from service.reports.html import html
 from service.reports.markdown import markdown
 from service.sweep.definition import DefinitionError, load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
 from service.sweep.notify import notify
+from service.sweep.plan import plan
 from service.worker.commands import host_slots
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()
+err = Console(stderr=True)
 
 
 def _sweeps() -> tuple[SweepStore, Settings]:
-    settings = Settings()
+    settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(settings.database)
     store.migrate()
     return SweepStore(store), settings
+
+
+def _sweep(sweeps: SweepStore, sweep_id: str) -> Sweep:
+    """The sweep with this id or the one whose id starts with it; exit 2 naming the matches otherwise."""
+    found = sweeps.get(sweep_id)
+    matches = [] if found else sweeps.ids_starting(sweep_id)
+    if found is None and len(matches) == 1:
+        found = sweeps.get(matches[0])
+    if found is None:
+        said = (
+            f"sweep id prefix {sweep_id} is ambiguous: it starts {', '.join(matches)}; give more characters"
+            if matches
+            else f"no sweep {sweep_id} (`cuprobe sweep show` lists them)"
+        )
+        console.print(f"[red]{escape(said)}[/red]")
+        raise typer.Exit(2)
+    return found
 
 
 @app.command("run")
@@ -45,14 +67,16 @@ def run_cmd(
     """Run DEFINITION on this machine with a progress bar, store it, print what changed (exit 3: a case could
     not run, 1: new findings, 0: otherwise)."""
     try:
-        parsed = load_definition(definition)
+        with spelling_warnings(err):
+            parsed = load_definition(definition)
+        plan(parsed)  # every process's request through admission before the sweep is stored as running
     except DefinitionError as exc:
         console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     sweeps, settings = _sweeps()
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
-    with Progress(console=console) as bar:
+    with Progress(console=err) as bar:  # stderr: a redirected stdout holds only the summary
         task = bar.add_task(f"sweep {parsed.name}", total=None)
 
         def progress(done: int, total: int, what: str) -> None:
@@ -74,8 +98,14 @@ def run_cmd(
         report.mkdir(parents=True, exist_ok=True)
         (report / "report.html").write_text(html(sweep, changes))
         (report / "summary.md").write_text(summary)
-    console.print(summary, markup=False, highlight=False)
-    raise typer.Exit(3 if any(not c.outcome.ran for c in sweep.cases) else 1 if changes.new else 0)
+    console.print(summary, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(
+        ExitCode.NOT_RUN
+        if any(not c.outcome.ran for c in sweep.cases)
+        else ExitCode.FINDINGS
+        if changes.new
+        else ExitCode.CLEAN
+    )
 
 
 @app.command("show")
@@ -93,17 +123,14 @@ def show_cmd(
         for row in rows:
             console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
         return
-    sweep = sweeps.get(sweep_id)
-    if sweep is None:
-        console.print(f"[red]no sweep {sweep_id}[/red]")
-        raise typer.Exit(2)
+    sweep = _sweep(sweeps, sweep_id)
     changes = diff(sweep, sweeps.previous(sweep))
     if html_out:
         html_out.write_text(html(sweep, changes))
     if as_json:
-        typer.echo(json.dumps(sweep.model_dump(mode="json"), indent=1))
+        typer.echo(sweep.model_dump_json(indent=1))
     else:
-        console.print(markdown(sweep, changes), markup=False, highlight=False)
+        console.print(markdown(sweep, changes), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("diff")
@@ -115,11 +142,8 @@ def diff_cmd(
 ) -> None:
     """What changed since the previous sweep of the same definition (JSON); exit 1 when anything changed."""
     sweeps, _ = _sweeps()
-    sweep = sweeps.get(sweep_id)
-    previous = sweeps.get(against) if against else (sweeps.previous(sweep) if sweep else None)
-    if sweep is None or (against and previous is None):
-        console.print(f"[red]no sweep {sweep_id if sweep is None else against}[/red]")
-        raise typer.Exit(2)
+    sweep = _sweep(sweeps, sweep_id)
+    previous = _sweep(sweeps, against) if against else sweeps.previous(sweep)
     changes = diff(sweep, previous)
-    typer.echo(json.dumps(changes.model_dump(mode="json"), indent=1))
-    raise typer.Exit(1 if changes.changed else 0)
+    typer.echo(changes.model_dump_json(indent=1))
+    raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)

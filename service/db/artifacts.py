@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import mimetypes
 import os
 import shutil
 import stat
@@ -12,6 +13,14 @@ from typing import BinaryIO
 
 # The only names served: nothing else under a job's directory is reachable over HTTP.
 NAMES = ("run.xml", "stdout.txt", "stderr.txt", "result.json", "replay-growth.svg")
+# Python's own table, not the machine's /etc/mime.types: the same content type on every server.
+_TYPES = mimetypes.MimeTypes()
+_TYPES.add_type("application/xml", ".xml")  # RFC 7303's type; the built-in table says text/xml
+
+
+def content_type(name: str) -> str:
+    """The Content-Type an artifact is served with."""
+    return _TYPES.guess_type(name)[0] or "application/octet-stream"
 
 
 def artifact_path(workdir: Path, name: str) -> Path | None:

@@ -45,6 +45,22 @@ class JobExpiry(JobQueries):
             )
 
 
+    def expire_unserved_now(self, job_id: str, served: set[str], now: datetime | None = None) -> bool:
+        """Job `job_id`, just stored, ends `unavailable` if no live worker serves its queue; True when it did."""
+        now = now or utcnow()
+        with self.session() as s:
+            rows = s.execute(
+                select(Job.id, Job.queue).where(
+                    Job.id == job_id, Job.state == JobState.QUEUED, Job.queue.not_in(served)
+                )
+            ).all()
+            why = (
+                "no worker serves queue {queue} (no live worker serves it now; to wait for one instead, submit "
+                "with wait_for_worker, `--wait-for-worker` on the CLI). "
+            )
+            return bool(_unavailable(s, rows, now, why))
+
+
 def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str) -> list[str]:
     expired = []
     for job_id, queue in rows:

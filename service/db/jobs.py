@@ -28,10 +28,16 @@ class JobQueries(Database):
         with self.session() as s:
             return s.get(Job, job_id)
 
+    def ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
+        """Ids of jobs that start with `prefix` (at most `limit`), so a short id shown to a user works."""
+        with self.session() as s:
+            return list(s.scalars(select(Job.id).where(Job.id.startswith(prefix, autoescape=True)).limit(limit)))
+
     def jobs(
         self,
         *,
         probe: str | None = None,
+        tool: str | None = None,
         outcome: str | None = None,
         state: str | None = None,
         since: datetime | None = None,
@@ -40,6 +46,8 @@ class JobQueries(Database):
         query = select(Job).order_by(Job.created_at.desc()).limit(limit)
         if probe:
             query = query.where(Job.probe == probe)
+        if tool:
+            query = query.where(Job.tool == tool)
         if outcome:
             query = query.where(Job.outcome == outcome)
         if state:

@@ -38,6 +38,18 @@ def _alive_here(worker: str | None) -> bool | None:
     return True
 
 
+# The one message of a job stopped on request while it ran (the runner's result says the same).
+CANCELLED_RUNNING = "stopped while running, on request: cuprobe killed the probe's process group"
+
+
+def lost_with_worker(attempts: int) -> str:
+    """The message of a job given up after its worker died `attempts` times (claim and reconciler alike)."""
+    return (
+        f"the job was lost with its worker {attempts} times (the worker process was killed or went silent: "
+        "OOM killer, a signal, a crash outside the probe); not retried again"
+    )
+
+
 class ClaimVerdict(StrEnum):
     """What a delivered task should do with its job."""
 
@@ -77,11 +89,7 @@ class JobLifecycle(JobExpiry):
                 if fresh and alive is not False and job.worker != worker:
                     return Claim(ClaimVerdict.RUNNING_ELSEWHERE)
             if job.attempts >= max_attempts:
-                message = (
-                    f"the job was lost with its worker {job.attempts} times (the worker process was killed: "
-                    "OOM killer, a signal, a crash outside the probe); not retried again"
-                )
-                if self._finish_if(job_id, job.attempts, job.state, Outcome.CRASHED, message):
+                if self.give_up(job):
                     return Claim(ClaimVerdict.GIVEN_UP)
                 continue
             attempt = job.attempts + 1
@@ -96,6 +104,7 @@ class JobLifecycle(JobExpiry):
                         worker=worker,
                         started_at=now,
                         heartbeat_at=now,
+                        message=f"attempt {attempt} on {worker}",  # not the `queued` it had while waiting
                     ),
                 )
                 if changed:
@@ -127,6 +136,11 @@ class JobLifecycle(JobExpiry):
             )
             return bool(s.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
 
+    def cancel_requested(self, job_id: str) -> bool:
+        """Whether someone asked job `job_id` to stop (read-only: polled more often than the heartbeat)."""
+        with self.session() as s:
+            return bool(s.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
+
     def finish(self, job_id: str, attempt: int, result: RunResult, *, cancelled: bool = False) -> bool:
         """Store this attempt's result; False (and nothing written) when the job already has one."""
         summary = result.model_dump(mode="json", exclude={"findings"})
@@ -134,11 +148,8 @@ class JobLifecycle(JobExpiry):
         with self.session() as s:
             values: dict[str, Any] = {"finished_at": now, "result": summary, "message": result.message}
             if cancelled:
-                values.update(
-                    state=JobState.CANCELLED,
-                    outcome=None,
-                    message="cancelled while running; " + result.message,
-                )
+                kept = f"; {len(result.findings)} finding(s) seen before the stop are kept" if result.findings else ""
+                values.update(state=JobState.CANCELLED, outcome=None, message=CANCELLED_RUNNING + kept)
             else:
                 values.update(state=JobState.DONE, outcome=result.outcome.value)
             changed = changed_rows(
@@ -215,5 +226,6 @@ class JobLifecycle(JobExpiry):
                 s.execute(update(Run).where(Run.job_id == job_id, Run.attempt == attempt).values(finished_at=now))
             return bool(changed)
 
-    def give_up(self, job: Job, message: str) -> bool:
-        return self._finish_if(job.id, job.attempts, job.state, Outcome.CRASHED, message)
+    def give_up(self, job: Job) -> bool:
+        """End a job whose attempts all died with their worker as `crashed`; the same words whoever notices."""
+        return self._finish_if(job.id, job.attempts, job.state, Outcome.CRASHED, lost_with_worker(job.attempts))

@@ -96,6 +96,12 @@ class SweepStore:
                 }
             )
 
+    def ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
+        """Ids of sweeps that start with `prefix` (at most `limit`)."""
+        with self.store.session() as s:
+            query = select(SweepRow.id).where(SweepRow.id.startswith(prefix, autoescape=True)).limit(limit)
+            return list(s.scalars(query))
+
     def list(self, definition: str | None = None, limit: int = 50) -> list[SweepRow]:
         with self.store.session() as s:
             query = select(SweepRow).order_by(SweepRow.started_at.desc()).limit(limit)

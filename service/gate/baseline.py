@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import tomllib
 from datetime import date
 from pathlib import Path
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from probes.contract import Tool
+from service.models.files import load_toml
 
 BASELINE_VERSION = 1
 
@@ -52,17 +52,7 @@ class Baseline(BaseModel):
 
 def load_baseline(path: Path) -> Baseline:
     """Read a baseline; BaselineError names what is wrong (bad TOML, a missing reason, a repeated signature)."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BaselineError(f"baseline {path} is not valid TOML: {exc}") from exc
-    try:
-        baseline = Baseline.model_validate(raw)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise BaselineError(f"baseline {path}: {problems}") from exc
+    baseline = load_toml(path, "baseline", Baseline, BaselineError)
     signatures = [entry.signature for entry in baseline.finding]
     if repeated := sorted({s for s in signatures if signatures.count(s) > 1}):
         raise BaselineError(f"baseline {path}: signature listed twice: {', '.join(repeated)}")

@@ -7,7 +7,7 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 from junitparser.junitparser import FinalResult
 
-from service.gate.verdict import GateFinding, GateReport, Status, location
+from service.gate.verdict import GateFinding, GateReport, Status
 from service.models import Confirmation
 
 RUN_CASE = "(run)"  # the testcase of a run that produced no cases (it could not start)
@@ -16,7 +16,7 @@ UNATTRIBUTED = "(unattributed)"  # findings no case's allocations claimed
 
 def _describe(item: GateFinding) -> str:
     f = item.finding
-    where = f"{location(f)} ({f.kernel or '-'})"
+    where = f"{f.location()} ({f.kernel or '-'})"
     confirmed = (
         f"\n  confirmation {f.confirmation.value}: {f.confirmation_evidence.reason if f.confirmation_evidence else ''}"
         if f.confirmation
@@ -71,7 +71,7 @@ def build(report: GateReport) -> JUnitXml:
             if failing:
                 failure = Failure(
                     f"{len(failing)} new or expired finding(s): "
-                    + "; ".join(i.label + " " + location(i.finding) for i in failing)[:400],
+                    + "; ".join(i.label + " " + i.finding.location() for i in failing)[:400],
                     "finding",
                 )
                 failure.text = "\n".join(_describe(i) for i in failing)

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from service.gate.verdict import GateReport, Status, location
+from service.gate.verdict import GateReport, Status
 from service.models import Confirmation
-
-
-def _cell(text: object) -> str:
-    """A table cell: pipes escaped, newlines folded, long text cut."""
-    flat = " ".join(str(text).split()).replace("|", "\\|")
-    return flat if len(flat) <= 300 else flat[:297] + "..."
-
-
-def _table(header: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return [*lines, ""]
+from service.reports.table import table
 
 
 def render(report: GateReport) -> str:
@@ -26,12 +13,12 @@ def render(report: GateReport) -> str:
     out = [f"## cuprobe gate: {suite.name} — exit {report.exit_code} ({report.verdict})", ""]
     counts = report.outcome_counts()
     out += ["### Runs by outcome", ""]
-    out += _table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
+    out += table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
     out += [f"**Findings:** {report.summary_line()}", ""]
     failing = [f for f in report.findings if f.fails]
     out += [f"### New findings ({len(failing)})", ""]
     if failing:
-        out += _table(
+        out += table(
             ["status", "confirmation", "probe", "kind", "location", "kernel", "seen", "count", "signature"],
             [
                 [
@@ -39,7 +26,7 @@ def render(report: GateReport) -> str:
                     f.confirmation,
                     f.entry,
                     f.finding.kind,
-                    location(f.finding),
+                    f.finding.location(),
                     f.finding.kernel or "-",
                     f"{f.seen}/{f.repeats}",
                     f.finding.count,
@@ -57,13 +44,13 @@ def render(report: GateReport) -> str:
         shown = [f for f in report.findings if f.status.fails and f.finding.confirmation is kind]
         out += [f"### {title} ({len(shown)})", ""]
         out += (
-            _table(
+            table(
                 ["probe", "kind", "location", "kernel", "count", "evidence", "signature"],
                 [
                     [
                         f.entry,
                         f.finding.kind,
-                        location(f.finding),
+                        f.finding.location(),
                         f.finding.kernel or "-",
                         f.finding.count,
                         f.finding.confirmation_evidence.reason if f.finding.confirmation_evidence else "-",
@@ -77,7 +64,7 @@ def render(report: GateReport) -> str:
         )
     out += [f"### Fixed ({len(report.fixed)})", ""]
     out += (
-        _table(
+        table(
             ["signature", "location", "reason it was baselined"],
             [[f"`{e.signature}`", e.location or "-", e.reason] for e in report.fixed],
         )
@@ -89,16 +76,16 @@ def render(report: GateReport) -> str:
         [c.entry, "-", "positive control came back clean", f"case {c.case}: {c.reason}"] for c in report.failed_controls
     ]
     out += [f"### Could not run ({len(problems)})", ""]
-    out += _table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""]
+    out += table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""]
     known = report.by_status(Status.BASELINED)
     if known:
         out += [f"### Baselined ({len(known)})", ""]
-        out += _table(
+        out += table(
             ["status", "location", "seen", "reason", "expires", "signature"],
             [
                 [
                     f.label,
-                    location(f.finding),
+                    f.finding.location(),
                     f"{f.seen}/{f.repeats}",
                     f.baseline.reason if f.baseline else "-",
                     f.baseline.expires if f.baseline and f.baseline.expires else "-",
@@ -110,17 +97,17 @@ def render(report: GateReport) -> str:
     warnings = report.by_status(Status.WARNING)
     if warnings:
         out += [f"### Warnings, not failing ({len(warnings)})", ""]
-        out += _table(
+        out += table(
             ["entry", "case", "kind", "location", "seen", "count"],
             [
-                [f.entry, f.finding.case or "-", f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}",
+                [f.entry, f.finding.case or "-", f.finding.kind, f.finding.location(), f"{f.seen}/{f.repeats}",
                  f.finding.count]
                 for f in warnings
             ],
         )
     if report.flaky_unseen or report.unchecked:
         out += ["### Baseline entries not seen", ""]
-        out += _table(
+        out += table(
             ["signature", "why not reported fixed"],
             [[f"`{e.signature}`", "marked flaky: absence proves nothing"] for e in report.flaky_unseen]
             + [[f"`{e.signature}`", "its probe and tool did not run cleanly in this suite"] for e in report.unchecked],
@@ -128,10 +115,10 @@ def render(report: GateReport) -> str:
     controls = report.by_status(Status.EXPECTED)
     out += [f"### Positive controls fired ({len(controls)})", ""]
     out += (
-        _table(
+        table(
             ["probe", "kind", "location", "seen", "count"],
             [
-                [f.entry, f.finding.kind, location(f.finding), f"{f.seen}/{f.repeats}", f.finding.count]
+                [f.entry, f.finding.kind, f.finding.location(), f"{f.seen}/{f.repeats}", f.finding.count]
                 for f in controls
             ],
         )

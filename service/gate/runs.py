@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,8 +10,9 @@ from typing import Any
 from service.client import ApiError, Client
 from service.config import Settings
 from service.gate.suite import Suite, SuiteEntry
-from service.models import Finding, Outcome, RunResult
+from service.models import Outcome, RunResult
 from service.probing.runner import run_probe
+from service.queue.waiting import ended, poll, result_of_job
 
 # Called after each run finishes: (entry, repeat index, result).
 OnResult = Callable[[SuiteEntry, int, RunResult], None]
@@ -51,21 +51,11 @@ def _not_run(entry: SuiteEntry, outcome: Outcome, message: str) -> RunResult:
     return RunResult(probe=entry.probe, tool=entry.tool, params=entry.params, outcome=outcome, message=message)
 
 
-def result_of_job(entry: SuiteEntry, job: dict[str, Any], findings: list[dict[str, Any]]) -> RunResult:
-    """The RunResult a finished job stored (with its findings), or a could-not-run result saying why."""
-    if job.get("result"):
-        return RunResult.model_validate({**job["result"], "findings": [Finding.model_validate(f) for f in findings]})
-    if job.get("outcome"):
-        return _not_run(entry, Outcome(job["outcome"]), job.get("message") or f"job {job['id']} ended without a result")
-    return _not_run(
-        entry, Outcome.PROBE_ERROR, f"job {job['id']} ended {job['state']}: {job.get('message') or ''}".strip()
-    )
-
-
 def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: OnResult = _quiet) -> list[EntryRuns]:
     """Submit every run as a gate-lane job at once (workers run them in parallel), then poll each to its end."""
-    pending: list[tuple[EntryRuns, int, str]] = []
+    pending: dict[str, tuple[EntryRuns, int]] = {}
     out = []
+    unreachable: RunResult | None = None  # the first connection error: no further submits are tried
     for entry in suite.entries:
         runs = EntryRuns(entry, [])
         out.append(runs)
@@ -81,32 +71,46 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
             for key, value in (("timeout_s", entry.timeout_s), ("arch", suite.arch), ("deadline_s", suite.deadline_s)):
                 if value is not None:
                     spec[key] = value
+            if unreachable is not None:
+                same = {"probe": entry.probe, "tool": entry.tool, "params": entry.params}
+                result = unreachable.model_copy(update=same)
+                runs.results.append(result)
+                on_result(entry, repeat, result)
+                continue
             try:
                 job = client.submit(spec)
             except ApiError as exc:
                 outcome = Outcome.UNAVAILABLE if exc.status == 0 else Outcome.PROBE_ERROR
                 result = _not_run(entry, outcome, f"the service did not take the job: {exc}")
+                if exc.status == 0:
+                    unreachable = result
                 runs.results.append(result)
                 on_result(entry, repeat, result)
                 continue
             runs.results.append(_not_run(entry, Outcome.PROBE_ERROR, "pending"))
-            pending.append((runs, repeat, job["id"]))
-    while pending:
-        still = []
-        for runs, repeat, job_id in pending:
-            try:
-                job = client.job(job_id)
-                if job["state"] in ("queued", "running"):
-                    still.append((runs, repeat, job_id))
-                    continue
-                result = result_of_job(runs.entry, job, client.findings(job_id)["findings"])
-            except ApiError as exc:
-                result = _not_run(
-                    runs.entry, Outcome.UNAVAILABLE, f"lost the service while waiting for job {job_id}: {exc}"
-                )
-            runs.results[repeat] = result
-            on_result(runs.entry, repeat, result)
-        pending = still
-        if pending:
-            time.sleep(poll_s)
+            pending[job["id"]] = (runs, repeat)
+
+    def read(job_id: str) -> dict[str, Any] | ApiError:
+        try:
+            return client.job(job_id)
+        except ApiError as exc:
+            return exc
+
+    def finished(job: dict[str, Any] | ApiError) -> bool:
+        return isinstance(job, ApiError) or ended(job["state"])
+
+    for job_id, ended_job in poll(pending, read, finished, poll_s=poll_s):
+        runs, repeat = pending[job_id]
+        try:
+            if isinstance(ended_job, ApiError):
+                raise ended_job
+            findings = client.findings(job_id)["findings"]
+            entry = runs.entry
+            result = result_of_job(ended_job, findings, probe=entry.probe, tool=entry.tool, params=entry.params)
+        except ApiError as exc:
+            result = _not_run(
+                runs.entry, Outcome.UNAVAILABLE, f"lost the service while waiting for job {job_id}: {exc}"
+            )
+        runs.results[repeat] = result
+        on_result(runs.entry, repeat, result)
     return out

@@ -10,6 +10,7 @@ from typing import Any
 
 from service import __version__
 from service.gate.verdict import GateFinding, GateReport, Status
+from service.models import ExitCode
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "cuprobeSignature/v1"
@@ -121,7 +122,7 @@ def build(report: GateReport) -> dict[str, Any]:
                 },
                 "invocations": [
                     {
-                        "executionSuccessful": report.exit_code != 3,
+                        "executionSuccessful": report.exit_code != ExitCode.NOT_RUN,
                         "exitCode": report.exit_code,
                         "toolExecutionNotifications": notifications,
                     }

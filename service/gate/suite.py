@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from probes import registry
 from probes.contract import Tool
 from service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
 from service.models import ProbeRequest, SanitizerOptions, Severity
-from service.probing.runner import BadRequest, resolve
+from service.models.files import load_toml
+from service.models.problems import respell
+from service.probing.admission import BadRequest, admit
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
 CONTROL_HINTS: dict[Tool, str] = {
@@ -42,6 +42,17 @@ class SuiteEntry(BaseModel):
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
     fail_on: Severity | None = Field(None, description="error or warning; the suite's when unset")
     case: str | None = Field(None, description="for a [[test]] process: the test it runs (node id, test name)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """`tools = ["x"]` (the sweep's old spelling) is read as `tool = "x"`, with a warning."""
+        data = respell(data, "tools", "tool", f"[[probe]] {data.get('name')}" if isinstance(data, dict) else "entry")
+        if isinstance(data, dict) and isinstance(data.get("tool"), list):
+            if len(data["tool"]) != 1:
+                raise ValueError("a suite entry runs one tool: give one `tool`, and one entry per tool")
+            data = {**data, "tool": data["tool"][0]}
+        return data
 
     def request(self) -> ProbeRequest:
         return ProbeRequest(
@@ -80,36 +91,23 @@ class Suite(BaseModel):
 def _check_entry(path: Path, entry: SuiteEntry, where: str | None = None) -> SuiteEntry:
     where = where or f"{path}: [[probe]] {entry.name}"
     try:
-        tool, params = resolve(entry.request())
+        admitted = admit(entry.probe, entry.tool, entry.params, entry.options)
     except BadRequest as exc:
-        raise SuiteError(f"{where}: {exc}") from exc
-    probe = registry.get(entry.probe)
-    model = probe.Params.model_validate(params)
-    if (refusal := probe.refusal(model, tool)) is not None:
-        raise SuiteError(f"{where}: {refusal}")
+        raise SuiteError(f"{where}: {exc.message}") from exc
+    tool = admitted.tool
     if entry.control:
-        expectation = probe.expectation(model, tool)
+        expectation = admitted.probe.expectation(admitted.model, tool)
         if expectation.clean or expectation.tool is not tool:
             raise SuiteError(
                 f"{where} is marked control = true, but probe {entry.probe} with these parameters plants "
                 f"no defect that {tool} must see"
             )
-    return entry.model_copy(update={"params": params})
+    return entry.model_copy(update={"params": admitted.params})
 
 
 def load_suite(path: Path) -> Suite:
     """Read and check a suite; SuiteError says what is wrong, including a tool without a positive control."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"{path} is not valid TOML: {exc}") from exc
-    try:
-        suite = Suite.model_validate({**raw, "path": path})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise SuiteError(f"{path}: {problems}") from exc
+    suite = load_toml(path, "suite", Suite, SuiteError, extra={"path": path})
     if not suite.probe and not suite.test:
         raise SuiteError(f"{path}: a suite needs at least one [[probe]] or [[test]] entry")
     suite.probe = [e.model_copy(update={"options": suite.options.merged(e.options)}) for e in suite.probe]

@@ -1,4 +1,5 @@
-"""The gate verdict (DESIGN.md): 3 could not run or a control came back clean, 1 new or expired findings, else 0."""
+"""The gate verdict (docs/gate.md, docs/outcomes.md): 3 could not run or a control came back clean, 1 new or expired
+findings, else 0."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from enum import StrEnum
 from service.gate.baseline import Baseline, BaselineEntry
 from service.gate.runs import EntryRuns
 from service.gate.suite import Suite
-from service.models import CaseVerdict, Confirmation, Evidence, Finding, RunResult, strongest_confirmation
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_NOT_RUN = 0, 1, 3
+from service.models import CaseVerdict, Confirmation, Evidence, ExitCode, Finding, RunResult, strongest_confirmation
 
 
 class Status(StrEnum):
@@ -96,10 +95,10 @@ class GateReport:
     unchecked: list[BaselineEntry] = field(default_factory=list)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.not_run or self.failed_controls:
-            return EXIT_NOT_RUN
-        return EXIT_FINDINGS if any(f.fails for f in self.findings) else EXIT_CLEAN
+            return ExitCode.NOT_RUN
+        return ExitCode.FINDINGS if any(f.fails for f in self.findings) else ExitCode.CLEAN
 
     def confirmation_counts(self) -> dict[str, int]:
         """Findings (not control hits) per confirmation; `not confirmed` for other tools or confirmation off."""
@@ -120,7 +119,11 @@ class GateReport:
 
     @property
     def verdict(self) -> str:
-        return {EXIT_CLEAN: "pass", EXIT_FINDINGS: "fail: new or expired findings", EXIT_NOT_RUN: "could not run"}[
+        return {
+            ExitCode.CLEAN: "pass",
+            ExitCode.FINDINGS: "fail: new or expired findings",
+            ExitCode.NOT_RUN: "could not run",
+        }[
             self.exit_code
         ]
 
@@ -259,13 +262,6 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
     return report
 
 
-def location(finding: Finding) -> str:
-    """file:line, else the kernel or pc, else `-` (one way to say where a finding is)."""
-    if finding.file:
-        return f"{finding.file}:{finding.line}" if finding.line else finding.file
-    return finding.kernel or finding.pc or "-"
-
-
 def updated_baseline(report: GateReport, old: Baseline | None, today: date | None = None) -> Baseline:
     """What --update-baseline writes: every non-control finding (old reasons kept), fixed entries dropped."""
     today = today or date.today()
@@ -287,7 +283,7 @@ def updated_baseline(report: GateReport, old: Baseline | None, today: date | Non
             probe=probe,
             tool=tool,
             kind=finding.kind,
-            location=location(finding),
+            location=finding.location(),
             sanitizer_version=finding.sanitizer_version,
         )
     for kept in report.flaky_unseen + report.unchecked:

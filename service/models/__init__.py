@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from probes.contract import CaseResult, Expectation, Tool
+from probes.contract import Expectation, Tool
 from service.models.options import SanitizerOptions
 
 SCHEMA_VERSION = 1
@@ -40,6 +40,7 @@ __all__ = [
     "ConfirmationEvidence",
     "Environment",
     "Evidence",
+    "ExitCode",
     "Expectation",
     "Finding",
     "Outcome",
@@ -54,8 +55,18 @@ __all__ = [
 ]
 
 
+class ExitCode(IntEnum):
+    """Every exit code of the cuprobe CLI (run, gate, check, sweep, submit, status, results, doctor)."""
+
+    CLEAN = 0
+    FINDINGS = 1  # new findings (the gate: new or expired ones)
+    USAGE = 2  # a refused request: bad input, an unreadable suite, baseline or definition
+    NOT_RUN = 3  # something could not run (or a positive control came back clean): never clean
+    PENDING = 4  # the job has not finished yet
+
+
 class Outcome(StrEnum):
-    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (see DESIGN.md)."""
+    """How a run ended; only CLEAN and FINDINGS mean the probe really ran (see docs/outcomes.md)."""
 
     CLEAN = "clean"
     FINDINGS = "findings"
@@ -71,9 +82,9 @@ class Outcome(StrEnum):
         return self in (Outcome.CLEAN, Outcome.FINDINGS)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         """CLI and gate exit code: 0 clean, 1 findings, 3 could not run."""
-        return {Outcome.CLEAN: 0, Outcome.FINDINGS: 1}.get(self, 3)
+        return {Outcome.CLEAN: ExitCode.CLEAN, Outcome.FINDINGS: ExitCode.FINDINGS}.get(self, ExitCode.NOT_RUN)
 
 
 class Evidence(StrEnum):
@@ -190,6 +201,12 @@ class Finding(BaseModel):
         """Whether this finding fails a gate by itself: benign reads and the tool's blind spots do not."""
         return self.confirmation is None or self.confirmation.fails
 
+    def location(self) -> str:
+        """file:line, else the kernel or pc, else `-` (the one way to say where a finding is)."""
+        if self.file:
+            return f"{self.file}:{self.line}" if self.line else self.file
+        return self.kernel or self.pc or "-"
+
 
 class Environment(BaseModel):
     """Where a result was measured: enough to tell whether two results are comparable."""
@@ -252,10 +269,6 @@ class RunResult(BaseModel):
     def confirmation_counts(self) -> dict[str, int]:
         return confirmation_counts(self.findings)
 
-    @property
-    def exit_code_for_cli(self) -> int:
-        return self.outcome.exit_code
-
 
 def confirmation_counts(findings: list[Finding]) -> dict[str, int]:
     """Findings per confirmation (`not confirmed` for those with none: other tools, or confirmation off)."""
@@ -280,6 +293,8 @@ _CONFIRMATION_RANK = {
 def strongest_confirmation(findings: list[Finding]) -> Finding:
     """The finding whose confirmation decides for a group: consequential, then unconfirmed or none, then the rest."""
     return min(findings, key=lambda f: _CONFIRMATION_RANK[f.confirmation])
+
+
 def failing(findings: list[Finding], fail_on: Severity = "error") -> list[Finding]:
     """The findings that fail at `fail_on`: errors only, or errors and warnings (fallout never counts, nor reads the
     confirmer showed benign or a blind spot of the tool)."""
@@ -288,12 +303,8 @@ def failing(findings: list[Finding], fail_on: Severity = "error") -> list[Findin
     ]
 
 
-def exit_code_for(result: RunResult, fail_on: Severity = "error") -> int:
+def exit_code_for(result: RunResult, fail_on: Severity = "error") -> ExitCode:
     """The exit code of `cuprobe run/exec`: like the outcome's, but warnings-only findings pass at fail-on error."""
     if result.outcome is Outcome.FINDINGS and not failing(result.findings, fail_on):
-        return 0
+        return ExitCode.CLEAN
     return result.outcome.exit_code
-
-
-def case_results_by_id(cases: list[CaseResult]) -> dict[str, CaseResult]:
-    return {case.id: case for case in cases}

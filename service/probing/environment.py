@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import re
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import NamedTuple
 
 from service import __version__
 from service.models import Environment
+from service.probing.gpus import inventory, visible
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,32 +41,14 @@ class GpuFacts(NamedTuple):
     uuid: str | None
 
 
-def visible_rows(rows: list[list[str]], visible: str | None) -> list[list[str]]:
-    """nvidia-smi rows (index, uuid, ...) that CUDA_VISIBLE_DEVICES lets CUDA see, in its order."""
-    if visible is None:
-        return rows
-    picked = []
-    for token in (t.strip() for t in visible.split(",")):
-        match = [r for r in rows if token and (r[0] == token or r[1] == token or r[1].startswith(token))]
-        if not match:
-            break  # CUDA stops at the first entry it cannot resolve
-        picked.append(match[0])
-    return picked
-
-
 @functools.lru_cache(maxsize=1)
 def gpu_facts() -> GpuFacts:
-    """The visible GPU from nvidia-smi (which ignores CUDA_VISIBLE_DEVICES, so it is applied here)."""
-    query = _run(["nvidia-smi", "--query-gpu=index,uuid,name,driver_version", "--format=csv,noheader"])
-    banner = _run(["nvidia-smi"]) or ""
-    found = re.search(r"CUDA Version:\s*([\d.]+)", banner)
-    cuda = found.group(1) if found else None
-    rows = [[part.strip() for part in line.split(",")] for line in (query or "").splitlines() if line.count(",") >= 3]
-    rows = visible_rows(rows, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    if not rows:
-        return GpuFacts(None, None, cuda, None)
-    _index, uuid, name, driver = rows[0][:4]
-    return GpuFacts(name, driver, cuda, uuid)
+    """The first GPU CUDA_VISIBLE_DEVICES lets this process see (service.probing.gpus), its driver and CUDA."""
+    found = inventory()
+    devices = visible(found.devices, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if not devices:
+        return GpuFacts(None, None, found.cuda, None)
+    return GpuFacts(devices[0].name, found.driver, found.cuda, devices[0].uuid)
 
 
 @functools.lru_cache(maxsize=1)

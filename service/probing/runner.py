@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import threading
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from probes import registry
-from probes.allocator import default_allocator, needs_nvtx
+from probes.allocator import needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
+from service.models.reasons import ALSO
+from service.probing.admission import Admission, admit, suppressions_file
 from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import read_probe_result
@@ -31,58 +28,6 @@ from service.sanitizer.supervise import supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME = "exit_code"
-SUPPRESSIONS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
-
-
-class BadRequest(ValueError):
-    """The request names an unknown probe, a tool the probe does not support, or bad parameters."""
-
-
-def resolve(request: ProbeRequest) -> tuple[Tool, dict[str, object]]:
-    """The tool to use and the validated parameters (defaults filled in); BadRequest names what is wrong."""
-    try:
-        probe = registry.get(request.probe)
-    except registry.UnknownProbe as exc:
-        raise BadRequest(str(exc)) from exc
-    tool = request.tool or probe.tools[0]
-    if tool not in probe.tools:
-        raise BadRequest(
-            f"probe {probe.name} does not run under {tool}; allowed: {', '.join(t.value for t in probe.tools)}"
-        )
-    try:
-        params = probe.Params.model_validate(request.params).model_dump(mode="json")
-    except ValidationError as exc:
-        raise BadRequest(f"bad parameters for probe {probe.name}: {exc}") from exc
-    try:
-        check_options(request.options, tool)
-    except OptionRefused as exc:
-        raise BadRequest(str(exc)) from exc
-    if request.options.target_processes == "application-only" and probe.name == "command":
-        raise BadRequest(
-            "--target-processes application-only would check only the command probe's own Python process, "
-            "never the command it starts: leave target_processes unset for command and test entries"
-        )
-    if "allocator" in params and params["allocator"] is None:
-        params["allocator"] = default_allocator(tool)  # explicit, so the reproducing command says which
-    return tool, params
-
-
-def suppressions_file(value: str, *, trusted: bool, settings: Settings) -> Path:
-    """A local run takes a path (in the repository); a service job a bare name in the operator's directory, never
-    a path or an option (a symlink there is not followed)."""
-    if trusted:
-        path = Path(value)
-    else:
-        if not SUPPRESSIONS_NAME.fullmatch(value):
-            raise BadRequest(f"suppressions: a service job names a file in the suppressions directory, not {value!r}")
-        if settings.suppressions_dir is None:
-            raise BadRequest("suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
-        path = settings.suppressions_dir / value
-        if path.is_symlink():
-            raise BadRequest(f"suppressions: {value} is a symlink in the suppressions directory: not followed")
-    if not path.is_file():
-        raise BadRequest(f"suppressions: no such file {path}")
-    return path.resolve()
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -97,15 +42,16 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
 
 
 def _preflight(
-    request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings
+    request: ProbeRequest, admitted: Admission, settings: Settings
 ) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
-    needs_gpu = registry.get(request.probe).needs_gpu or tool is not Tool.NONE
+    tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
-    if needs_gpu and gpu_facts()[0] is None:
+    if admitted.needs_gpu and gpu_facts()[0] is None:
         missing.append(
-            f"no CUDA device on this machine (nvidia-smi found no GPU): {request.probe} under {tool} "
-            "needs one; submit it to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
+            # The same words for every probe, so a list of runs can say it once with a count.
+            "no CUDA device on this machine (NVML and nvidia-smi found no GPU), and this run needs one: submit it "
+            "to a GPU worker's queue (gpu.smXX) or run it on a GPU machine"
         )
     if tool is not Tool.NONE:
         try:
@@ -118,7 +64,7 @@ def _preflight(
         except OptionRefused as exc:
             missing.append(f"refused before the run: {exc}")
     if missing:
-        return None, _unavailable(request, tool, params, "; ".join(missing))
+        return None, _unavailable(request, tool, params, ALSO.join(missing))
     return sanitizer, None
 
 
@@ -134,14 +80,17 @@ def run_probe(
 
     `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted, the probe gets
     the user's environment and suppressions are paths; a worker's job is not: the operator's allowlist applies,
-    the probe gets the allowlisted environment and suppressions are names."""
-    settings = settings or Settings()
-    tool, params = resolve(request)
+    the probe gets the allowlisted environment and suppressions are names.
+    BadRequest (service.probing.admission) when the request does not pass admission."""
+    settings = settings or get_settings()
+    workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
+    admitted = admit(request.probe, request.tool, request.params, request.options)
+    tool, params = admitted.tool, admitted.params
     chosen = request.options.suppressions or request.suppressions
     suppressions = (
         suppressions_file(chosen, trusted=trusted, settings=settings) if chosen and tool is not Tool.NONE else None
     )
-    sanitizer, refusal = _preflight(request, tool, params, settings)
+    sanitizer, refusal = _preflight(request, admitted, settings)
     if refusal is not None:
         return refusal
     workdir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +101,7 @@ def run_probe(
     version = sanitizer_version(sanitizer) if sanitizer else None
     confirm = confirming(request, tool, settings)
     extra: list[str] = []
-    if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(request.probe, tool, params):
+    if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
         extra += ["--show-backtrace", backtrace]
     if confirm:
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
@@ -260,13 +209,12 @@ def run_probe(
     return scrub_result(result, secrets)
 
 
-def default_backtrace(probe_name: str, tool: Tool, params: dict[str, object]) -> Backtrace | None:
+def default_backtrace(admitted: Admission) -> Backtrace | None:
     """Probes that import torch run initcheck with device-only backtraces: host backtraces through libtorch are
     most of the per-record cost, and initcheck's signatures and library flag need only the device side."""
-    if tool is not Tool.INITCHECK:
+    if admitted.tool is not Tool.INITCHECK:
         return None
-    probe = registry.get(probe_name)
-    return "device" if probe.uses_torch(probe.Params.model_validate(params)) else None
+    return "device" if admitted.probe.uses_torch(admitted.model) else None
 
 
 def _scrub_file(path: Path, secrets: list[str]) -> None:
@@ -328,7 +276,3 @@ def violation_findings(probe_name: str, tool: Tool, probe: ProbeResult | None) -
 
 def allocations_of(probe: ProbeResult) -> list[tuple[str, Allocation]]:
     return [(c.id, a) for c in probe.cases for a in c.allocations]
-
-
-def write_result(result: RunResult, path: Path) -> None:
-    path.write_text(json.dumps(result.model_dump(mode="json"), indent=1))

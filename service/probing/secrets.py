@@ -33,6 +33,8 @@ def probe_environment(
         env.update({COMMAND_TRUSTED_ENV: "1", "CUPROBE_COMMAND_ENABLED": "1"})
     else:
         env, _dropped = allowlisted(source, settings.probe_env_pass)
+        if settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
+            env["CUPROBE_COMMAND_ENABLED"] = "1"
     env[EXTENSION_DIR_ENV] = source.get(EXTENSION_DIR_ENV) or str((settings.data_dir / "extensions").resolve())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"

@@ -1,1 +1,1 @@
-"""The queue: queue names, job submission, the broker, expiry and reconciling the store with Redis."""
+"""The queue: job submission, the broker, expiry and reconciling the store with Redis (queue names: models.queues)."""

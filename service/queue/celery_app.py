@@ -11,7 +11,7 @@ from celery import Celery
 from celery.schedules import crontab
 
 from service.config import Settings
-from service.queue.names import CPU
+from service.models.queues import CPU
 
 TASK_RUN_PROBE = "cuprobe.run_probe"
 TASK_RECONCILE = "cuprobe.reconcile"
@@ -22,17 +22,18 @@ def sweep_schedule(settings: Settings) -> dict[str, Any]:
     """The beat entry for the scheduled sweep (empty when CUPROBE_SWEEP_SCHEDULE is unset)."""
     if not settings.sweep_schedule:
         return {}
-    fields = settings.sweep_schedule.split()
-    if len(fields) != 5:
+    line = " ".join(settings.sweep_schedule.split())  # from_string splits on single spaces
+    try:
+        schedule = crontab.from_string(line)
+    except ValueError as exc:
         raise ValueError(
             f"CUPROBE_SWEEP_SCHEDULE must be a crontab line of 5 fields (minute hour day month weekday), "
-            f"got {settings.sweep_schedule!r}"
-        )
-    minute, hour, day_of_month, month_of_year, day_of_week = fields
+            f"got {settings.sweep_schedule!r}: {exc}"
+        ) from exc
     return {
         f"sweep:{settings.sweep_definition}": {
             "task": TASK_RUN_SWEEP,
-            "schedule": crontab(minute, hour, day_of_week, day_of_month, month_of_year),
+            "schedule": schedule,
             "args": [str(settings.sweep_definition)],
             # The sweep task only submits jobs to the sweep lanes and waits for them: it runs on the CPU queue.
             "options": {"queue": CPU},

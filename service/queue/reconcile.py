@@ -84,9 +84,7 @@ def reconcile(
             and as_utc(job.enqueued_at or job.created_at) < stale
         ):
             if job.attempts >= settings.max_attempts:
-                if store.give_up(
-                    job, f"the job's worker went silent {job.attempts} times; not retried again"
-                ):
+                if store.give_up(job):
                     report.given_up.append(job.id)
             else:
                 _resend(store, job, enqueue, report)
@@ -126,7 +124,7 @@ def _requeue_orphans(
         if worker_alive(job.worker) is not False:
             continue
         if job.attempts >= settings.max_attempts:
-            if store.give_up(job, f"the job's worker {job.worker} died {job.attempts} times; not retried again"):
+            if store.give_up(job):
                 report.given_up.append(job.id)
             continue
         message = (
@@ -159,7 +157,7 @@ def _resend(store: Store, job: Job, enqueue: Callable[[Job], object], report: Re
     try:
         enqueue(job)
     except Exception as exc:  # broker still down: the next pass tries again
-        log.warning("could not resend job %s: %s", job.id, exc)
+        log.warning("could not resend job %s: %s", job.id, exc, exc_info=True)
         return
     store.mark_enqueued(job.id)
     report.resent.append(job.id)

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import redis
 from celery import Celery
+from redis.exceptions import LockError
+from redis.lock import Lock
 
 from service.config import Settings
 from service.db.artifacts import prune
@@ -17,9 +19,11 @@ from service.db.store import Store
 from service.queue.broker import enqueue, held_jobs
 from service.queue.reconcile import ReconcileReport, reconcile
 from service.queue.registry import WorkerRegistry
+from service.queue.served import served_reader
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "cuprobe:reconcile-lock"
+LOCK_MIN_TTL_S = 30.0
 PRUNE_EVERY_S = 3600.0
 
 
@@ -40,14 +44,9 @@ def broker_reader(settings: Settings) -> Callable[[set[str]], dict[str, str]]:
     return read
 
 
-def served_reader(registry: WorkerRegistry) -> Callable[[], set[str] | None]:
-    """A function returning the queues live workers consume from, from the worker registry (None when Redis
-    cannot be read); never a broker inspection."""
-
-    def read() -> set[str] | None:
-        return registry.view().served_queues
-
-    return read
+def lock_ttl_s(settings: Settings) -> float:
+    """How long a holder that died keeps the reconcile lock: longer than any pass takes."""
+    return max(LOCK_MIN_TTL_S, 3 * settings.reconcile_interval_s)
 
 
 def alive_reader(registry: WorkerRegistry) -> Callable[[str | None], bool | None]:
@@ -61,16 +60,33 @@ def alive_reader(registry: WorkerRegistry) -> Callable[[str | None], bool | None
 
 @contextmanager
 def locked(settings: Settings) -> Iterator[bool]:
-    """Yields True when this process holds the reconcile lock (or Redis is down and nobody can)."""
+    """Yields True when this process holds the reconcile lock (or Redis is down and nobody can); the lock is
+    redis-py's (an owner token, compare-and-delete release) and is released when the block ends, so the next
+    pass, by any process, can run at once."""
     client = _client(settings)
+    lock = client.lock(LOCK_KEY, timeout=lock_ttl_s(settings), blocking=False)
     try:
         try:
-            mine = bool(client.set(LOCK_KEY, "1", nx=True, ex=max(1, int(settings.reconcile_interval_s))))
+            mine = bool(lock.acquire())
         except redis.RedisError:
-            mine = True
-        yield mine
+            yield True
+            return
+        try:
+            yield mine
+        finally:
+            if mine:
+                _release(lock)
     finally:
         client.close()
+
+
+def _release(lock: Lock) -> None:
+    try:
+        lock.release()
+    except LockError as exc:  # it expired during a long pass and someone else holds it now: leave theirs
+        log.warning("reconcile lock not released: %s", exc)
+    except redis.RedisError as exc:  # Redis went away: the lock expires by itself
+        log.warning("reconcile lock not released (Redis unreachable): %s", exc)
 
 
 def reconcile_once(

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from service.models import confirmation_counts
+from service.models.reasons import by_reason, names_line
 from service.models.sweep import Sweep
+from service.reports.table import table
 from service.sweep.diff import SweepDiff
+
+# Distinct reasons listed under "Could not run" before a line counting the rest.
+REASONS_SHOWN = 50
 
 
 def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
@@ -18,10 +23,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
         f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
         "",
-        "| outcome | cases |",
-        "|---|---|",
-        *[f"| {k} | {v} |" for k, v in sorted(counts.items())],
-        "",
+        *table(["outcome", "cases"], sorted(counts.items())),
     ]
     dead = [p for p in batched if p.control_fired and not all(p.control_fired)]
     if dead:
@@ -51,20 +53,35 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         lines.append("")
     not_run = [c for c in sweep.cases if not c.outcome.ran]
     if not_run:
-        lines += ["## Could not run", "", *[f"- `{c.key}`: {c.outcome} — {c.message}" for c in not_run[:50]], ""]
+        groups = by_reason((f"`{c.key}`", f"{c.outcome} — {c.message}") for c in not_run)
+        lines += ["## Could not run", ""]
+        lines += [f"- {reason} ({len(keys)} case(s): {names_line(keys)})" for reason, keys in groups[:REASONS_SHOWN]]
+        if len(groups) > REASONS_SHOWN:
+            rest = sum(len(keys) for _, keys in groups[REASONS_SHOWN:])
+            lines.append(
+                f"- … and {rest} more case(s) with {len(groups) - REASONS_SHOWN} other reason(s): "
+                "the HTML report and `cuprobe sweep show ID --json` list every one"
+            )
+        lines.append("")
     counts = confirmation_counts([f for case in sweep.cases if not case.control for f in case.findings])
+    rows = [
+        [
+            case.key,
+            f"`{f.signature}`",
+            f.count,
+            f.seen or "",
+            f.confirmation.value if f.confirmation else "-",
+            f.confirmation_evidence.reason if f.confirmation_evidence else "",
+        ]
+        for case in sweep.cases
+        for f in case.findings
+    ]
     lines += [
         "## Findings",
         "",
         "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
         + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
         "",
-        "| case | signature | records | seen | confirmation | evidence |",
-        "|---|---|---|---|---|---|",
+        *table(["case", "signature", "records", "seen", "confirmation", "evidence"], rows),
     ]
-    for case in sweep.cases:
-        for f in case.findings:
-            why = f.confirmation_evidence.reason.replace("|", "\\|") if f.confirmation_evidence else ""
-            confirmed = f.confirmation.value if f.confirmation else "-"
-            lines.append(f"| {case.key} | `{f.signature}` | {f.count} | {f.seen or ''} | {confirmed} | {why} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"

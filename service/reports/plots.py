@@ -26,8 +26,9 @@ def findings_by_out_features(sweep: Sweep) -> str | None:
 
     lines: dict[str, list[tuple[int, int]]] = {}
     for case in sweep.cases:
-        if "n" in case.point and "variant" in case.point and not case.added and case.outcome.ran:
-            lines.setdefault(f"{case.tool} {case.point['variant']}", []).append((int(case.point["n"]), case.records))
+        variant = case.point.get("variants", case.point.get("variant"))  # sweeps stored before the rename
+        if "n" in case.point and variant is not None and not case.added and case.outcome.ran:
+            lines.setdefault(f"{case.tool} {variant}", []).append((int(case.point["n"]), case.records))
     if not lines:
         return None
     figure, axes = plt.subplots(figsize=(8, 3.5))

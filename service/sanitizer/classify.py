@@ -1,4 +1,4 @@
-"""The one place that decides a run's Outcome, exactly as DESIGN.md's table says."""
+"""The one place that decides a run's Outcome, exactly as docs/outcomes.md's table says."""
 
 from __future__ import annotations
 
@@ -103,7 +103,10 @@ def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) 
 def _stopped_by_cuprobe(ev: RunEvidence, records: int) -> Classification:
     """cuprobe's own stop (byte cap, cancel) killed the run: never clean, never crashed; what was seen is kept."""
     why = "its XML outgrew the byte cap (CUPROBE_MAX_XML_BYTES)" if ev.xml_capped else "the job was cancelled"
-    stopped = f"cuprobe stopped the run because {why}; the process group died of cuprobe's signal, not a crash"
+    stopped = (
+        f"cuprobe stopped the run because {why}; the probe and every process it started were killed by cuprobe's "
+        "signal, not a crash"
+    )
     if records:
         findings = (
             [f for f in ev.parsed.findings if not f.fallout and not is_confirm_control(f.case)] if ev.parsed else []

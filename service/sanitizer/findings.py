@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -193,9 +193,9 @@ class FindingGrouper:
 
     def _signature(self, rec: RawRecord) -> str:
         """signature_of, remembered for records that differ only in what it leaves out (threads, addresses)."""
-        if rec.kind in ("leak", "api-error") or is_cuda_header(rec.where.path):
+        if rec.kind in ("leak", UNUSED_MEMORY, "api-error") or is_cuda_header(rec.where.path):
             return signature_of(rec, self.roots)  # these read the host or device stack
-        key = (rec.tool, rec.kind, rec.where, rec.peers, rec.space, rec.access, rec.size, rec.detail)
+        key = (rec.tool, rec.kind, rec.where, rec.peers, rec.space, rec.access, rec.size, rec.detail, rec.severity)
         signature = self._signatures.get(key)
         if signature is None:
             signature = self._signatures[key] = signature_of(rec, self.roots)
@@ -314,9 +314,3 @@ class FindingGrouper:
             )
         return out
 
-
-def group_records(records: Iterable[RawRecord], roots: Sequence[str]) -> list[Finding]:
-    grouper = FindingGrouper(roots)
-    for rec in records:
-        grouper.add(rec)
-    return grouper.findings()

@@ -10,7 +10,6 @@ from typing import Any
 from probes.contract import Tool
 from probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ
 
-MAX_FRAMES = 6
 UNUSED_MEMORY = "unused-memory"
 _SIZE_SUFFIX = re.compile(r"\s+of size \d+ bytes?.*$")
 _SLUG = re.compile(r"[^a-z0-9]+")

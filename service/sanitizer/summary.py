@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 _ERROR_SUMMARY = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors?\s*$", re.M)
 _NOT_PRINTED = re.compile(r"^=+ ERROR SUMMARY: (\d+) errors? were not printed", re.M)
@@ -59,3 +61,14 @@ def read_summary(text: str) -> SanitizerSummary:
     internal = [line for line in text.splitlines() if INTERNAL_ERROR in line]
     summary.internal_error = internal[0].lstrip("= ").strip() if internal else None
     return summary
+
+
+def is_text_log(path: Path) -> bool:
+    """Whether `path` is compute-sanitizer's text output (its `=========` lines) rather than its XML."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return False
+    return not head.startswith(b"<") and b"========= " in head

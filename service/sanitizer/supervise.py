@@ -21,6 +21,8 @@ POLL_S = 0.05
 TREE_EVERY = 5
 PR_SET_PDEATHSIG = 1
 TERM_GRACE_S = 2.0
+# A cancelled run is being thrown away: its group gets less time to flush before SIGKILL.
+CANCEL_GRACE_S = 0.5
 
 
 class CappedStream:
@@ -128,7 +130,7 @@ def supervise(
         elif cancel is not None and cancel.is_set():
             cancelled = True
         if timed_out or xml_capped or cancelled:
-            stop_run(proc.pid, pgid, known, TERM_GRACE_S)
+            stop_run(proc.pid, pgid, known, CANCEL_GRACE_S if cancelled else TERM_GRACE_S)
             break
         if polls % TREE_EVERY == 0:
             known |= descendants([proc.pid])

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from probes import registry
 from probes.contract import Tool
 from service.models import SanitizerOptions
-from service.sanitizer.options import OptionRefused, check_options
+from service.models.files import load_toml, parse_toml
+from service.models.problems import respell
+from service.probing.admission import BadRequest, options_for, probe_named, tool_for
 
 
 class DefinitionError(ValueError):
@@ -38,7 +38,7 @@ class Entry(BaseModel):
 
     name: str = Field("", description="unique label in case keys; the probe name when empty")
     probe: str
-    tools: list[Tool] = Field(min_length=1)
+    tools: list[Tool] = Field(min_length=1, alias="tool", description="one tool, or a list: each runs the grid")
     params: dict[str, Any] = Field(default_factory=dict, description="fixed parameters of every case")
     grid: dict[str, list[Any] | IntRange] = Field(default_factory=dict, description="axis -> values")
     repeats: int | None = Field(None, ge=1, le=50)
@@ -47,24 +47,28 @@ class Entry(BaseModel):
     timeout_s: float | None = Field(None, gt=0)
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """`tool` and grid axes named as the probe's parameters (`variants`), as in suites; old names warn."""
+        where = f"entry {data.get('name') or data.get('probe')}" if isinstance(data, dict) else "entry"
+        data = respell(data, "tools", "tool", where)
+        if isinstance(data, dict) and isinstance(data.get("tool"), str):
+            data = {**data, "tool": [data["tool"]]}
+        if isinstance(data, dict) and isinstance(data.get("grid"), dict) and data.get("probe") == "narrow-matmul":
+            data = {**data, "grid": respell(data["grid"], "variant", "variants", f"{where}: grid")}
+        return data
+
     @model_validator(mode="after")
     def _known_probe_and_tools(self) -> Entry:
         try:
-            probe = registry.get(self.probe)
-        except registry.UnknownProbe as exc:
-            raise ValueError(str(exc)) from exc
-        wrong = [t.value for t in self.tools if t not in probe.tools]
-        if wrong:
-            raise ValueError(
-                f"probe {self.probe} does not run under {', '.join(wrong)}; "
-                f"allowed: {', '.join(t.value for t in probe.tools)}"
-            )
-        for tool in self.tools:
-            if tool is not Tool.NONE:
-                try:
-                    check_options(self.options, tool)
-                except OptionRefused as exc:
-                    raise ValueError(str(exc)) from exc
+            probe = probe_named(self.probe)
+            for tool in self.tools:
+                tool_for(probe, tool)
+                if tool is not Tool.NONE:
+                    options_for(probe, tool, self.options)
+        except BadRequest as exc:
+            raise ValueError(exc.message) from exc
         self.name = self.name or self.probe
         return self
 
@@ -94,21 +98,9 @@ class SweepDefinition(BaseModel):
 
 def parse_definition(text: str, source: str = "<definition>") -> SweepDefinition:
     """A validated SweepDefinition from TOML text; DefinitionError names the source and the bad field."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DefinitionError(f"{source}: not valid TOML: {exc}") from exc
-    try:
-        return SweepDefinition.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "top level"
-        raise DefinitionError(f"{source}: {where}: {first['msg']}") from exc
+    return parse_toml(text, source, SweepDefinition, DefinitionError)
 
 
 def load_definition(path: Path) -> SweepDefinition:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DefinitionError(f"cannot read sweep definition {path}: {exc.strerror or exc}") from exc
-    return parse_definition(text, str(path))
+    """A validated SweepDefinition from its file; DefinitionError names the file and the bad field."""
+    return load_toml(path, "sweep definition", SweepDefinition, DefinitionError)

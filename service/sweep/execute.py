@@ -9,12 +9,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Protocol
 
-from service.config import Settings
+from service.config import Settings, get_settings
 from service.db.store import Job, Store, utcnow
-from service.models import Backtrace, Outcome, ProbeRequest, RunResult
+from service.models import Backtrace, ProbeRequest, RunResult, Tool
+from service.models.queues import Lane
 from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from service.probing.runner import run_probe
-from service.queue.names import Lane
+from service.queue.waiting import ended, job_fields, poll, result_of_job
 from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
 from service.sweep.flaky import merge_findings, merge_outcome
@@ -35,7 +36,7 @@ class LocalRunner:
     """Up to `slots` processes at once on this machine (one GPU's K sanitizer slots), each with the record cap."""
 
     def __init__(self, workdir: Path, settings: Settings | None = None, slots: int = 1) -> None:
-        settings = settings or Settings()
+        settings = settings or get_settings()
         self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
         self.workdir, self.slots = workdir, max(1, slots)
 
@@ -66,23 +67,17 @@ class ServiceRunner:
         for slot, request in enumerate(requests):
             spec = JobSpec.model_validate({**request.model_dump(), "lane": Lane.SWEEP})
             pending[submit(spec, self.store, self.settings, self.enqueue).id] = slot
-        while pending:
-            for job_id, slot in list(pending.items()):
-                job = self.store.get(job_id)
-                if job is None or job.state in ("done", "cancelled"):
-                    del pending[job_id]
-                    yield slot, _result_of(job, requests[slot], self.store)
-            if pending:
-                time.sleep(self.poll_s)
 
+        def finished(job: Job | None) -> bool:
+            return job is None or ended(job.state)
 
-def _result_of(job: Job | None, request: ProbeRequest, store: Store) -> RunResult:
-    if job is not None and job.result:
-        # The job row keeps the result without its findings: they live in the findings table.
-        return RunResult.model_validate({**job.result, "findings": store.findings(job.id)})
-    outcome = Outcome(job.outcome) if job is not None and job.outcome else Outcome.PROBE_ERROR
-    message = job.message if job is not None else "the job vanished from the store"
-    return RunResult(probe=request.probe, tool=request.tool or "none", outcome=outcome, message=message)
+        for job_id, job in poll(pending, self.store.get, finished, poll_s=self.poll_s):
+            slot = pending[job_id]
+            request = requests[slot]
+            fields = job_fields(job) if job is not None else None
+            findings = self.store.findings(job_id) if job is not None else []
+            tool = request.tool or Tool.NONE
+            yield slot, result_of_job(fields, findings, probe=request.probe, tool=tool, params=request.params)
 
 
 # initcheck signatures need only the device location; host backtraces cost more than half of a batched

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, expected_uninit_reads
 from service.models import SanitizerOptions
-from service.sweep.definition import Entry, SweepDefinition
+from service.probing.admission import BadRequest, admit
+from service.sweep.definition import DefinitionError, Entry, SweepDefinition
 
 Point = dict[str, Any]
 
@@ -47,12 +48,12 @@ class Process:
 
 
 class NarrowMatmulBatching:
-    """narrow-matmul records every case's device buffers, so one process can run many (variant, n) cases."""
+    """narrow-matmul records every case's device buffers, so one process can run many (variants, n) grid points."""
 
     probe = "narrow-matmul"
-    axes = frozenset({"n", "variant"})
+    axes = frozenset({"n", "variants"})
     control_point: ClassVar[Point] = {
-        "variant": "unguarded",
+        "variants": "unguarded",
         "n": 1,
     }  # 31 padding rows at tile 32: always reads padding
 
@@ -60,23 +61,23 @@ class NarrowMatmulBatching:
         if tool is not Tool.INITCHECK:
             return f"narrow-matmul has no positive control under {tool}, and every batched process needs one"
         if not axes <= self.axes:
-            return f"only the n and variant axes batch; this grid also varies {', '.join(sorted(axes - self.axes))}"
+            return f"only the n and variants axes batch; this grid also varies {', '.join(sorted(axes - self.axes))}"
         return None
 
     @staticmethod
     def label(point: Point) -> str:
-        return f"{point['variant']}-n{point['n']}"
+        return f"{point['variants']}-n{point['n']}"
 
     @staticmethod
     def params(fixed: dict[str, Any], points: list[Point]) -> dict[str, Any]:
         ns = list(dict.fromkeys(int(p["n"]) for p in points))
-        variants = list(dict.fromkeys(str(p["variant"]) for p in points))
+        variants = list(dict.fromkeys(str(p["variants"]) for p in points))
         return {**fixed, "n": ns, "variants": variants}
 
     @staticmethod
     def is_control(fixed: dict[str, Any], point: Point) -> bool:
         p = NarrowMatmulParams.model_validate({**fixed, "n": [point["n"]]})
-        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variant"]) > 0
+        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variants"]) > 0
 
 
 BATCHING = {NarrowMatmulBatching.probe: NarrowMatmulBatching()}
@@ -118,11 +119,11 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
     At least `slots` chunks where the grid allows, so K sanitizer processes on one GPU all have work."""
     batching = BATCHING[entry.probe]
     ns = list(dict.fromkeys(p["n"] for p in points))
-    variants = list(dict.fromkeys(p["variant"] for p in points))
+    variants = list(dict.fromkeys(p["variants"] for p in points))
     per_chunk = max(1, min(entry.batch_size // len(variants), -(-len(ns) // max(1, slots))))
     out: list[Process] = []
     for i in range(0, len(ns), per_chunk):
-        chunk = [{"variant": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
+        chunk = [{"variants": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
         cases = [
             PlannedCase(
                 f"{entry.name}/{tool}/{batching.label(p)}",
@@ -143,10 +144,10 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
             params = batching.params(entry.params, run_points)
             grid_labels = {c.probe_case for c in cases}
             extra = [
-                batching.label({"variant": v, "n": n})
+                batching.label({"variants": v, "n": n})
                 for v in params["variants"]
                 for n in params["n"]
-                if batching.label({"variant": v, "n": n}) not in grid_labels
+                if batching.label({"variants": v, "n": n}) not in grid_labels
             ]
             control_label = batching.label(control)
             cases.append(
@@ -183,8 +184,19 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
     return out
 
 
+def _admitted(entry: Entry, processes: list[Process]) -> list[Process]:
+    """`processes` if each one's request passes admission; DefinitionError names the entry and the field."""
+    for process in processes:
+        try:
+            admit(process.probe, process.tool, process.params, process.options)
+        except BadRequest as exc:
+            raise DefinitionError(f"entry {entry.name} ({process.cases[0].key}): {exc}") from exc
+    return processes
+
+
 def plan(definition: SweepDefinition, slots: int = 1) -> list[Process]:
-    """Every process the sweep runs, in order; each case appears in exactly one process.
+    """Every process the sweep runs, in order; each case appears in exactly one process, and each process's
+    request passed admission (DefinitionError before anything runs when one does not).
 
     `slots` is how many processes will run at once: batches are split so each slot gets one."""
     processes: list[Process] = []
@@ -202,11 +214,10 @@ def plan(definition: SweepDefinition, slots: int = 1) -> list[Process]:
             if tool is Tool.RACECHECK and batching is not None:
                 why = "racecheck reports shared-memory addresses, which no allocation map holds"
             if why is None and len(points) > 1:
-                processes += _batches(entry, tool, points, len(processes), repeats, slots)
+                processes += _admitted(entry, _batches(entry, tool, points, len(processes), repeats, slots))
             else:
-                processes += _singles(entry, tool, points, why or "a single case", len(processes), repeats)
+                processes += _admitted(
+                    entry, _singles(entry, tool, points, why or "a single case", len(processes), repeats)
+                )
     return processes
 
-
-def cases_of(processes: list[Process]) -> list[PlannedCase]:
-    return [c for p in processes for c in p.cases]

@@ -2,19 +2,23 @@
 
 Only one beat process should run. If a second is started by mistake, both send the task at the same due
 minute; the first task to SET NX the Redis key `cuprobe:sweep:due:<definition>:<due minute>` runs it and the
-other finds the key taken. A sweep still running when the next is due holds `cuprobe:sweep:running:<definition>`
-(with a TTL, so a dead sweep cannot block forever), and the next due sweep is skipped, not queued behind it.
+other finds the key taken (that key is a marker of the due time, kept until it expires, not a lock). A sweep still
+running when the next is due holds the redis-py lock `cuprobe:sweep:running:<definition>` (owner token, a TTL so a
+dead sweep cannot block forever, released when the sweep ends), and the next due sweep is skipped, not queued.
 """
 
 from __future__ import annotations
 
-import uuid
+import logging
 from collections.abc import Callable
 from datetime import datetime
 
 import redis
+from redis.exceptions import LockError
 
 from service.models.sweep import Sweep
+
+log = logging.getLogger(__name__)
 
 
 def due_key(definition: str, due: datetime) -> str:
@@ -36,16 +40,15 @@ def start_once(
     """("ran", sweep), or ("skipped: why", None) when this due time was taken or the last sweep still runs."""
     if not client.set(due_key(definition, due), "1", nx=True, ex=int(lock_ttl_s)):
         return "skipped: another beat already started the sweep due at this time", None
-    token = uuid.uuid4().hex
-    if not client.set(running_key(definition), token, nx=True, ex=int(lock_ttl_s)):
+    # redis-py's lock: an owner token, and a compare-and-delete release that leaves an expired-and-retaken
+    # lock alone.
+    running = client.lock(running_key(definition), timeout=lock_ttl_s, blocking=False)
+    if not running.acquire():
         return "skipped: the previous sweep of this definition is still running", None
     try:
         return "ran", run()
     finally:
-        # Release only our own lock: compare-and-delete, so an expired-and-retaken lock is left alone.
-        client.eval(
-            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
-            1,
-            running_key(definition),
-            token,
-        )
+        try:
+            running.release()
+        except LockError as exc:  # it outlived its TTL and another sweep holds it now: leave theirs
+            log.warning("sweep lock of %s not released: %s", definition, exc)

@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
 from service.config import Settings
-from service.queue.names import CPU, gpu_queue, lane_queues
+from service.models.queues import CPU, gpu_queue, lane_queues
+from service.probing.gpus import GpuDevice, visible_gpus
 from service.worker.gpu_slots import default_slots
-
-
-@dataclass(frozen=True)
-class GpuDevice:
-    """One GPU as nvidia-smi lists it."""
-
-    index: int
-    uuid: str
-    name: str
-    compute_cap: str  # "9.0"
-    free_bytes: int | None = None
-
-    @property
-    def arch(self) -> str:
-        """`9.0` -> `sm90`."""
-        major, _, minor = self.compute_cap.partition(".")
-        return f"sm{major}{minor or '0'}"
 
 
 @dataclass(frozen=True)
@@ -40,40 +24,6 @@ class WorkerCommand:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-
-
-def parse_nvidia_smi(text: str) -> list[GpuDevice]:
-    """Devices from `nvidia-smi --query-gpu=index,uuid,name,compute_cap,memory.free --format=csv,noheader,nounits`."""
-    devices = []
-    for line in text.splitlines():
-        parts = [part.strip() for part in line.split(",")]
-        if len(parts) in (4, 5) and parts[0].isdigit():
-            free = int(parts[4]) << 20 if len(parts) == 5 and parts[4].isdigit() else None  # MiB
-            devices.append(GpuDevice(int(parts[0]), parts[1], parts[2], parts[3], free))
-    return devices
-
-
-def discover_gpus() -> list[GpuDevice]:
-    """The GPUs nvidia-smi sees (NVML, not CUDA: workers never initialise CUDA); [] if none."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=index,uuid,name,compute_cap,memory.free", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (subprocess.SubprocessError, OSError):
-        return []
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    devices = parse_nvidia_smi(out)
-    if visible is not None:
-        wanted = {v.strip() for v in visible.split(",") if v.strip()}
-        devices = [d for d in devices if str(d.index) in wanted or d.uuid in wanted]
-    return devices
 
 
 def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
@@ -87,7 +37,7 @@ def host_slots(settings: Settings) -> int:
     """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
     if settings.gpu_slots:
         return settings.gpu_slots
-    devices = discover_gpus()
+    devices = visible_gpus()
     return slots_for(devices[0], len(devices), 0)[0] if devices else 1
 
 
@@ -157,6 +107,19 @@ def worker_commands(
     return commands
 
 
+def stop_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float) -> None:
+    """SIGTERM every process still running, wait up to `timeout_s` for each, then SIGKILL the ones left."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def run_workers(commands: list[WorkerCommand]) -> int:
     """Start every worker, forward SIGINT/SIGTERM to them, and stop them all when one exits."""
     procs = [subprocess.Popen(c.argv, env={**os.environ, **c.env}) for c in commands]
@@ -172,12 +135,5 @@ def run_workers(commands: list[WorkerCommand]) -> int:
         while all(proc.poll() is None for proc in procs):
             time.sleep(0.5)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs, timeout_s=60)
     return max((proc.returncode or 0) for proc in procs)

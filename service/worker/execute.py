@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,33 +71,35 @@ def execute_job(
     spec = JobSpec.model_validate(job.request)
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
-    box: dict[str, RunResult | BaseException] = {}
-
     exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
 
-    def target() -> None:
-        try:
-            with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
-                box["result"] = runner.run_probe(
-                    spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel
-                )
-        except BaseException as exc:  # reported as the job's result below
-            box["error"] = exc
+    def run() -> RunResult:
+        with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
+            return runner.run_probe(spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel)
 
-    thread = threading.Thread(target=target, name=f"probe-{job_id}", daemon=True)
-    thread.start()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
+    running = pool.submit(run)
+    pool.shutdown(wait=False)  # the pool ends with its one run
     beat = Heartbeat(store, settings, job_id, claim.attempt, cancel)
     interrupted = False
     try:
-        while thread.is_alive():
-            thread.join(settings.heartbeat_s)
-            if thread.is_alive():
+        beat_at = time.monotonic()
+        while not running.done():
+            # The cancel flag is read every cancel_poll_s (a stop within about a second of the request);
+            # the heartbeat is written every heartbeat_s.
+            wait([running], timeout=min(settings.cancel_poll_s, settings.heartbeat_s))
+            if running.done():
+                break
+            if time.monotonic() - beat_at >= settings.heartbeat_s:
+                beat_at = time.monotonic()
                 beat.once()
+            else:
+                beat.check_cancel()
     except interrupts:
         interrupted = True
         cancel.set()
-        thread.join(30)
+        wait([running], timeout=30)
     if beat.lost:
         # This attempt stopped its own probe before its heartbeat went stale: hand the job back, run it again.
         released = retry_store(
@@ -110,7 +113,7 @@ def execute_job(
             deadline,
         )
         return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": False, "requeued": released}
-    result = _result_of(box, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
+    result = _result_of(running, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
     # Kept beside the artifacts until stored: past the retries the reconciler stores it when the store is back.
     write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
     try:
@@ -167,6 +170,16 @@ class Heartbeat:
                 self.lost = True
                 self.cancel.set()
 
+    def check_cancel(self) -> None:
+        """Stop the probe if someone asked (read between heartbeats; a store error waits for the next beat)."""
+        try:
+            if self.store.cancel_requested(self.job_id):
+                self.cancelled = True
+                self.cancel.set()
+        except SQLAlchemyError as exc:
+            if not transient(exc):
+                raise
+
 
 def retry_store(write: Callable[[], T], deadline: float) -> T | None:
     """`write()`, retried through store outages until `deadline` (monotonic); None when the store stayed down.
@@ -201,9 +214,7 @@ def unstorable(result: RunResult, exc: Exception, workdir: Path) -> RunResult:
     )
 
 
-def _result_of(
-    box: dict[str, RunResult | BaseException], probe: str, tool: Tool, interrupted: bool, settings: Settings
-) -> RunResult:
+def _result_of(running: Future[RunResult], probe: str, tool: Tool, interrupted: bool, settings: Settings) -> RunResult:
     if interrupted:
         return RunResult(
             probe=probe,
@@ -212,12 +223,12 @@ def _result_of(
             message=f"the job hit the worker's soft time limit ({settings.task_soft_time_limit_s} s); "
             "its probe was killed",
         )
-    found = box.get("result")
-    if isinstance(found, RunResult):
-        return found
+    error = running.exception()
+    if error is None:
+        return running.result()
     return RunResult(
         probe=probe,
         tool=tool,
         outcome=Outcome.PROBE_ERROR,
-        message=f"cuprobe's runner failed before classifying the run: {box.get('error')!r}",
+        message=f"cuprobe's runner failed before classifying the run: {error!r}",
     )

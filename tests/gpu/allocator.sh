@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # torch's caching allocator made visible to the sanitizer (NVTX): evidence for docs/allocator.md, on the GPU box.
-# Run from the project root there:  source .device/setup.sh && bash tests/gpu/allocator.sh
+# Run from the project root there:  bash tests/gpu/allocator.sh
 # Writes under $OUT: allocator.log (this console), build.json (extension build time, fresh then cached),
 # trace/real_trace.json + trace/real_trace.nvtx.log (commit both to tests/data/allocator/), runs/NAME.json
 # (one `cuprobe run --json` RunResult each) with runs/NAME/ (run.xml, stdout, stderr, result.json) tarred

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capture real compute-sanitizer output on the GPU box for the parser/classifier tests (tests/data/captures).
-# Run there from the project root:  source .device/setup.sh && bash tests/gpu/capture.sh
+# Run there from the project root:  bash tests/gpu/capture.sh
 # Writes $OUT/captures.tgz (one folder per sanitizer version and case: cmd.txt, stdout.txt, stderr.txt,
 # exit_code, wall_s, run.xml) and $OUT/capture.log.
 set -u

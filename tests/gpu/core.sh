@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 2 on the GPU box, in one command: the core's GPU tests on both sanitizers, the CLI on uninit-read,
+# The core on a GPU machine, in one command: the core's GPU tests on both sanitizers, the CLI on uninit-read,
 # and every run's artifacts kept as test data. From the project root on the box:
-#   source .device/setup.sh && bash tests/gpu/core.sh
+#   bash tests/gpu/core.sh
 # Writes to $OUT: core.log (all output, with setup's version banner first when piped in), core.tgz (artifacts).
 set -u
 OUT=${OUT:-/tmp/out}; keep=/tmp/core-keep; rm -rf "$keep"; mkdir -p "$keep" "$OUT"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 5 on the GPU box: `cuprobe gate suites/premerge.toml --local` on the real probes, three times:
+# The gate on a GPU machine: `cuprobe gate suites/premerge.toml --local` on the real probes, three times:
 #   1. --update-baseline: write a baseline from this build      (expect exit 0: controls fire, nothing new)
 #   2. against that baseline                                    (expect exit 0)
 #   3. the suite plus the unguarded narrow-matmul as code under test, against the same baseline (expect exit 1)
-# Run from the project root there:  source .device/setup.sh && bash tests/gpu/gate.sh
+# Run from the project root there:  bash tests/gpu/gate.sh
 # Keeps under $OUT/gate/: each step's console log, JUnit XML, SARIF, Markdown summary, the baseline and the
 # defect suite; $OUT/gate/summary.txt is the table printed at the end.
 set -uo pipefail

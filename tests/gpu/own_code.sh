@@ -2,7 +2,7 @@
 # Code nobody here wrote under cuprobe: NVIDIA's compute-sanitizer-samples (built with their own Makefiles) run as
 # `command` entries, and a pytest file of torch CUDA tests with one planted out-of-bounds write, run per test.
 # Needs the samples checkout carried to the box at .samples/ (or SAMPLES=DIR); it is built in a copy under /tmp.
-# Run on the GPU box from the project root:  source .device/setup.sh && bash tests/gpu/own_code.sh
+# Run on the GPU box from the project root:  source tests/gpu/setup_box.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/own_code.sh
 # Writes under $OUT/own_code/: own_code.log, one JSON per `cuprobe exec` run, the suites, gate reports,
 # summary.txt (the table: case, tool, options, expected, got); and $OUT/sanitizer_help/ (help texts).
 set -uo pipefail

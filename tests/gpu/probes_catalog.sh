@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 3 evidence on the GPU box: every GPU probe case of the catalog, raw logs tarred into $OUT.
-# Run from the project root there:  source .device/setup.sh && bash tests/gpu/probes_catalog.sh
+# The probe catalog's evidence on a GPU machine: every GPU probe case of the catalog, raw logs tarred into $OUT.
+# Run from the project root there:  bash tests/gpu/probes_catalog.sh
 # Writes $OUT/probes_catalog.log (this console), $OUT/probes_catalog.tgz (per step: cmd.txt, stdout.txt,
 # stderr.txt, exit_code, wall_s, result.json, run.xml, table.txt) and $OUT/summary.txt. Steps are independent
 # and run in priority order; a step that would start after HARD_S seconds is skipped and says so.

@@ -2,7 +2,7 @@
 # replay on the H200: a known nondeterministic CUDA op named as the first diverging tensor, clean with
 # deterministic algorithms, the digest overhead table, Triton autotune choices per process (A1) and an
 # autotune cache that stays empty (A2). About 3 minutes. Run from the project root there:
-#   source .device/setup.sh && bash tests/gpu/replay.sh
+#   source tests/gpu/setup_box.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/replay.sh
 # Writes $OUT/replay.log (this console) and $OUT/replay/<step>/{cmd.txt,stdout.txt,stderr.txt,exit_code,wall_s,
 # result.json,replay-growth.svg}.
 set -u

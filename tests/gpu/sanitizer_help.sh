@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capture each installed compute-sanitizer's own help: --version, --help, and --tool T --help for every tool.
-# Run on the GPU box from the project root:  source .device/setup.sh && bash tests/gpu/sanitizer_help.sh
+# Run on the GPU box from the project root:  source tests/gpu/setup_box.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/sanitizer_help.sh
 # Writes $OUT/sanitizer_help/VERSION/{path.txt,version.txt,help.txt,help-TOOL.txt}; copy help.txt to
 # tests/data/captures/VERSION/help.txt (cuprobe's option checks are tested against those files).
 set -u

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 4 (and issue 7's one-GPU half) on the GPU box, in one command: the whole service path — API, Redis,
+# The service on a GPU machine (and the one-GPU half of the two-GPU check), in one command: the whole service path — API, Redis,
 # GPU worker, compute-sanitizer, store — for uninit-read and narrow-matmul under initcheck with the findings
 # read back over HTTP and the CLI; 16 narrow-matmul jobs drained on one GPU; bench/overhead.py against that
 # stack. From the project root on the box:
-#   source .device/setup.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/service.sh
+#   source tests/gpu/setup_box.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/service.sh
 # Writes to $OUT/service/: service.log (everything, in order), worker.log, api.log, *.json bodies.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; out="$OUT/service"; mkdir -p "$out"

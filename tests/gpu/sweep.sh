@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 6 on the H200: bench/sweep.py — the full 384-case narrow-matmul initcheck grid batched (wall time,
+# The sweep on the H200: bench/sweep.py — the full 384-case narrow-matmul initcheck grid batched (wall time,
 # cases per GPU-hour, its HTML report), then 48 cases batched vs one process per case (identical findings,
 # both wall times, ratio). Everything under $OUT. Predicted about 8-9 minutes in all (docs/sweep.md).
-# Run from the project root: source .device/setup.sh && bash tests/gpu/sweep.sh
+# Run from the project root: bash tests/gpu/sweep.sh
 set -uo pipefail
 OUT=${OUT:-build/gpu-sweep}
 mkdir -p "$OUT/b48"

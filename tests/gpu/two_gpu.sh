@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 7 on a two-GPU box (device kind nvidia-h200-x2), in one command: the same 16 narrow-matmul initcheck
+# Two GPUs of one machine, in one command: the same 16 narrow-matmul initcheck
 # jobs drained by a pool on one GPU, then by the pool on both; where each job ran comes from the stored results
 # (the GPU the worker was pinned to and the device the probe itself saw). From the project root on the box:
-#   source .device/setup.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/two_gpu.sh
+#   source tests/gpu/setup_box.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/two_gpu.sh
 # Writes $OUT/two_gpu/: two_gpu.log, drain-1gpu.json, drain-2gpu.json, worker-*.log.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; out="$OUT/two_gpu"; mkdir -p "$out"

@@ -17,6 +17,7 @@ from service.api import create_app
 from service.cli.embedded import free_port
 from service.config import Settings
 from service.db.store import Store
+from service.queue.served import ServedQueues
 from service.worker.commands import worker_commands
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,13 +71,12 @@ class Stack:
 
     # --- API ---
 
-    def start_api(self, **overrides: Any) -> httpx.Client:
+    def start_api(self, served_queues: ServedQueues | None = None, **overrides: Any) -> httpx.Client:
         """Serve the API for these settings (with overrides) on a free port; returns a client for it."""
         port = free_port()
         settings = self.settings.model_copy(update=overrides)
-        server = uvicorn.Server(
-            uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-        )
+        app = create_app(settings, served_queues=served_queues)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         deadline = time.monotonic() + 20

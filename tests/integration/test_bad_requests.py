@@ -87,7 +87,7 @@ def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Clien
     assert guarded.get("/jobs/ffff").status_code == 404
 
 
-@pytest.mark.parametrize("switch", ["command_probe_enabled", "replay_probe_enabled"])
+@pytest.mark.parametrize("switch", ["command_enabled", "replay_probe_enabled"])
 def test_a_probe_that_runs_code_enabled_without_token_refuses_to_start(sqlite_stack: Stack, switch: str) -> None:
     settings = sqlite_stack.settings.model_copy(update={switch: True, "api_token": None})
     with pytest.raises(ValueError, match="CUPROBE_API_TOKEN"):

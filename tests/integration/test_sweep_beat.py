@@ -84,7 +84,7 @@ def test_the_scheduled_sweep_runs_its_processes_as_sweep_lane_jobs_on_a_real_wor
 
     definition = tmp_path / "lane.toml"
     definition.write_text(
-        'name = "lane-test"\n[[entry]]\nprobe = "selftest"\ntools = ["none"]\n'
+        'name = "lane-test"\n[[entry]]\nprobe = "selftest"\ntool = "none"\n'
         'grid = { behaviour = ["ok", "violate"] }\n'
     )
     celery = make_celery(stack.settings)

@@ -7,14 +7,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
-from service.db.artifacts import NAMES, artifact_path, open_artifact
+from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact
 from service.db.store import Job, JobState
-from service.models import Outcome
+from service.models import Outcome, Tool
+from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
@@ -23,18 +24,35 @@ router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 
 
 def _job_or_404(store: StoreDep, job_id: str) -> Job:
+    """The job with id `job_id`, or the one job whose id starts with it; 404 for none, 409 for several."""
     job = store.get(job_id)
+    if job is not None:
+        return job
+    matches = store.ids_starting(job_id) if job_id else []
+    if len(matches) > 1:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"job id prefix {job_id} is ambiguous: it starts {', '.join(matches)}"
+            + (" and more" if len(matches) >= 10 else "")
+            + "; give more characters",
+        )
+    job = store.get(matches[0]) if matches else None
     if job is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id}")
     return job
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
-def submit(spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, celery: CeleryDep) -> JobView:
-    """Queue a probe run; the job id comes back at once, the outcome later (GET /jobs/{id})."""
+def submit(
+    spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, celery: CeleryDep, request: Request
+) -> JobView:
+    """Queue a probe run; the job id comes back at once, the outcome later (GET /jobs/{id}). A job for a queue no
+    live worker serves ends `unavailable` at once, unless `wait_for_worker` is set."""
     try:
-        job = job_service.submit(spec, store, settings, lambda j: enqueue(celery, j))
-    except job_service.SubmissionError as exc:
+        job = job_service.submit(
+            spec, store, settings, lambda j: enqueue(celery, j), served=request.app.state.served_queues
+        )
+    except BadRequest as exc:
         raise HTTPException(exc.status, {"field": exc.field, "message": exc.message}) from exc
     return JobView.of(job, 0)
 
@@ -43,14 +61,16 @@ def submit(spec: job_service.JobSpec, store: StoreDep, settings: SettingsDep, ce
 def list_jobs(
     store: StoreDep,
     probe: str | None = None,
+    tool: Tool | None = None,
     outcome: Outcome | None = None,
     state: JobState | None = None,
     since: datetime | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobList:
-    """Jobs, newest first, filtered by probe, outcome, state and creation time."""
+    """Jobs, newest first, filtered by probe, tool, outcome, state and creation time."""
     found = store.jobs(
         probe=probe,
+        tool=tool.value if tool else None,
         outcome=outcome.value if outcome else None,
         state=state.value if state else None,
         since=since,
@@ -63,13 +83,13 @@ def list_jobs(
 @router.get("/{job_id}")
 def get_job(job_id: str, store: StoreDep) -> JobView:
     job = _job_or_404(store, job_id)
-    return JobView.of(job, len(store.findings(job_id)))
+    return JobView.of(job, len(store.findings(job.id)))
 
 
 @router.get("/{job_id}/findings")
 def get_findings(job_id: str, store: StoreDep) -> FindingList:
-    _job_or_404(store, job_id)
-    return FindingList(job_id=job_id, findings=store.findings(job_id))
+    job = _job_or_404(store, job_id)
+    return FindingList(job_id=job.id, findings=store.findings(job.id))
 
 
 @router.post("/{job_id}/cancel")
@@ -77,9 +97,9 @@ def cancel(job_id: str, store: StoreDep, celery: CeleryDep) -> JobView:
     """Cancel a queued job now, or stop a running one (its probe is killed); 409 once it has a result."""
     job = _job_or_404(store, job_id)
     if JobState(job.state).terminal:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id} already ended ({job.state})")
-    store.cancel(job_id)
-    job = _job_or_404(store, job_id)
+        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job.id} already ended ({job.state})")
+    store.cancel(job.id)
+    job = _job_or_404(store, job.id)
     return JobView.of(job)
 
 
@@ -109,15 +129,10 @@ def get_artifact(job_id: str, name: str, store: StoreDep) -> StreamingResponse:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, pruned, or not a regular file)"
         )
-    media = (
-        "application/xml"
-        if name.endswith(".xml")
-        else "application/json"
-        if name.endswith(".json")
-        else "text/plain"
-    )
     return StreamingResponse(
-        _chunks(opened), media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
+        _chunks(opened),
+        media_type=content_type(name),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
 
@@ -128,6 +143,5 @@ def _chunks(opened: BinaryIO) -> Iterator[bytes]:
 
 
 def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:
-    _job_or_404(store, job_id)
-    runs = store.runs(job_id)
+    runs = store.runs(_job_or_404(store, job_id).id)
     return Path(runs[-1].workdir) if runs else None

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from probes import registry
 from service.api.deps import Authorized
 from service.api.schemas import ProbeList, ProbeView
+from service.probing.admission import needs_gpu_by_default
 
 router = APIRouter(prefix="/probes", tags=["probes"], dependencies=[Authorized])
 
@@ -20,7 +21,7 @@ def list_probes() -> ProbeList:
             ProbeView(
                 name=name,
                 summary=probe.summary,
-                needs_gpu=probe.needs_gpu,
+                needs_gpu=needs_gpu_by_default(name),
                 tools=list(probe.tools),
                 params_schema=probe.Params.model_json_schema(),
             )

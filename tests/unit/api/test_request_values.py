@@ -19,7 +19,7 @@ def client(tmp_path: Path) -> TestClient:
         data_dir=tmp_path,
         database_url=f"sqlite:///{tmp_path / 'db.sqlite'}",
         broker_url="redis://127.0.0.1:1/0",  # nothing listens: every refusal happens before the broker
-        command_probe_enabled=True,
+        command_enabled=True,
         api_token=TOKEN,
     )
     return TestClient(create_app(settings, reconciler=False), headers={"Authorization": f"Bearer {TOKEN}"})

@@ -62,9 +62,11 @@ def test_parse_print_limited_output_is_flagged_truncated() -> None:
 
 def test_parse_clean_needs_the_summary() -> None:
     case = capture(VERSIONS[0], "initcheck_ok")
-    without = cli.invoke(app, ["parse", str(xml_of(case)), "--json"])
+    without = cli.invoke(app, ["parse", str(xml_of(case)), "--tool", "initcheck", "--json"])
     assert without.exit_code == 3 and "cannot say the run was clean" in json.loads(without.stdout)["message"]
-    with_log = cli.invoke(app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--json"])
+    with_log = cli.invoke(
+        app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "initcheck", "--json"]
+    )
     assert with_log.exit_code == 0 and json.loads(with_log.stdout)["outcome"] == "clean"
 
 
@@ -72,7 +74,7 @@ def test_parse_summary_counting_errors_with_an_empty_xml_is_never_clean() -> Non
     """A real log whose summary counts 24 errors, beside a real XML with no records: records were lost."""
     log = capture(VERSIONS[1], "initcheck_uninit") / "stdout.txt"
     empty_xml = xml_of(capture(VERSIONS[1], "initcheck_ok"))
-    result = cli.invoke(app, ["parse", str(empty_xml), "--log", str(log), "--json"])
+    result = cli.invoke(app, ["parse", str(empty_xml), "--log", str(log), "--tool", "initcheck", "--json"])
     body = json.loads(result.stdout)
     assert result.exit_code == 3, body
     assert body["outcome"] == "sanitizer_error" and body["summary_count"] == 24 and body["records"] == 0

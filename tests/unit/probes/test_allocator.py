@@ -17,7 +17,8 @@ from probes.command import allocator_env
 from probes.contract import Tool
 from service.config import Settings
 from service.models import ProbeRequest
-from service.probing.runner import BadRequest, resolve, run_probe
+from service.probing.admission import BadRequest, admit
+from service.probing.runner import run_probe
 from tests.conftest import RUNS, VERSIONS
 from tests.unit.probes.conftest import ROOT, ProbeRun, probe_env
 from tests.unit.probing.test_runner_replay import gpu_present, replay
@@ -42,14 +43,14 @@ def test_an_unknown_allocator_is_refused_naming_the_choices() -> None:
 @pytest.mark.parametrize("probe", TORCH_PROBES)
 def test_every_torch_probe_refuses_a_bad_allocator(probe: str) -> None:
     with pytest.raises(BadRequest, match="allocator"):
-        resolve(ProbeRequest(probe=probe, params={"allocator": "pooled"}))
+        admit(probe, None, {"allocator": "pooled"})
 
 
 @pytest.mark.parametrize("probe", ["narrow-matmul", "bf16-matmul", "planted-torch"])
 def test_the_default_is_written_into_the_params_so_the_reproducing_command_says_it(probe: str) -> None:
-    _, sanitized = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK))
-    _, bare = resolve(ProbeRequest(probe=probe, tool=Tool.NONE))
-    _, asked = resolve(ProbeRequest(probe=probe, tool=Tool.MEMCHECK, params={"allocator": "no-caching"}))
+    sanitized = admit(probe, Tool.MEMCHECK, {}).params
+    bare = admit(probe, Tool.NONE, {}).params
+    asked = admit(probe, Tool.MEMCHECK, {"allocator": "no-caching"}).params
     assert (sanitized["allocator"], bare["allocator"], asked["allocator"]) == ("caching-nvtx", "caching", "no-caching")
 
 

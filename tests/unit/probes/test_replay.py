@@ -181,7 +181,7 @@ def test_a_script_with_arguments_runs_as_main(program: Path) -> None:
 
 
 def test_exactly_one_program_is_required(program: Path) -> None:
-    from service.probing.runner import BadRequest
+    from service.probing.admission import BadRequest
 
     with pytest.raises(BadRequest, match="exactly one of entry, script or example"):
         replay(program, entry="tinynet:marked", example="transformer")

@@ -9,7 +9,8 @@ import pytest
 from probes.contract import Tool
 from service.config import Settings
 from service.models import ProbeRequest
-from service.probing.runner import BadRequest, run_probe
+from service.probing.admission import BadRequest
+from service.probing.runner import run_probe
 from service.sanitizer.command import sanitizer_command
 
 

@@ -102,8 +102,9 @@ def test_cancel_kills_every_process_the_command_started(
     cancel.set()
     thread.join(30)
     assert _gone(1234, 1235, 1236, 1237) == []
-    assert box["r"].outcome is Outcome.PROBE_ERROR
-    assert box["r"].message == "cancelled while running; the probe and every process it started were killed"
+    assert box["r"].outcome is Outcome.CANCELLED
+    assert "cuprobe stopped the run because the job was cancelled" in box["r"].message
+    assert "the probe and every process it started were killed" in box["r"].message
 
 
 def test_command_and_its_parent_never_hold_the_workers_secrets(command_worker: Settings, tmp_path: Path) -> None:

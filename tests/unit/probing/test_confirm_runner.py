@@ -11,6 +11,7 @@ from service.config import Settings
 from service.db.store import Store
 from service.models import Confirmation, Outcome, ProbeRequest
 from service.probing import runner
+from service.probing.admission import admit
 from service.probing.environment import GpuFacts
 from service.probing.runner import default_backtrace, run_probe
 from service.queue.submit import JobSpec, create
@@ -74,12 +75,12 @@ def test_a_user_kernel_filter_still_checks_the_controls_readers(
 
 
 def test_torch_probes_run_initcheck_with_device_only_backtraces() -> None:
-    assert default_backtrace("bf16-matmul", Tool.INITCHECK, {"backends": ["torch-cuda"]}) == "device"
-    assert default_backtrace("narrow-linear", Tool.INITCHECK, {}) == "device"
-    assert default_backtrace("narrow-matmul", Tool.INITCHECK, {"variants": ["torch"]}) == "device"
-    assert default_backtrace("narrow-matmul", Tool.INITCHECK, {"variants": ["unguarded"]}) is None
-    assert default_backtrace("bf16-matmul", Tool.MEMCHECK, {"backends": ["torch-cuda"]}) is None
-    assert default_backtrace("uninit-read", Tool.INITCHECK, {}) is None
+    assert default_backtrace(admit("bf16-matmul", Tool.INITCHECK, {"backends": ["torch-cuda"]})) == "device"
+    assert default_backtrace(admit("narrow-linear", Tool.INITCHECK, {})) == "device"
+    assert default_backtrace(admit("narrow-matmul", Tool.INITCHECK, {"variants": ["torch"]})) == "device"
+    assert default_backtrace(admit("narrow-matmul", Tool.INITCHECK, {"variants": ["unguarded"]})) is None
+    assert default_backtrace(admit("bf16-matmul", Tool.MEMCHECK, {"backends": ["torch-cuda"]})) is None
+    assert default_backtrace(admit("uninit-read", Tool.INITCHECK, {})) is None
 
 
 def test_the_narrow_matmul_batch_replayed_asks_for_device_backtraces_when_torch_is_in_it(

@@ -1,4 +1,4 @@
-"""The whole runner, classified as DESIGN.md says, against the replay stand-in built from H200 captures."""
+"""The whole runner, classified as docs/outcomes.md says, against the replay stand-in built from H200 captures."""
 
 from __future__ import annotations
 

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from service.config import Settings
-from service.queue.names import Lane, queue_for
-from service.queue.submit import JobSpec, SubmissionError, check
+from service.db.store import Job, Store
+from service.models.queues import Lane, queue_for
+from service.probing.admission import BadRequest
+from service.queue.submit import JobSpec, check, submit
 
 
-def _refusal(settings: Settings | None = None, **spec: object) -> SubmissionError:
-    with pytest.raises(SubmissionError) as info:
+def _refusal(settings: Settings | None = None, **spec: object) -> BadRequest:
+    with pytest.raises(BadRequest) as info:
         check(JobSpec.model_validate(spec), settings or Settings())
     return info.value
 
@@ -64,6 +67,22 @@ def test_time_limits_must_sit_below_the_visibility_timeout() -> None:
         Settings(task_soft_time_limit_s=100, task_time_limit_s=200, visibility_timeout_s=150)
 
 
+def test_a_failing_enqueue_is_logged_with_its_cause_and_the_job_stays_stored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    store.migrate()
+
+    def broker_down(job: Job) -> None:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
+
+    with caplog.at_level(logging.WARNING, logger="service.queue.submit"):
+        job = submit(JobSpec(probe="selftest"), store, Settings(), broker_down)
+    stored = store.get(job.id)
+    assert stored is not None and stored.state == "queued" and stored.enqueued_at is None  # the reconciler resends it
+    (record,) = [r for r in caplog.records if job.id in r.getMessage()]
+    assert record.exc_info is not None and isinstance(record.exc_info[1], ConnectionError)
+    assert "Connection refused" in caplog.text  # the cause, with its traceback
 @pytest.mark.parametrize("value", ["/etc/shadow", "../../root/.ssh/id_rsa", "--injection-path=/tmp/x"])
 def test_suppressions_are_a_name_never_a_path_or_an_option(value: str, tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as info:
@@ -90,5 +109,5 @@ def test_kernel_filter_values_cannot_add_filter_options(name: str) -> None:
 
 
 def test_nul_byte_in_params_is_refused_naming_the_field() -> None:
-    refusal = _refusal(Settings(command_probe_enabled=True), probe="command", params={"argv": ["/bin/true", "a\x00b"]})
+    refusal = _refusal(Settings(command_enabled=True), probe="command", params={"argv": ["/bin/true", "a\x00b"]})
     assert (refusal.status, refusal.field) == (422, "params.argv.1") and "NUL" in refusal.message

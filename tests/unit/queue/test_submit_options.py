@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings
-from service.queue.submit import JobSpec, SubmissionError, check
+from service.probing.admission import BadRequest
+from service.queue.submit import JobSpec, check
 
 
 def test_an_option_of_another_tool_is_refused_with_422() -> None:
     spec = JobSpec.model_validate({"probe": "planted", "tool": "racecheck", "options": {"padding": 512}})
-    with pytest.raises(SubmissionError) as refused:
+    with pytest.raises(BadRequest) as refused:
         check(spec, Settings())
     assert refused.value.status == 422 and refused.value.field == "options"
     assert "--padding is a memcheck option" in refused.value.message
@@ -23,9 +24,9 @@ def test_suppressions_are_names_in_the_operators_directory(tmp_path: Path) -> No
     settings = Settings(suppressions_dir=tmp_path)
     for bad in ("/etc/passwd", "../known.xml", "missing.xml"):
         spec = JobSpec.model_validate({"probe": "planted", "tool": "memcheck", "options": {"suppressions": bad}})
-        with pytest.raises(SubmissionError, match=r"suppressions|no such file"):
+        with pytest.raises(BadRequest, match=r"suppressions|no such file"):
             check(spec, settings)
     good = JobSpec.model_validate({"probe": "planted", "tool": "memcheck", "options": {"suppressions": "known.xml"}})
     assert check(good, settings).options.suppressions == "known.xml"
-    with pytest.raises(SubmissionError, match="no suppressions directory"):
+    with pytest.raises(BadRequest, match="no suppressions directory"):
         check(good, Settings())

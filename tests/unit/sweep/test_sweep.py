@@ -28,9 +28,9 @@ CAPTURED = f"""
 name = "captured"
 [[entry]]
 probe = "narrow-matmul"
-tools = ["initcheck"]
+tool = ["initcheck"]
 params = {{m = 32, k = 32, tile = 32}}
-grid = {{n = {NS}, variant = ["unguarded", "guarded", "torch"]}}
+grid = {{n = {NS}, variants = ["unguarded", "guarded", "torch"]}}
 """
 
 
@@ -56,7 +56,7 @@ def test_batched_findings_are_attributed_to_their_cases(
     assert len(sweep.processes) == 1 and sweep.processes[0].batched and sweep.processes[0].control_fired == [True]
     assert sweep.sanitizer_version == version and len(sweep.cases) == 39
     for case in sweep.cases:
-        want = expected_uninit_reads(32, 32, case.point["n"], 32, case.point["variant"])
+        want = expected_uninit_reads(32, 32, case.point["n"], 32, case.point["variants"])
         assert case.records == want, case.key
         assert case.outcome is (Outcome.FINDINGS if want else Outcome.CLEAN)
     assert sum(c.records for c in sweep.cases) == 6624
@@ -150,9 +150,9 @@ def test_a_batch_without_a_control_case_gets_one() -> None:
 
 def test_bad_definitions_name_the_problem(tmp_path: Path) -> None:
     with pytest.raises(DefinitionError, match=r"entry\.0: .*matmul-throughput does not run under initcheck"):
-        parse_definition('name = "x"\n[[entry]]\nprobe = "matmul-throughput"\ntools = ["initcheck"]\n')
+        parse_definition('name = "x"\n[[entry]]\nprobe = "matmul-throughput"\ntool = ["initcheck"]\n')
     with pytest.raises(DefinitionError, match="unknown probe"):
-        parse_definition('name = "x"\n[[entry]]\nprobe = "nope"\ntools = ["none"]\n')
+        parse_definition('name = "x"\n[[entry]]\nprobe = "nope"\ntool = ["none"]\n')
     with pytest.raises(DefinitionError, match="cannot read"):
         load_definition(tmp_path / "missing.toml")
 
@@ -187,9 +187,9 @@ GRID48 = """
 name = "grid48"
 [[entry]]
 probe = "narrow-matmul"
-tools = ["initcheck"]
+tool = ["initcheck"]
 params = { m = 32, k = 32, tile = 32 }
-grid = { n = { first = 1, last = 16 }, variant = ["unguarded", "guarded", "torch"] }
+grid = { n = { first = 1, last = 16 }, variants = ["unguarded", "guarded", "torch"] }
 """
 
 

@@ -12,7 +12,7 @@ SWEEP = """
 name = "opts"
 [[entry]]
 probe = "planted"
-tools = {tools}
+tool = {tools}
 options = {{ leak_check = "full", padding = 64 }}
 """
 

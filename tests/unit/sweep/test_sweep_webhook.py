@@ -21,7 +21,7 @@ DEFINITION = """
 name = "webhook-test"
 [[entry]]
 probe = "selftest"
-tools = ["none"]
+tool = "none"
 grid = { behaviour = ["ok", "violate"] }
 """
 

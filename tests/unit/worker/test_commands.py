@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-from service.worker.commands import GpuDevice, parse_nvidia_smi, slots_for, worker_commands
+from service.probing.gpus import GpuDevice
+from service.worker.commands import slots_for, worker_commands
 from service.worker.gpu_slots import default_slots
 
-SMI = """0, GPU-aaaa, NVIDIA H200, 9.0, 143000
-1, GPU-bbbb, NVIDIA A100-SXM4-80GB, 8.0, 12000
-"""
+DEVICES = [
+    GpuDevice(0, "GPU-aaaa", "NVIDIA H200", "9.0", 143000 << 20),
+    GpuDevice(1, "GPU-bbbb", "NVIDIA A100-SXM4-80GB", "8.0", 12000 << 20),
+]
 
 
 def _option(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
-def test_parse_nvidia_smi() -> None:
-    devices = parse_nvidia_smi(SMI)
-    assert [(d.index, d.uuid, d.arch) for d in devices] == [(0, "GPU-aaaa", "sm90"), (1, "GPU-bbbb", "sm80")]
-
-
 def test_one_pinned_worker_per_gpu_on_its_arch_queues_plus_a_cpu_worker() -> None:
-    commands = worker_commands(parse_nvidia_smi(SMI), python="/py", cpu_concurrency=3, gpu_slots=1)
+    commands = worker_commands(DEVICES, python="/py", cpu_concurrency=3, gpu_slots=1)
     assert [c.name for c in commands] == ["gpu0-sm90", "gpu1-sm80", "cpu"]
     gpu0, gpu1, cpu = commands
     assert gpu0.env["CUDA_VISIBLE_DEVICES"] == "GPU-aaaa" and gpu1.env["CUDA_VISIBLE_DEVICES"] == "GPU-bbbb"
@@ -46,7 +43,7 @@ def test_arch_from_compute_capability() -> None:
 
 
 def test_gpu_worker_concurrency_is_its_sanitizer_slots() -> None:
-    gpu0, gpu1 = worker_commands(parse_nvidia_smi(SMI), python="/py", cpu=False, gpu_slots=4)
+    gpu0, gpu1 = worker_commands(DEVICES, python="/py", cpu=False, gpu_slots=4)
     assert _option(gpu0.argv, "--concurrency") == "4" and _option(gpu1.argv, "--concurrency") == "4"
 
 
@@ -59,7 +56,7 @@ def test_default_slots_from_cores_per_gpu_and_free_memory() -> None:
     assert default_slots(2, 1, None) == (2, "2 cores / 1 GPU(s) = 2")
     assert default_slots(1, 4, None)[0] == 1
     # the A100 above has 12,000 MiB free: one slot; the H200 as many as the cores allow
-    h200, a100 = parse_nvidia_smi(SMI)
+    h200, a100 = DEVICES
     assert a100.free_bytes == 12000 << 20
     assert slots_for(a100, 2, 0)[0] == 1
     assert slots_for(h200, 2, 3) == (3, "CUPROBE_GPU_SLOTS")

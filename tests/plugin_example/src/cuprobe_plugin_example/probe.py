@@ -16,15 +16,14 @@ class ExampleSumParams(BaseModel):
     n: int = Field(1000, ge=1, le=1_000_000, description="how many 0.1s to add")
 
 
-class ExampleSum(Probe):
+class ExampleSum(Probe[ExampleSumParams]):
     name = "example-sum"
     summary = "Adds n copies of 0.1 naively and with fsum; a gap beyond n * eps is a finding"
     Params = ExampleSumParams
     tools = (Tool.NONE,)
     needs_gpu = False
 
-    def run(self, params: BaseModel, tool: Tool, recorder: Recorder) -> None:
-        assert isinstance(params, ExampleSumParams)
+    def run(self, params: ExampleSumParams, tool: Tool, recorder: Recorder) -> None:
         case = recorder.case(f"n={params.n}", self.expectation(params, tool), n=params.n)
         naive = sum([0.1] * params.n)
         exact = math.fsum([0.1] * params.n)

@@ -1,0 +1,56 @@
+"""pydantic validation errors said as a person would: `field: 'value' is not one of a, b, c`, no dump, no URL."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from pydantic import ValidationError
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "top level"
+
+
+def _choices(expected: str) -> str:
+    """pydantic's `'a', 'b' or 'c'` as `a, b, c`."""
+    return expected.replace("' or '", "', '").replace("'", "")
+
+
+def problem(error: Any) -> str:
+    """One pydantic error dict as `where: what is wrong`."""
+    where, kind, got = _where(tuple(error.get("loc", ()))), error.get("type", ""), error.get("input")
+    ctx = error.get("ctx") or {}
+    if kind in ("literal_error", "enum") and "expected" in ctx:
+        return f"{where}: {got!r} is not one of {_choices(str(ctx['expected']))}"
+    if kind == "extra_forbidden":
+        return f"{where}: unknown field"
+    if kind == "missing":
+        return f"{where}: required"
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+    return f"{where}: {message}{shown}"
+
+
+def describe(exc: ValidationError) -> str:
+    """Every error of `exc`, `; `-separated."""
+    return "; ".join(problem(e) for e in exc.errors(include_url=False))
+
+
+class SpellingDeprecated(FutureWarning):
+    """A suite or sweep file used a field's old spelling; it still works, and the message names the new one."""
+
+
+def respell(data: Any, old: str, new: str, where: str) -> Any:
+    """`data` (a dict being validated) with key `old` renamed to `new`, warning that `old` is deprecated."""
+    if isinstance(data, dict) and old in data:
+        if new in data:
+            raise ValueError(f"{where}: give `{new}` only (`{old}` is its old spelling)")
+        warnings.warn(
+            f"{where}: `{old}` is deprecated; write `{new}` (the spelling suites and sweeps share)",
+            SpellingDeprecated,
+            stacklevel=2,
+        )
+        data = {new if key == old else key: value for key, value in data.items()}
+    return data
