@@ -23,7 +23,12 @@ _VENDOR_LIBRARY = re.compile(
 # families, cuDNN, CUB/Thrust, NCCL. Used when there is no user source line and no host backtrace to tell.
 _LIBRARY_KERNEL = re.compile(
     r"\b(at::|c10::|cutlass::?|cublas|cublasLt|cudnn|cub::|thrust::|nccl|xmma|nvjet)"
-    r"|^(void )?(sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|gemv|gemm|splitKreduce|dot_kernel|cutlass_)",
+    r"|^(void )?(sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|gemv|gemm|splitKreduce|dot_kernel|cutlass_)"
+    # ATen's own kernels, by the bare name a device-only backtrace gives (no namespace, no module): seen on the H200
+    # as `unrolled_elementwise_kernel`, the copy kernel behind torch's `.to()` / `.double()`.
+    r"|^(void )?(unrolled_elementwise_kernel|vectorized_elementwise_kernel|elementwise_kernel|reduce_kernel"
+    r"|index_elementwise_kernel|distribution_elementwise_grid_stride_kernel|CatArrayBatchedCopy\w*"
+    r"|indexSelect\w*|indexFuncLargeIndex|indexFuncSmallIndex|softmax_warp_\w+|cunn_\w+)\b",
     re.I,
 )
 _DRIVER_LIBRARY = re.compile(r"lib(cuda|cudart)[.\w]*\.so", re.I)

@@ -60,3 +60,13 @@ def test_no_record_of_a_probe_kernel_lands_in_a_planted_case(tmp_path: Path) -> 
     planted = [(case, kernel) for case, kernel, _ in findings if is_confirm_control(case)]
     assert sorted(planted) == sorted(CONTROLS.items())
     assert len([f for f in findings if f[1] == "tiled_matmul"]) == 10  # one per unguarded case reading padding
+
+
+def test_torchs_copy_kernel_is_library_with_device_only_backtraces(tmp_path: Path) -> None:
+    run = RUNS / "confirm-bf16_matmul-2026.4.0.0"
+    xml = tmp_path / "run.xml"
+    xml.write_bytes(gzip.decompress((run / "run.xml.gz").read_bytes()))
+    parsed = parse_xml(xml, tool=Tool.INITCHECK, roots=["/work/main"], max_records=100)
+    (torch_copy,) = [f for f in parsed.findings if f.kernel == "unrolled_elementwise_kernel"]
+    assert torch_copy.library and torch_copy.file is None
+    assert not any(f.library for f in parsed.findings if f.kernel.startswith("cuprobe_control_"))
