@@ -6,12 +6,18 @@ from collections.abc import Callable
 from typing import Any
 
 from probes.base import Recorder
-from probes.contract import CONFIRM_CONTROL_PREFIX, Expectation, Tool
+from probes.contract import (
+    CONFIRM_CONTROL_PREFIX,
+    CONTROL_HIDDEN_WRITER,
+    CONTROL_READER_PREFIX,
+    Expectation,
+    Tool,
+)
 from probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 N, K, BLOCK = 256, 192, 128  # elements per buffer; the first K are written where a case writes part
-HIDDEN_WRITER = "cuprobe_hidden_write"  # the run excludes it with --kernel-name-exclude: its writes are unseen
-CHECKED_READERS = "cuprobe_control_"  # prefix of the readers, for a run that also has a --kernel-name filter
+HIDDEN_WRITER = CONTROL_HIDDEN_WRITER  # the run excludes it with --kernel-name-exclude: its writes are unseen
+CHECKED_READERS = CONTROL_READER_PREFIX  # prefix of the readers, for a run that also has a --kernel-name filter
 # case id -> the confirmation it must get, and what it does
 CASES: dict[str, tuple[str, str]] = {
     f"{CONFIRM_CONTROL_PREFIX}blind-spot": ("blind-spot", "an excluded kernel writes src; a checked kernel copies it"),

@@ -20,6 +20,16 @@ def is_confirm_control(case_id: str | None) -> bool:
     return bool(case_id and case_id.startswith(CONFIRM_CONTROL_PREFIX))
 
 
+# The confirmer's planted kernels (kernels/confirm_control.cu): a writer the run excludes, and checked readers.
+CONTROL_HIDDEN_WRITER = "cuprobe_hidden_write"
+CONTROL_READER_PREFIX = "cuprobe_control_"
+
+
+def is_control_kernel(name: str | None) -> bool:
+    """Whether a record's kernel is one of the confirmer's planted ones (they never appear in a probe's own cases)."""
+    return bool(name and (name.startswith(CONTROL_READER_PREFIX) or name == CONTROL_HIDDEN_WRITER))
+
+
 class Tool(StrEnum):
     """A compute-sanitizer tool, or `none` for a bare run."""
 

@@ -53,14 +53,17 @@ def _named(devices: Sequence[GpuDevice], entry: str) -> GpuDevice | None:
 
 def visible(devices: Sequence[GpuDevice], setting: str | None) -> list[GpuDevice]:
     """The devices CUDA sees under CUDA_VISIBLE_DEVICES=`setting`, in its order: every device when unset, none when
-    empty, and only the entries before the first one that names no device (or a device already listed)."""
+    empty, and only the entries before the first one that names no device. A device listed twice makes the whole
+    setting invalid: CUDA then sees no device at all (measured on the H200 with `0,0`)."""
     if setting is None:
         return list(devices)
     picked: list[GpuDevice] = []
     for entry in setting.split(","):
         device = _named(devices, entry.strip())
-        if device is None or device in picked:
+        if device is None:
             break
+        if device in picked:
+            return []
         picked.append(device)
     return picked
 

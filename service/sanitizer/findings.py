@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from probes.contract import Allocation, Tool
+from probes.contract import Allocation, Tool, is_confirm_control, is_control_kernel
 from service.models import Finding
 from service.sanitizer.flagged import AllocationIndex, FlaggedMemory
 from service.sanitizer.records import UNUSED_MEMORY, Location, RawRecord
@@ -23,7 +23,12 @@ _VENDOR_LIBRARY = re.compile(
 # families, cuDNN, CUB/Thrust, NCCL. Used when there is no user source line and no host backtrace to tell.
 _LIBRARY_KERNEL = re.compile(
     r"\b(at::|c10::|cutlass::?|cublas|cublasLt|cudnn|cub::|thrust::|nccl|xmma|nvjet)"
-    r"|^(void )?(sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|gemv|gemm|splitKreduce|dot_kernel|cutlass_)",
+    r"|^(void )?(sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|gemv|gemm|splitKreduce|dot_kernel|cutlass_)"
+    # ATen's own kernels, by the bare name a device-only backtrace gives (no namespace, no module): seen on the H200
+    # as `unrolled_elementwise_kernel`, the copy kernel behind torch's `.to()` / `.double()`.
+    r"|^(void )?(unrolled_elementwise_kernel|vectorized_elementwise_kernel|elementwise_kernel|reduce_kernel"
+    r"|index_elementwise_kernel|distribution_elementwise_grid_stride_kernel|CatArrayBatchedCopy\w*"
+    r"|indexSelect\w*|indexFuncLargeIndex|indexFuncSmallIndex|softmax_warp_\w+|cunn_\w+)\b",
     re.I,
 )
 _DRIVER_LIBRARY = re.compile(r"lib(cuda|cudart)[.\w]*\.so", re.I)
@@ -182,6 +187,10 @@ class FindingGrouper:
         self.roots = list(roots)
         self.allocations = list(allocations)
         self.index = AllocationIndex(self.allocations)
+        # The confirmer's planted cases run after the probe's own and may reuse its freed addresses: a record maps
+        # to a planted case only when its kernel is one of theirs, and to the probe's cases only otherwise.
+        self._control_index = AllocationIndex([a for a in self.allocations if is_confirm_control(a[0])])
+        self._own_index = AllocationIndex([a for a in self.allocations if not is_confirm_control(a[0])])
         self._signatures: dict[tuple[object, ...], str] = {}
         self.single_case = single_case
         self.sanitizer_version = sanitizer_version
@@ -203,8 +212,12 @@ class FindingGrouper:
 
     def _place(self, rec: RawRecord) -> tuple[str, str | None, tuple[str, int] | None]:
         """(signature, case, (buffer, offset) or None) of one record."""
-        found = self.index.locate(rec.address)
-        case = found[0] if found else self.single_case
+        if is_control_kernel(rec.where.func):
+            found = self._control_index.locate(rec.address)
+            case = found[0] if found else None
+        else:
+            found = self._own_index.locate(rec.address)
+            case = found[0] if found else self.single_case
         return self._signature(rec), case, (found[1].name, found[2]) if found else None
 
     def add(self, rec: RawRecord) -> None:
@@ -275,9 +288,12 @@ class FindingGrouper:
         )
         return _Group(finding, fallout_kind=rec.xml_kind in ("Api", "Sanitizer"))
 
-    def absorb(self, later: FindingGrouper) -> None:
-        """Fold in the groups of the records that come right after this grouper's (the next piece of one file)."""
+    def absorb(self, later: FindingGrouper, *, controls_only: bool = False) -> None:
+        """Fold in the groups of the records that come right after this grouper's (the next piece of one file);
+        with `controls_only`, just the confirmer's planted cases (kept past the record cap)."""
         for key, theirs in later.groups.items():
+            if controls_only and not is_confirm_control(key[1]):
+                continue
             mine = self.groups.get(key)
             if mine is None:
                 if self._context_dead and theirs.fallout_kind and not theirs.finding.fallout:

@@ -127,6 +127,7 @@ def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, work
             merged.tool = merged.tool or outcome.tool
             if merged.truncated:  # past the cap: counted, and the memory it read flagged for kept findings
                 merged.grouper.absorb_flagged(outcome.grouper)
+                merged.grouper.absorb(outcome.grouper, controls_only=True)  # the confirmer's control always counts
                 continue
             left = max_records - merged.records
             if outcome.records > left:  # the cap falls inside this chunk: keep its first `left` records only
@@ -137,6 +138,7 @@ def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, work
             merged.records += outcome.records
             if outcome.overflow is not None:
                 merged.grouper.absorb_flagged(outcome.overflow)
+                merged.grouper.absorb(outcome.overflow, controls_only=True)
     finally:
         stop.set()
         for thread in threads:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a `command` job's child sees under compute-sanitizer, and that a planted defect there is still found.
-# From the project root on the GPU box:  source tests/gpu/setup_box.sh > "$OUT/setup.log" 2>&1 && bash tests/gpu/command_env.sh
+# From the project root on the GPU box:  source tests/gpu/setup_box.sh && bash tests/gpu/command_env.sh
 # Writes to $OUT: command_env.log (this console), env-plain.txt (the shell's own environment),
 # env-sanitizer-<v>.txt (what /usr/bin/env sees run directly under each compute-sanitizer), injected-<v>.txt
 # (names the sanitizer added), env-cuprobe-<v>.json (the same child run as a cuprobe command job: its result),
