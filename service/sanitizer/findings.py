@@ -312,7 +312,8 @@ class FindingGrouper:
                     mine.addresses.append(address)
             mine.flagged.absorb(theirs.flagged)
         self._context_dead = self._context_dead or later._context_dead
-        self.last_case = later.last_case or self.last_case
+        if not controls_only:  # records past the cap are not kept: the last kept record's case stays
+            self.last_case = later.last_case or self.last_case
 
     def findings(self) -> list[Finding]:
         out = []
