@@ -8,15 +8,21 @@ import time
 import httpx
 import pytest
 
-from service.queue.celery_app import make_celery
+from service.queue.registry import WorkerRegistry
 from service.queue.served import served_reader
 from tests.integration.stack import Stack, wait_for
 
 
 @pytest.fixture(scope="module")
 def served_api(sqlite_stack: Stack) -> httpx.Client:
-    """An API of the SQLite stack that asks the stack's real workers which queues they serve (no grace)."""
-    return sqlite_stack.start_api(served_reader(make_celery(sqlite_stack.settings)), unserved_grace_s=0.0)
+    """An API of the SQLite stack that reads which queues the stack's real workers serve from the worker registry
+    their heartbeats feed (no grace)."""
+    registry = WorkerRegistry(sqlite_stack.settings)
+    deadline = time.monotonic() + 60
+    while "cpu" not in (registry.view(max_age_s=0).served_queues or set()):  # the worker's first heartbeat
+        assert time.monotonic() < deadline, "the stack's worker never appeared in the registry"
+        time.sleep(0.2)
+    return sqlite_stack.start_api(served_reader(registry), unserved_grace_s=0.0)
 
 
 def test_gpu_job_on_a_cpu_only_stack_is_unavailable_at_once(sqlite_stack: Stack, served_api: httpx.Client) -> None:
