@@ -311,6 +311,8 @@ class FindingGrouper:
                 if len(mine.addresses) < MAX_ADDRESSES and address not in mine.addresses:
                     mine.addresses.append(address)
             mine.flagged.absorb(theirs.flagged)
+        if controls_only:  # records past the cap: they neither kill the context nor move where truncation fell
+            return
         self._context_dead = self._context_dead or later._context_dead
         if not controls_only:  # records past the cap are not kept: the last kept record's case stays
             self.last_case = later.last_case or self.last_case
