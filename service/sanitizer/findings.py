@@ -314,8 +314,7 @@ class FindingGrouper:
         if controls_only:  # records past the cap: they neither kill the context nor move where truncation fell
             return
         self._context_dead = self._context_dead or later._context_dead
-        if not controls_only:  # records past the cap are not kept: the last kept record's case stays
-            self.last_case = later.last_case or self.last_case
+        self.last_case = later.last_case or self.last_case
 
     def findings(self) -> list[Finding]:
         out = []
