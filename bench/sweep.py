@@ -28,7 +28,7 @@ from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
 from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, run_sweep  # noqa: E402
-from service.worker.commands import host_slots  # noqa: E402
+from service.worker.gpu_slots import host_slots  # noqa: E402
 
 GRID = """
 name = "{name}"

@@ -18,7 +18,7 @@ from service.sweep.diff import diff
 from service.sweep.execute import ServiceRunner, run_sweep
 from service.sweep.notify import notify
 from service.sweep.schedule import start_once
-from service.worker.commands import host_slots
+from service.worker.gpu_slots import host_slots
 from tasks.app import TASK_RUN_SWEEP, app
 
 

@@ -254,7 +254,8 @@ def worker(
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
     from service.probing.gpus import visible_gpus
-    from service.worker.commands import run_workers, slots_for, worker_commands
+    from service.worker.commands import run_workers, worker_commands
+    from service.worker.gpu_slots import slots_for
 
     settings = get_settings()
     devices = visible_gpus() if gpus else []

@@ -24,7 +24,7 @@ from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
 from service.sweep.notify import notify
 from service.sweep.plan import plan
-from service.worker.commands import host_slots
+from service.worker.gpu_slots import host_slots
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
-from service.config import Settings
 from service.models.queues import CPU, gpu_queue, lane_queues
-from service.probing.gpus import GpuDevice, visible_gpus
-from service.worker.gpu_slots import default_slots
+from service.probing.gpus import GpuDevice
+from service.worker.gpu_slots import slots_for
 
 
 @dataclass(frozen=True)
@@ -24,21 +23,6 @@ class WorkerCommand:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-
-
-def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
-    """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default."""
-    if setting:
-        return setting, "CUPROBE_GPU_SLOTS"
-    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes)
-
-
-def host_slots(settings: Settings) -> int:
-    """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
-    if settings.gpu_slots:
-        return settings.gpu_slots
-    devices = visible_gpus()
-    return slots_for(devices[0], len(devices), 0)[0] if devices else 1
 
 
 def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, loglevel: str) -> list[str]:

@@ -20,6 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from service.config import Settings
+from service.probing.gpus import GpuDevice, visible_gpus
+
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
 GIB_PER_PROCESS = 8
@@ -96,3 +99,18 @@ def gpu_held(
         return
     with GpuLock(directory, gpu).held(exclusive=exclusive, cancel=cancel):
         yield
+
+
+def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
+    """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default."""
+    if setting:
+        return setting, "CUPROBE_GPU_SLOTS"
+    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes)
+
+
+def host_slots(settings: Settings) -> int:
+    """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
+    if settings.gpu_slots:
+        return settings.gpu_slots
+    devices = visible_gpus()
+    return slots_for(devices[0], len(devices), 0)[0] if devices else 1

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from service.probing.gpus import GpuDevice
-from service.worker.commands import slots_for, worker_commands
-from service.worker.gpu_slots import default_slots
+from service.worker.commands import worker_commands
+from service.worker.gpu_slots import default_slots, slots_for
 
 DEVICES = [
     GpuDevice(0, "GPU-aaaa", "NVIDIA H200", "9.0", 143000 << 20),
