@@ -142,3 +142,25 @@ def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool
         case.findings.append(
             ObservedFinding(signature="replay-autotune-cache|empty", kind="replay-autotune-cache", message=problem)
         )
+
+
+def judge_unwritable_cache(case: CaseResult, cache_dir: Path, reason: str, program_error: str | None) -> None:
+    """A2: persistent autotuning was asked for, but its cache directory cannot be written."""
+    message = (
+        f"the persistent Triton autotune cache cannot be written: TRITON_CACHE_DIR {cache_dir} ({reason}); no "
+        "autotune result can be kept (every process re-benchmarks, and may pick a different config), and Triton "
+        "cannot keep compiled kernels there either"
+    )
+    if program_error is not None:
+        case.observations["program_error"] = program_error
+        message += f"; the program then failed: {program_error.splitlines()[0][:300]}"
+    case.observations["autotune_cache_unwritable"] = {"directory": str(cache_dir), "reason": reason}
+    case.findings = [f for f in case.findings if f.signature != "replay-autotune-cache|empty"]  # the cause, named
+    case.findings.append(
+        ObservedFinding(
+            signature="replay-autotune-cache|unwritable",
+            kind="replay-autotune-cache",
+            message=message,
+            details={"directory": str(cache_dir), "reason": reason},
+        )
+    )
