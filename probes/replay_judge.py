@@ -116,6 +116,11 @@ def judge_magnitude(case: CaseResult, reports: list[Report], threshold: float | 
         )
 
 
+def base_kernel(name: str) -> str:
+    """`_splitk_kernel#2` (a second autotuner of one kernel in a process) -> `_splitk_kernel`."""
+    return name.partition("#")[0]
+
+
 def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool, cache_dir: Path) -> None:
     """A1: configs chosen per process for the same kernel and key; A2: a persistent cache left empty."""
     tuners = [r["autotune"] for r in reports]
@@ -124,8 +129,8 @@ def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool
         cache_dir.is_dir()
     ) else []
     case.observations["autotune"] = {"processes": tuners, "differ": differ, "cache_files": files}
-    for kernel in sorted({d["kernel"] for d in differ}):
-        rows = [d for d in differ if d["kernel"] == kernel]
+    for kernel in sorted({base_kernel(d["kernel"]) for d in differ}):
+        rows = [d for d in differ if base_kernel(d["kernel"]) == kernel]
         case.findings.append(
             ObservedFinding(
                 signature=f"replay-autotune|{kernel}",
