@@ -6,8 +6,9 @@ One process: the model (2 layers, d_model 256, 4 heads, sequence 128, batch 8, A
 then `steps` steps with replay's hooks installed (every module output, output gradient, parameter gradient and
 parameter digested), alternating for `rounds` rounds so that load from other processes hits every mode. On the
 CPU replay digests each tensor when it is recorded; on a GPU it batches them (a few launches per batch, one host
-copy per step); on the CPU the batched path is timed too (`replay, batched`). Reports the median time per step of
-each mode and its ratio to the bare program. Goal: under 1.2x.
+copy per step); on the CPU the batched path is timed too (`replay, batched`). `hooks only` records every tensor
+without digesting it: the cost of the hooks alone. Reports the median time per step of each mode and its ratio to
+the bare program. Goal: under 1.2x for `replay digests`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
+from probes.replay_digest import describe
 from probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
 from probes.replay_tape import Tape
+
+
+class HooksOnly(Tape):
+    """Replay's hooks and records without digests: what the hooks alone cost."""
+
+    def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
+        index = len(self.records) + len(self._open)
+        self._open.append({"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
+                           **describe(tensor), "digest": 0, "magnitude": 0.0})
 
 
 def _sync(device: str) -> None:
@@ -64,7 +75,9 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     parts = build(args.device, "none")
-    modes: dict[str, Callable[[], Tape | None]] = {"bare": lambda: None, "replay digests": Tape}
+    modes: dict[str, Callable[[], Tape | None]] = {
+        "bare": lambda: None, "hooks only": HooksOnly, "replay digests": Tape,
+    }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)
     for make in modes.values():

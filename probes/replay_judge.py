@@ -62,6 +62,8 @@ def judge_divergence(case: CaseResult, reports: list[Report]) -> list[Divergence
     for signature, k in by_signature.items():
         first = next(d for d in firsts if d is not None and d.signature() == signature)
         what = "has different bits" if first.kind == "value" else "is where the processes' tensor sequences part"
+        if first.at.get("late"):
+            what += " (digested at the end of its batch: the program changed it in place after it was recorded)"
         case.findings.append(
             ObservedFinding(
                 signature=signature,
