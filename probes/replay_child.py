@@ -90,7 +90,11 @@ def main(argv: list[str]) -> int:
         error = f"the program raised {type(exc).__name__}: {exc}\n" + "".join(frames)[-4000:]
     finally:
         tape.remove()
-    tail = tape.finish()
+    try:
+        tail = tape.finish()
+    except Exception as exc:  # e.g. the device is unusable after the program's own failure
+        tail = 0
+        error = error or f"the digests of the last step could not be taken: {type(exc).__name__}: {exc}"
     report = {
         "pid": os.getpid(),
         "error": error,
