@@ -35,6 +35,10 @@ class Layout:
     buffer: torch.Tensor | None = None
 
 
+def nbytes_of(entry: tuple[torch.dtype, torch.Size]) -> int:
+    return entry[1].numel() * entry[0].itemsize
+
+
 def _layout(key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
     groups: dict[torch.dtype, list[int]] = {}
     for i, (dtype, _) in enumerate(key):
@@ -74,6 +78,8 @@ class Stager:
         while len(self.layouts) > LAYOUTS_KEPT:
             self.layouts.popitem(last=False)
         if found.rows > self.buffer.shape[0]:
+            for cached in self.layouts.values():  # their views would keep the old buffer alive
+                cached.targets, cached.buffer = {}, None
             self.buffer = torch.zeros(found.rows, ROW, dtype=torch.int64, device=self.device)
             self.last = None
         if found.buffer is not self.buffer:
@@ -87,10 +93,6 @@ class Stager:
             }
             found.buffer = self.buffer
         return found
-
-
-def nbytes_of(entry: tuple[torch.dtype, torch.Size]) -> int:
-    return entry[1].numel() * entry[0].itemsize
 
 
 @dataclass
