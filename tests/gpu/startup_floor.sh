@@ -36,12 +36,13 @@ PY
 python3 "$W/pycuda_one.py" > /dev/null  # compile once: pycuda's cache is then warm for every row
 batch() {  # NAME K CMD...: start K copies at once; per-process and batch wall times
   local name=$1 k=$2; shift 2
-  local t0=$EPOCHREALTIME
+  local t0=$EPOCHREALTIME pids=()
   for i in $(seq "$k"); do
     ( s=$EPOCHREALTIME; "$@" > "$W/$name-$k-$i.out" 2>&1; rc=$?
       echo "$s $EPOCHREALTIME $rc" > "$W/$name-$k-$i.t" ) &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"  # not a bare `wait`: that also waits for the `tee` of this script's own output, forever
   python3 - "$W" "$name" "$k" "$t0" "$EPOCHREALTIME" <<'PY'
 import glob, statistics, sys
 w, name, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
