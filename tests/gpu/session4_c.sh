@@ -8,5 +8,7 @@ t0=$SECONDS; OUT="$OUT" timeout -k 5 100 bash tests/gpu/own_code_torch.sh > /dev
 echo "own_code_torch.sh rc=$? after $((SECONDS - t0)) s"
 t0=$SECONDS; OUT="$OUT" timeout -k 5 130 bash tests/gpu/startup_floor.sh > /dev/null 2>&1
 echo "startup_floor.sh rc=$? after $((SECONDS - t0)) s"
-t0=$SECONDS; OUT="$OUT" timeout -k 5 140 bash tests/gpu/slots_hang.sh 120 > /dev/null 2>&1
+t0=$SECONDS; OUT="$OUT" timeout -k 5 120 bash tests/gpu/slots_hang.sh 100 > /dev/null 2>&1
 echo "slots_hang.sh rc=$? after $((SECONDS - t0)) s"
+t0=$SECONDS; OUT="$OUT" SKIP_BENCH=1 timeout -k 5 200 bash tests/gpu/slots.sh > /dev/null 2>&1
+echo "slots.sh (service half) rc=$? after $((SECONDS - t0)) s"
