@@ -6,7 +6,7 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$SECONDS; OUT="$OUT" timeout -k 5 100 bash tests/gpu/own_code_torch.sh > /dev/null 2>&1
 echo "own_code_torch.sh rc=$? after $((SECONDS - t0)) s"
-t0=$SECONDS; OUT="$OUT" timeout -k 5 130 bash tests/gpu/startup_floor.sh > /dev/null 2>&1
+t0=$SECONDS; OUT="$OUT" timeout -k 5 90 bash tests/gpu/startup_floor.sh > /dev/null 2>&1
 echo "startup_floor.sh rc=$? after $((SECONDS - t0)) s"
 t0=$SECONDS; OUT="$OUT" timeout -k 5 120 bash tests/gpu/slots_hang.sh 100 > /dev/null 2>&1
 echo "slots_hang.sh rc=$? after $((SECONDS - t0)) s"
