@@ -16,6 +16,8 @@ export PYTHONUNBUFFERED=1
       for f in $(find /tmp/cuprobe-sweep-bench-* -newer "$O/started" \( -name stdout.txt -o -name stderr.txt -o -name 'run.xml' \) 2>/dev/null); do
         echo "-- $f ($(stat -c %s "$f") bytes)"; tail -c 600 "$f" | tr -d '\0' | tail -4
       done
+      echo "-- torch extension build locks (a lock left by a killed builder makes every later load wait forever)"
+      find "$PWD/cuprobe-data" /tmp /root/.cache -path '*allocator_nvtx*' -name lock -exec ls -la {} \; 2>/dev/null
       for p in $(pgrep -f 'probes narrow-matmul'); do echo "-- /proc/$p/stack"; cat /proc/$p/stack 2>/dev/null | head -8; done
     } >> "$O/watch.txt" 2>&1
   done ) &
