@@ -26,6 +26,13 @@ class SweepStore:
             rows = s.scalars(select(SweepRow.id).where(SweepRow.definition == definition, SweepRow.state == "running"))
             return list(rows)
 
+    def progress(self, sweep_id: str, done: int, total: int, last: str) -> None:
+        """Record how far a running sweep is: `done` of `total` processes, the last one finished."""
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            if row is not None and row.state == "running":
+                row.summary = {"progress": {"done": done, "total": total, "last": last, "at": utcnow().isoformat()}}
+
     def fail(self, sweep_id: str, message: str) -> None:
         with self.store.session() as s:
             row = s.get(SweepRow, sweep_id)
@@ -95,6 +102,11 @@ class SweepStore:
                     "cases": loaded,
                 }
             )
+
+    def row(self, sweep_id: str) -> SweepRow | None:
+        """The sweep's own row: state, times, and its summary (progress while running, the message if it failed)."""
+        with self.store.session() as s:
+            return s.get(SweepRow, sweep_id)
 
     def ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
         """Ids of sweeps that start with `prefix` (at most `limit`)."""
