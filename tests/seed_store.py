@@ -132,7 +132,8 @@ TEMPLATES: dict[str, tuple[Tool, list[Finding]]] = {
         Tool.RACECHECK,
         [
             _finding(
-                "racecheck|shared-memory-race|racy_reduce|kernels/planted.cu:20|vs kernels/planted.cu:20|shared-Write|RAW",
+                "racecheck|shared-memory-race|racy_reduce|kernels/planted.cu:20|vs kernels/planted.cu:20"
+                "|shared-Write|RAW",
                 message="Potential RAW hazard detected",
                 kernel="racy_reduce",
                 file="kernels/planted.cu",
@@ -395,7 +396,9 @@ def seed_jobs(
         by_key[signature_key(f.signature)] = by_key.get(signature_key(f.signature), 0) + 1
     ranked = sorted(by_key, key=lambda k: by_key[k])
     out.hot_key, out.rare_key = (ranked[-1], ranked[0]) if ranked else ("", "")
-    out.job_with_findings = next((r["id"] for r in job_rows if r["probe"] == "narrow-matmul" and r["outcome"] == "findings"), "")
+    out.job_with_findings = next(
+        (r["id"] for r in job_rows if r["probe"] == "narrow-matmul" and r["outcome"] == "findings"), ""
+    )
     return out
 
 
@@ -508,7 +511,7 @@ def _sweep_cases(rng: random.Random, index: int, cases: int) -> tuple[list[Sweep
     tests = max(0, cases - len(out))
     for t in range(tests):
         # Own-code tests: a few findings come and go between sweeps (new, fixed), one is flaky, one cannot run.
-        present = (t % 7 == 0) or (t % 11 == index % 11)
+        present = t % 5 == 0 or t in (6 + index, 8 + 2 * index)
         flaky = t == 3
         unavailable = t == 5 and index % 2 == 1
         finding = own_code(t).model_copy(update={"seen": "2/3" if flaky else "3/3"})

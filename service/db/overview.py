@@ -84,7 +84,7 @@ def gate_runs(store: Store, limit: int = 5) -> list[GateRun]:
         ).all()
     runs = {}
     for label, first, last, jobs in latest:
-        suite, _, run = label.removeprefix(GATE_LABEL).rpartition(":")
+        suite, _, run = str(label).removeprefix(GATE_LABEL).rpartition(":")
         runs[label] = GateRun(
             label=label, suite=suite, run=run, started_at=as_utc(first), last_submitted_at=as_utc(last), jobs=jobs
         )

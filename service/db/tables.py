@@ -19,7 +19,8 @@ def utcnow() -> datetime:
 
 def _key_of_signature(context: DefaultExecutionContext) -> str:
     """The row's signature_key, from the signature it is inserted with."""
-    return signature_key(context.get_current_parameters()["signature"])
+    parameters: dict[str, Any] = context.get_current_parameters()  # type: ignore[no-untyped-call]
+    return signature_key(parameters["signature"])
 
 
 class JobState(StrEnum):

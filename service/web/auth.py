@@ -77,14 +77,14 @@ def login_page(request: Request, *, message: str = "", status_code: int = 401, t
 
 
 @router.get("/login")
-def login_form(request: Request, next: str = "/ui/") -> Response:  # noqa: A002  # the query parameter's name
+def login_form(request: Request, next: str = "/ui/") -> Response:  # the query parameter's name
     if allowed(request) and _settings(request).api_token is None:
         return RedirectResponse(_safe_next(next), status_code=303)
     return login_page(request, status_code=200, target=next)
 
 
 @router.post("/login")
-def login(request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/ui/") -> Response:  # noqa: A002
+def login(request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/ui/") -> Response:
     """Check the token; on success set the HttpOnly login cookie and go on to `next`, else the form again (401)."""
     configured = _settings(request).api_token
     if configured is None:

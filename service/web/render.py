@@ -78,7 +78,7 @@ templates.env.filters.update(
     tone=tone,
     key=signature_key,
     shell=shlex.join,
-    pretty=lambda value: json.dumps(value, indent=1, sort_keys=True, default=str),
+    compact=lambda value: json.dumps(value, sort_keys=True, default=str),
 )
 templates.env.globals.update(seconds_between=seconds_between, version=__version__, run_command=run_command)
 

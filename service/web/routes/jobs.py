@@ -46,8 +46,9 @@ class JobFilter:
     @classmethod
     def of(cls, request: Request) -> JobFilter:
         q = request.query_params
-        found = cls(**{name: q.get(name, "").strip() for name in ("probe", "tool", "outcome", "state", "date", "label")})
-        found.before = q.get("before", "").strip()
+        found = cls()
+        for name in ("probe", "tool", "outcome", "state", "date", "label", "before"):
+            setattr(found, name, q.get(name, "").strip())
         for name, allowed in CHOICES.items():
             value = getattr(found, name)
             if value and value not in allowed:
@@ -161,7 +162,9 @@ def artifact(request: Request, job_id: str, name: str) -> StreamingResponse:
     if opened is None:
         raise PageNotFound(f"job {job.id} has no artifact {name!r} (not run yet, pruned, or not one of {NAMES})")
     return StreamingResponse(
-        _chunks(opened), media_type=content_type(name), headers={"Content-Disposition": f'attachment; filename="{name}"'}
+        _chunks(opened),
+        media_type=content_type(name),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
 

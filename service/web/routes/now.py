@@ -46,7 +46,7 @@ def _sweeps(request: Request) -> dict[str, Any]:
             counts = {part: len(getattr(changes, part)) for part in DIFF_PARTS}
             counts["previous"] = changes.previous  # type: ignore[assignment]
     running = [r for r in rows if r.state == "running"]
-    return {"last_sweep": done, "diff_counts": counts, "running_sweeps": running, "latest_sweep": rows[0] if rows else None}
+    return {"last_sweep": done, "diff_counts": counts, "running_sweeps": running}
 
 
 @router.get("/", response_class=HTMLResponse)
