@@ -121,10 +121,10 @@ class SweepStore:
                 query = query.where(SweepRow.definition == definition)
             return list(s.scalars(query))
 
-    def previous(self, sweep: Sweep) -> Sweep | None:
-        """The latest finished sweep of the same definition that started before `sweep`."""
+    def previous_id(self, sweep: Sweep | SweepRow) -> str | None:
+        """The id of the latest finished sweep of the same definition that started before `sweep`."""
         with self.store.session() as s:
-            found = s.scalars(
+            return s.scalars(
                 select(SweepRow.id)
                 .where(
                     SweepRow.definition == sweep.definition,
@@ -135,4 +135,8 @@ class SweepStore:
                 .order_by(SweepRow.started_at.desc())
                 .limit(1)
             ).first()
+
+    def previous(self, sweep: Sweep) -> Sweep | None:
+        """The latest finished sweep of the same definition that started before `sweep`."""
+        found = self.previous_id(sweep)
         return self.get(found) if found else None

@@ -11,6 +11,8 @@ from service.web.auth import router as auth_router
 from service.web.pages import PageNotFound
 from service.web.render import STATIC, page
 from service.web.routes import findings, jobs, now, sweeps
+from service.web.routes.now import DiffCounts
+from service.web.routes.sweeps import PlotCache
 from service.web.workers import Roster
 
 __all__ = ["install"]
@@ -29,6 +31,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 def install(app: FastAPI) -> None:
     """Serve the dashboard from `app` (the API): pages under /ui, /login and /logout, static files, / -> /ui/."""
     app.state.roster = Roster(app.state.registry)
+    app.state.diff_counts, app.state.plots = DiffCounts(), PlotCache()
     app.add_exception_handler(LoginRequired, _login_required)
     app.add_exception_handler(PageNotFound, _not_found)
     app.include_router(auth_router)

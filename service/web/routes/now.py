@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -9,6 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from service.db.overview import active_jobs, gate_runs, queue_loads
 from service.db.sweeps import SweepStore
+from service.db.tables import SweepRow
 from service.sweep.diff import diff
 from service.web.auth import Viewer
 from service.web.pages import store_of
@@ -17,6 +19,34 @@ from service.web.workers import Roster
 
 router = APIRouter(prefix="/ui", dependencies=[Viewer], include_in_schema=False)
 DIFF_PARTS = ("new", "fixed", "persisting", "flaky", "unverified")
+
+
+class DiffCounts:
+    """The diff counts of finished sweeps, by (sweep, previous sweep): neither changes once both have finished, so
+    the Now page reads the two sweeps once per API process, not on every visit."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._counts: dict[tuple[str, str | None], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, sweeps: SweepStore, row: SweepRow) -> dict[str, Any] | None:
+        pair = (row.id, sweeps.previous_id(row))
+        with self._lock:
+            if pair in self._counts:
+                return self._counts[pair]
+        sweep = sweeps.get(row.id)
+        if sweep is None:
+            return None
+        changes = diff(sweep, sweeps.get(pair[1]) if pair[1] else None)
+        counts: dict[str, Any] = {part: len(getattr(changes, part)) for part in DIFF_PARTS}
+        counts["previous"] = changes.previous
+        with self._lock:
+            if len(self._counts) >= self.size:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[pair] = counts
+        return counts
+
 
 
 def _live(request: Request) -> dict[str, Any]:
@@ -38,13 +68,8 @@ def _sweeps(request: Request) -> dict[str, Any]:
     sweeps = SweepStore(store_of(request))
     rows = sweeps.list(limit=10)
     done = next((r for r in rows if r.state == "done"), None)
-    counts = None
-    if done is not None:
-        sweep = sweeps.get(done.id)
-        if sweep is not None:
-            changes = diff(sweep, sweeps.previous(sweep))
-            counts = {part: len(getattr(changes, part)) for part in DIFF_PARTS}
-            counts["previous"] = changes.previous  # type: ignore[assignment]
+    cache: DiffCounts = request.app.state.diff_counts
+    counts = cache.of(sweeps, done) if done is not None else None
     running = [r for r in rows if r.state == "running"]
     return {"last_sweep": done, "diff_counts": counts, "running_sweeps": running}
 

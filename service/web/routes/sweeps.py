@@ -51,8 +51,6 @@ class PlotCache:
         return drawn
 
 
-PLOTS = PlotCache()
-
 
 def _diff_of(sweeps: SweepStore, sweep: Sweep) -> SweepDiff | None:
     return diff(sweep, sweeps.previous(sweep)) if sweep.state == "done" else None
@@ -103,7 +101,8 @@ def sweep_progress(request: Request, sweep_id: str) -> Response:
 def sweep_plots(request: Request, sweep_id: str) -> HTMLResponse:
     """The sweep report's plots (inline SVG), loaded after the page."""
     sweep = sweep_or_missing(SweepStore(store_of(request)), sweep_id)
-    return page(request, "_sweep_plots.html", {"plots": PLOTS.plots(sweep), "sweep": sweep})
+    cache: PlotCache = request.app.state.plots
+    return page(request, "_sweep_plots.html", {"plots": cache.plots(sweep), "sweep": sweep})
 
 
 @router.get("/{sweep_id}/diff", response_class=HTMLResponse)
