@@ -35,10 +35,10 @@ class DiffCounts:
         with self._lock:
             if pair in self._counts:
                 return self._counts[pair]
-        sweep = sweeps.get(row.id)
+        sweep = sweeps.for_diff(row.id)
         if sweep is None:
             return None
-        changes = diff(sweep, sweeps.get(pair[1]) if pair[1] else None)
+        changes = diff(sweep, sweeps.for_diff(pair[1]) if pair[1] else None)
         counts: dict[str, Any] = {part: len(getattr(changes, part)) for part in DIFF_PARTS}
         counts["previous"] = changes.previous
         with self._lock:

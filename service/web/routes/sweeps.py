@@ -52,8 +52,13 @@ class PlotCache:
 
 
 
-def _diff_of(sweeps: SweepStore, sweep: Sweep) -> SweepDiff | None:
-    return diff(sweep, sweeps.previous(sweep)) if sweep.state == "done" else None
+def changes_of(sweeps: SweepStore, sweep_id: str) -> SweepDiff | None:
+    """The diff of a stored sweep against the previous one of its definition, read lean (SweepStore.for_diff)."""
+    sweep = sweeps.for_diff(sweep_id)
+    if sweep is None:
+        return None
+    previous = sweeps.previous_id(sweep)
+    return diff(sweep, sweeps.for_diff(previous) if previous else None)
 
 
 @router.get("", response_class=HTMLResponse)
@@ -76,7 +81,7 @@ def sweep_page(request: Request, sweep_id: str) -> Response:
     sweep: Sweep = context["sweep"]
     if sweep.id != sweep_id:
         return RedirectResponse(f"/ui/sweeps/{sweep.id}", status_code=307)
-    changes = _diff_of(context["sweeps"], sweep)
+    changes = changes_of(context["sweeps"], sweep.id) if sweep.state == "done" else None
     findings = [f for case in sweep.cases if not case.control for f in case.findings]
     context.update(
         diff=changes,
@@ -108,8 +113,9 @@ def sweep_plots(request: Request, sweep_id: str) -> HTMLResponse:
 @router.get("/{sweep_id}/diff", response_class=HTMLResponse)
 def sweep_diff(request: Request, sweep_id: str) -> Response:
     sweeps = SweepStore(store_of(request))
-    sweep = sweep_or_missing(sweeps, sweep_id)
-    if sweep.id != sweep_id:
-        return RedirectResponse(f"/ui/sweeps/{sweep.id}/diff", status_code=307)
-    changes = diff(sweep, sweeps.previous(sweep))
-    return page(request, "sweep_diff.html", {"sweep": sweep, "diff": changes, "parts": DIFF_PARTS})
+    changes = changes_of(sweeps, sweep_id)
+    if changes is None:
+        found = sweep_or_missing(sweeps, sweep_id)  # a short id (redirected) or none (a page saying so)
+        return RedirectResponse(f"/ui/sweeps/{found.id}/diff", status_code=307)
+    row = sweeps.row(sweep_id)
+    return page(request, "sweep_diff.html", {"sweep": row, "diff": changes, "parts": DIFF_PARTS})
