@@ -23,6 +23,7 @@ from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.ports import lease as lease_ports
 from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
 
@@ -106,6 +107,9 @@ def run_probe(
     if confirm:
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
+    ports = lease_ports() if sanitizer is not None else None  # held until the sanitizer has exited
+    if ports is not None:
+        extra += ports.options()
     cmd = (
         target
         if sanitizer is None
@@ -132,6 +136,8 @@ def run_probe(
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
+    if ports is not None:
+        ports.release()
     secrets = secret_values(settings)
     # The probe could have planted symlinks under these names: replace them, never write through them.
     write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
