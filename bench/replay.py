@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from probes.replay_digest import describe
+from probes.replay_digest import dtype_name
 from probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
 from probes.replay_tape import Tape
 
@@ -38,7 +38,8 @@ class HooksOnly(Tape):
     def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
         index = len(self.records) + len(self._open)
         self._open.append({"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
-                           **describe(tensor), "digest": 0, "magnitude": 0.0})
+                           "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype), "digest": 0,
+                           "magnitude": 0.0})
 
 
 def _sync(device: str) -> None:

@@ -2,10 +2,10 @@
 
 The same function as probes/replay_digest.py's per-tensor `digest`: every tensor of a batch is copied into one
 zero-padded staging buffer of ROW-word rows (each tensor starts on a row), then one multiply and one row sum give
-every row's weighted word sum, and one inf-norm per float dtype every row's max |x|. The per-row results stay on the
-device until `resolve`, which copies them to the host in one transfer and folds them into one (hash, max |x|) per
-tensor there. Held on the device between batches: the staging buffer (the largest batch so far, rounded up to whole
-rows per tensor); during a batch, one product of the same size.
+every row's weighted word sum, and one |x| and one row max per float dtype every row's max |x|. The per-row results
+stay on the device until `resolve`, which copies them to the host in one transfer and folds them into one
+(hash, max |x|) per tensor there. Held on the device between batches: the staging buffer (the largest batch so
+far, rounded up to whole rows per tensor); during a batch, one product of the same size.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def launch(tensors: list[torch.Tensor]) -> Launched:
         for dtype, start, stop in layout.float_runs:
             region = rows[start:stop].view(dtype)
             region = region if dtype in FLOATS else region.float()
-            magnitudes[start:stop] = torch.linalg.vector_norm(region, float("inf"), dim=1)
+            magnitudes[start:stop] = region.abs().amax(1)  # NaN propagates; an inf-norm is 5x slower on a CPU
         result = torch.cat([sums, magnitudes.view(torch.int64)])
     return Launched(layout, len(tensors), result)
 

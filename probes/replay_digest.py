@@ -128,6 +128,17 @@ def magnitude(low: float, high: float) -> float:
     return max(abs(low), abs(high)) if low == low and high == high else float("nan")
 
 
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """`float32` for torch.float32 (cached: every record asks)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
 def describe(tensor: torch.Tensor) -> dict[str, Any]:
     """Shape and dtype, as stored with every record."""
-    return {"shape": list(tensor.shape), "dtype": str(tensor.dtype).removeprefix("torch.")}
+    return {"shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype)}

@@ -12,11 +12,11 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.hooks import RemovableHandle
 
 from probes import replay_batch
-from probes.replay_digest import describe, digest
+from probes.replay_digest import digest, dtype_name
 
 FORWARD, BACKWARD, UPDATE = "forward", "backward", "update"
 BATCH_BYTES = 128 << 20  # tensors held before their digests are launched (a tensor larger than this: alone)
-RECENT = 8  # tensors remembered for the next records: a module's output is often its parent's output too
+RECENT = 4  # tensors remembered for the next records: a module's output is often its parent's output too
 
 
 def _tensors(value: Any, role: str) -> Iterator[tuple[str, torch.Tensor]]:
@@ -54,6 +54,7 @@ class Tape:
         self._copies: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (record, the record it repeats)
         self._batch_bytes, self._batch_cpu = batch_bytes, batch_cpu
         self._names: dict[int, str] = {}
+        self._param_names: dict[int, tuple[str, str]] | None = None  # id(parameter) -> (module path, name)
         self._roots: list[nn.Module] = []
         self._depth = 0
         self._capture, self._capture_path = capture, capture_path
@@ -84,8 +85,9 @@ class Tape:
 
     def _leave(self, module: nn.Module, _inputs: Any, output: Any) -> None:
         self._depth = max(self._depth - 1, 0)
-        path = self._name_of(module)
-        for role, tensor in _tensors(output, "output"):
+        path = self._names.get(id(module)) or self._name_of(module)
+        outputs = (("output", output),) if isinstance(output, torch.Tensor) else _tensors(output, "output")
+        for role, tensor in outputs:
             self._record(FORWARD, path, role, tensor)
             if tensor.requires_grad:
                 grad_role = "grad_" + role
@@ -113,8 +115,10 @@ class Tape:
         for path, role, param in params:
             self._record(UPDATE, path, role, param)
         self.boundary()
+
     # --- naming ------------------------------------------------------------------------------------------
     def _name_roots(self) -> None:
+        self._param_names = None
         for i, root in enumerate(self._roots):
             prefix = "" if i == 0 else type(root).__name__ + "."
             for name, module in root.named_modules():
@@ -137,7 +141,9 @@ class Tape:
         return out
 
     def _params(self, optimizer: torch.optim.Optimizer) -> list[tuple[str, str, torch.Tensor]]:
-        known = {id(p): (path, role) for path, role, p in self._root_params()}
+        known = self._param_names
+        if known is None or any(id(p) not in known for group in optimizer.param_groups for p in group["params"]):
+            known = self._param_names = {id(p): (path, role) for path, role, p in self._root_params()}
         out = []
         for g, group in enumerate(optimizer.param_groups):
             for i, param in enumerate(group["params"]):
@@ -149,21 +155,23 @@ class Tape:
     def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
         index = len(self.records) + len(self._open)
         record = {"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
-                  **describe(tensor)}
+                  "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype)}
         self._open.append(record)
         if index == self._capture and self._capture_path is not None:
             torch.save(tensor.detach().to("cpu", copy=True), self._capture_path)
         version = tensor._version
-        same = next((r for t, v, r in self._recent if t is tensor and v == version), None)
-        self._recent = [*self._recent[1 - RECENT :], (tensor, version, record)]
-        if same is not None:  # unchanged since it was recorded: one digest serves both records
-            self._copies.append((record, same))
-            return
-        if tensor.device.type == "cpu" and not self._batch_cpu:
+        for seen, seen_version, earlier in self._recent:
+            if seen is tensor and seen_version == version:  # unchanged since recorded: one digest serves both
+                self._copies.append((record, earlier))
+                return
+        self._recent.append((tensor, version, record))
+        if len(self._recent) > RECENT:
+            del self._recent[0]
+        if tensor.is_cpu and not self._batch_cpu:
             record["digest"], record["magnitude"] = digest(tensor)  # no launches to save on the CPU
             return
         held = tensor.detach()
-        self._held.append((record, held, held._version))
+        self._held.append((record, held, version))
         self._held_bytes += held.numel() * held.element_size()
         if self._held_bytes >= self._batch_bytes or (phase, path, role) in self._at_once:
             self._launch()
