@@ -45,9 +45,11 @@ def execute_job(
     settings: Settings,
     interrupts: tuple[type[BaseException], ...] = (),
     time_limit_s: float | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`.
-    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed."""
+    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed.
+    `announce(job_id)` tells waiters (a held GET /jobs/{id}) that the result is stored."""
     deadline = time.monotonic() + (time_limit_s or settings.task_soft_time_limit_s) - STORE_MARGIN_S
     base = job_dir(settings, job_id)
     stages = Stages()
@@ -135,6 +137,8 @@ def execute_job(
         result = unstorable(result, exc, workdir)
         write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
         stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
+    if stored and announce is not None:
+        announce(job_id)
     if stored is not None:
         clear_pending(workdir)
     return {
