@@ -18,7 +18,8 @@ python3 -m service.cli doctor 2>&1 | tail -12
 step "bench/sweep.py --full (48-case baseline + batched at each K; 384-case grid at each K)"
 nvidia-smi dmon -s um -d 1 > "$out/dmon.txt" 2>&1 & dmon=$!
 ( while sleep 1; do echo "$(date +%s) $(head -1 /proc/stat)"; done ) > "$out/cpu.txt" & cpu=$!
-timeout 300 python3 bench/sweep.py --full --slots 1,2,4,8 --out "$out/bench" 2> "$out/bench-progress.txt"
+# BENCH_ARGS and BENCH_S narrow the bench (e.g. the 384-case grid only: "--full --skip-compare --slots 1,2,4,8").
+timeout "${BENCH_S:-300}" python3 bench/sweep.py ${BENCH_ARGS:---full --slots 1,2,4,8} --out "$out/bench" 2> "$out/bench-progress.txt"
 echo "bench rc=$?"
 kill $dmon $cpu 2>/dev/null
 python3 - "$out/cpu.txt" "$out/dmon.txt" <<'PY'
