@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     request = ProbeRequest(probe=args.probe, tool=Tool(args.tool), params=json.loads(args.params), confirm=False)
     want_gpu = admit(request.probe, request.tool, request.params).needs_gpu
     scratch = Path(tempfile.mkdtemp(prefix="cuprobe-overhead-"))
+    bare_command(request, scratch / "plan", settings)  # a probe that cannot run here stops before the stack starts
     proc = None
     url = args.url
     if url is None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 # The stages, in the order a worker's job passes through them (a result carries those it went through):
-# worker: claim (compare-and-set in the store), load (the job row and its request), gpu_lock (the GPU's slot);
+# worker: claim (compare-and-set in the store), load (the request the claim read, validated), gpu_lock (the GPU slot);
 # runner: prepare (admission, sanitizer preflight, the command and its environment), spawn (fork and exec of the
 # supervised command), run (until it exited, as seen by the supervisor), reap (its leftover processes and output
 # pipes), artifacts (stdout, stderr, exit code, result.json written, scrubbed and read), parse (the XML and the

@@ -72,9 +72,7 @@ def execute_job(
             "outcome": job.outcome if job else None,
         }
     with stages.stage("load"):
-        job = store.get(job_id)
-        assert job is not None
-        spec = JobSpec.model_validate(job.request)
+        spec = JobSpec.model_validate(claim.request)
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
     exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
