@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Where the ~9 s floor of K sanitizer processes started together comes from, without cuprobe in the way:
-# K = 1, 2, 4, 8 copies of the same process started at once, for
+# K copies (KS, default 1 4 8) of the same process started at once, for
 #   bare-torch      python3: import torch, one CUDA tensor (no sanitizer)
 #   cs-cuda         compute-sanitizer --tool initcheck on a 20-line CUDA C program (no Python)
-#   cs-pycuda       compute-sanitizer --tool initcheck on python3: pycuda context, one tiny kernel (no torch)
+#   cs-pycuda       (PYCUDA_ROWS=1) compute-sanitizer --tool initcheck on python3: pycuda, one tiny kernel
 #   cs-torch        compute-sanitizer --tool initcheck on the bare-torch program
 # Prints each process's wall time (median, max) and the batch's wall time, so a floor shared by all processes
 # (driver, sanitizer) and one that only torch or Python pays can be told apart.
-# From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/startup_floor.sh   (about 90 s)
+# From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/startup_floor.sh   (about 60 s)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; O="$OUT/startup_floor"; mkdir -p "$O"
 exec > >(tee "$O/startup_floor.log") 2>&1
@@ -33,7 +33,7 @@ from pycuda.compiler import SourceModule
 f = SourceModule("__global__ void fill(float *p) { p[threadIdx.x] = threadIdx.x; }").get_function("fill")
 a = np.zeros(256, np.float32); f(drv.Out(a), block=(256, 1, 1)); print(a.sum())
 PY
-python3 "$W/pycuda_one.py" > /dev/null  # compile once: pycuda's cache is then warm for every row
+[ -n "${PYCUDA_ROWS:-}" ] && python3 "$W/pycuda_one.py" > /dev/null  # warm pycuda's compile cache
 batch() {  # NAME K CMD...: start K copies at once; per-process and batch wall times
   local name=$1 k=$2; shift 2
   local t0=$EPOCHREALTIME pids=()
@@ -53,9 +53,9 @@ print(f"{name:<10} K={k:<2} per process median {statistics.median(ts):6.2f} s  m
       f"batch {total:6.2f} s   {k / total * 3600:8.0f} processes/h   failed {bad}")
 PY
 }
-for k in 1 2 4 8; do batch bare-torch "$k" python3 "$W/torch_one.py"; done
-for k in 1 2 4 8; do batch cs-cuda "$k" "$CS" --tool initcheck "$W/tiny"; done
-for k in 1 2 4 8; do batch cs-pycuda "$k" "$CS" --tool initcheck python3 "$W/pycuda_one.py"; done
-for k in 1 2 4 8; do batch cs-torch "$k" "$CS" --tool initcheck python3 "$W/torch_one.py"; done
-for k in 1 8; do batch cs-torch-host "$k" "$CS" --tool initcheck --show-backtrace device python3 "$W/torch_one.py"; done
+KS=${KS:-1 4 8}
+for k in $KS; do batch bare-torch "$k" python3 "$W/torch_one.py"; done
+for k in $KS; do batch cs-cuda "$k" "$CS" --tool initcheck "$W/tiny"; done
+for k in $KS; do batch cs-torch "$k" "$CS" --tool initcheck python3 "$W/torch_one.py"; done
+[ -n "${PYCUDA_ROWS:-}" ] && for k in $KS; do batch cs-pycuda "$k" "$CS" --tool initcheck python3 "$W/pycuda_one.py"; done
 tail -3 "$W"/cs-torch-8-1.out
