@@ -89,7 +89,8 @@ def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None
     assert api.post(f"/jobs/{running['id']}/cancel").status_code == 200
     done = wait_for(api, running["id"], timeout=20)
     assert done["state"] == "cancelled" and done["outcome"] is None and done["exit_code"] == 3
-    queued = submit(api, probe="uninit-read")  # no GPU worker: stays queued
+    # No GPU worker: it stays queued (waiting for one, also once the API's start-up grace is over).
+    queued = submit(api, probe="uninit-read", wait_for_worker=True)
     cancelled = api.post(f"/jobs/{queued['id']}/cancel").json()
     assert cancelled["state"] == "cancelled"
     again = api.post(f"/jobs/{queued['id']}/cancel")
@@ -147,11 +148,13 @@ def test_a_held_get_answers_when_the_worker_announces_the_end(
 
 
 def test_a_held_get_on_a_job_that_does_not_end_answers_its_state_after_wait_s(api: httpx.Client) -> None:
-    job = submit(api, probe="uninit-read", wait_for_worker=True)  # no GPU worker: it stays queued
+    job = submit(api, probe="selftest", params={"behaviour": "hang"})
+    wait_for(api, job["id"], until=("running",))
     started = time.monotonic()
     held = api.get(f"/jobs/{job['id']}", params={"wait_s": 1.5})
-    assert held.status_code == 200 and held.json()["state"] == "queued"
+    assert held.status_code == 200 and held.json()["state"] == "running"
     assert time.monotonic() - started >= 1.5
-    api.post(f"/jobs/{job['id']}/cancel")
+    assert api.post(f"/jobs/{job['id']}/cancel").status_code == 200
+    assert wait_for(api, job["id"], timeout=20)["state"] == "cancelled"
     too_long = api.get(f"/jobs/{job['id']}", params={"wait_s": 61})
     assert too_long.status_code == 422 and too_long.json()["field"] == "wait_s"
