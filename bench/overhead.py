@@ -51,7 +51,7 @@ from service.config import Settings, get_settings
 from service.models import ProbeRequest, RunResult, Tool
 from service.models.timing import STAGES
 from service.probing.admission import admit
-from service.probing.runner import plan_run
+from service.probing.runner import PlannedRun, plan_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = ("done", "cancelled")
@@ -91,20 +91,27 @@ def wait_ready(url: str, want_gpu: bool, limit_s: float = 120.0) -> dict[str, An
     raise SystemExit(f"the service at {url} was not ready within {limit_s:.0f} s; last /health: {last}")
 
 
-def bare_command(request: ProbeRequest, workdir: Path, settings: Settings) -> tuple[list[str], dict[str, str]]:
-    """The command and environment the runner would use for `request`: what a user would type."""
+def bare_command(request: ProbeRequest, workdir: Path, settings: Settings) -> PlannedRun:
+    """The command and environment the runner would use for `request`, with its block of sanitizer ports held
+    (release it after the run): what a user would type."""
     planned = plan_run(request, workdir=workdir, settings=settings)
     if isinstance(planned, RunResult):
         raise SystemExit(f"{request.probe} under {request.tool} cannot run here: {planned.message}")
-    return planned.cmd, planned.env
+    return planned
 
 
 def run_bare(request: ProbeRequest, workdir: Path, settings: Settings) -> tuple[float, int, list[str]]:
     workdir.mkdir(parents=True, exist_ok=True)
-    cmd, env = bare_command(request, workdir, settings)
-    start = time.perf_counter()
-    done = subprocess.run(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start, done.returncode, cmd
+    planned = bare_command(request, workdir, settings)
+    try:
+        start = time.perf_counter()
+        done = subprocess.run(
+            planned.cmd, env=planned.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        return time.perf_counter() - start, done.returncode, planned.cmd
+    finally:
+        if planned.ports is not None:
+            planned.ports.release()
 
 
 def _at(stamp: str) -> float:
@@ -149,8 +156,15 @@ def split(service: dict[str, Any]) -> dict[str, float | None]:
 
 
 def _paths_out(cmd: list[str], workdir_marker: str) -> list[str]:
-    """`cmd` with each argument under a per-run directory replaced by its file name (comparable across runs)."""
-    return [Path(a).name if workdir_marker in a else a for a in cmd]
+    """`cmd` with each argument under a per-run directory replaced by its file name and the sanitizer's leased
+    ports left out (comparable across runs)."""
+    out: list[str] = []
+    for arg in cmd:
+        if out and out[-1] in ("--port", "--max-connections"):
+            out[-1] += " N"
+            continue
+        out.append(Path(arg).name if workdir_marker in arg else arg)
+    return out
 
 
 def _median(values: list[float | None]) -> float:
@@ -183,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     request = ProbeRequest(probe=args.probe, tool=Tool(args.tool), params=json.loads(args.params), confirm=False)
     want_gpu = admit(request.probe, request.tool, request.params).needs_gpu
     scratch = Path(tempfile.mkdtemp(prefix="cuprobe-overhead-"))
-    bare_command(request, scratch / "plan", settings)  # a probe that cannot run here stops before the stack starts
+    planned = bare_command(request, scratch / "plan", settings)  # a probe that cannot run here stops here
+    if planned.ports is not None:
+        planned.ports.release()
     proc = None
     url = args.url
     if url is None:

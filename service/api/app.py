@@ -16,9 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import service
 from service.api.limits import BodySizeLimit
-from service.api.routes import health, jobs, probes, sweeps
+from service.api.routes import findings, health, jobs, probes, sweeps
 from service.api.routes.health import HealthCache
 from service.api.schemas import ErrorBody
+from service.api.timing import ServerTiming
 from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue.celery_app import make_celery
@@ -26,6 +27,7 @@ from service.queue.ended import EndAnnouncer, EndListener
 from service.queue.reconciler import ReconcilerThread
 from service.queue.registry import WorkerRegistry
 from service.queue.served import ServedQueues, after_grace, served_reader
+from service.web import install as install_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +117,9 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(SQLAlchemyError, _store_error)
     app.add_exception_handler(Exception, _internal_error)
-    for module in (jobs, probes, health, sweeps):
+    for module in (jobs, probes, health, sweeps, findings):
         app.include_router(module.router)
+    install_dashboard(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
+    app.add_middleware(ServerTiming)
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Literal
@@ -52,6 +53,7 @@ __all__ = [
     "Tool",
     "exit_code_for",
     "failing",
+    "signature_key",
 ]
 
 
@@ -206,6 +208,11 @@ class Finding(BaseModel):
         if self.file:
             return f"{self.file}:{self.line}" if self.line else self.file
         return self.kernel or self.pc or "-"
+
+
+def signature_key(signature: str) -> str:
+    """A finding's short, stable name across jobs and sweeps: 16 hex digits of the SHA-256 of its signature."""
+    return hashlib.sha256(signature.encode()).hexdigest()[:16]
 
 
 class Environment(BaseModel):

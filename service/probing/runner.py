@@ -25,6 +25,8 @@ from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.ports import PortLease
+from service.sanitizer.ports import lease as lease_ports
 from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
 
@@ -107,6 +109,8 @@ class PlannedRun(NamedTuple):
     result_path: Path
     sanitizer: Path | None
     version: str | None
+    # This run's block of sanitizer ports (service.sanitizer.ports): release it once the command has exited.
+    ports: PortLease | None
 
 
 def plan_run(
@@ -133,6 +137,9 @@ def plan_run(
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
+    ports = lease_ports() if sanitizer is not None else None  # held until the sanitizer has exited
+    if ports is not None:
+        extra += ports.options()
     cmd = (
         target
         if sanitizer is None
@@ -150,7 +157,7 @@ def plan_run(
         )
     )
     env = probe_environment(tool, settings, trusted=trusted)
-    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version)
+    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports)
 
 
 def _run_planned(
@@ -183,6 +190,8 @@ def _run_planned(
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
+    if planned.ports is not None:
+        planned.ports.release()
     stages.add("spawn", done.spawned_s)
     stages.add("run", done.exited_s - done.spawned_s)
     stages.add("reap", done.duration_s - done.exited_s)

@@ -73,15 +73,20 @@ def list_jobs(
     outcome: Outcome | None = None,
     state: JobState | None = None,
     since: datetime | None = None,
+    before: datetime | None = None,
+    label: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JobList:
-    """Jobs, newest first, filtered by probe, tool, outcome, state and creation time."""
+    """Jobs, newest first, filtered by probe, tool, outcome, state, label and creation time (`since` <= created <
+    `before`: pass the last job's created_at as `before` for the next page)."""
     found = store.jobs(
         probe=probe,
         tool=tool.value if tool else None,
         outcome=outcome.value if outcome else None,
         state=state.value if state else None,
         since=since,
+        before=before,
+        label=label,
         limit=limit,
     )
     counts = store.finding_counts([job.id for job in found])
