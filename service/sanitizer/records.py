@@ -136,8 +136,8 @@ def _location(node: Any) -> Location:
 
 def host_stack_of(stack: Any) -> list[tuple[str | None, str | None]]:
     """(func, module) of each frame of a <hostStack> element, or of its bytes."""
-    if isinstance(stack, bytes):
-        stack = etree.fromstring(stack, _STACK_PARSER)
+    if isinstance(stack, (bytes, memoryview)):
+        stack = etree.fromstring(bytes(stack), _STACK_PARSER)
     if stack is None:
         return []
     frames = []
@@ -189,22 +189,23 @@ def _dim3_value(leaves: tuple[Any, Any, Any] | None, text: Callable[[Any], str |
         return None
     x, y, z = leaves
     return (
-        (_int(text(x)) or 0) if x is not None else 0,
-        (_int(text(y)) or 0) if y is not None else 0,
-        (_int(text(z)) or 0) if z is not None else 0,
+        0 if x is None else (_int(text(x)) or 0),
+        0 if y is None else (_int(text(y)) or 0),
+        0 if z is None else (_int(text(z)) or 0),
     )
 
 
 def _element_text(elem: Any) -> str:
-    return (elem.text or "").strip()
+    return elem.text or ""
 
 
 def fill(rec: RawRecord, var: Varying, text: Callable[[Any], str | bytes] = _element_text) -> RawRecord:
-    """Set the per-record fields from the leaves `var` names; `text` reads one leaf (stripped)."""
+    """Set the per-record fields from the leaves `var` names; `text` reads one leaf (int() ignores the spaces
+    around a number; an address is stripped here)."""
     rec.thread = _dim3_value(var.thread, text)
     rec.block = _dim3_value(var.block, text)
     if var.address is not None:
-        address = text(var.address)
+        address = text(var.address).strip()
         rec.address = address.decode() if isinstance(address, bytes) else address
     if var.same_warp_rule and _same_warp(rec.thread, _dim3_value(var.other_thread, text)):
         rec.severity = "warning"
