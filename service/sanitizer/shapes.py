@@ -36,6 +36,8 @@ _CUT_MARK = b"\x01"  # where a record's host stack was cut out (not an XML chara
 _CDATA = b"<![CDATA["
 _DECLARATION = rb"(?:<\?xml[^>]*\?>)?\s*"
 _PARSER = etree.XMLParser(**HARDENED)
+# HARDENED's safety options for the check, which must see comments and processing instructions, not drop them.
+_CHECK_OPTIONS = {key: HARDENED[key] for key in ("resolve_entities", "no_network", "load_dtd", "huge_tree")}
 # Distinct shapes kept per process (a few KB each); past it the cache starts again.
 MAX_SHAPES = 2048
 # A piece whose records rarely repeat a shape is read as a tree: after this many new shapes in one piece, if more
@@ -71,7 +73,7 @@ def check_piece(body: bytes, head: bytes = b"", tail: bytes = b"") -> bool:
     """Parse `head + body + tail` whole without building anything: XMLSyntaxError if it is not well-formed,
     HostileXML on a DTD; True when it holds no comment, processing instruction or CDATA section."""
     target = _Check()
-    parser = etree.XMLParser(target=target, **HARDENED)
+    parser = etree.XMLParser(target=target, **_CHECK_OPTIONS)
     for part in (head, body, tail):
         if part:
             parser.feed(part)
@@ -153,7 +155,7 @@ class PieceReader:
     def __init__(self, root: str) -> None:
         name = re.escape(root.encode())
         self.open, self.close = f"<{root}>".encode(), f"</{root}>".encode()
-        self._first_head = re.compile(_DECLARATION + rb"<" + name + rb"\s*>")
+        self._first_head = re.compile(_DECLARATION + rb"<" + name + rb"\s*(/?)>")
         self._tail = re.compile(rb"\s*</" + name + rb"\s*>\s*")
 
     def records(self, body: bytes, first: bool, closes: bool) -> list[RawRecord]:
@@ -167,6 +169,10 @@ class PieceReader:
             if head is None:
                 raise NotPlain("the piece does not start with the root element")
             pos = head.end()
+            if head.group(1):  # <Root/>: no records
+                if body[pos:].strip():
+                    raise NotPlain("something after the empty root element")
+                return []
         begin = pos
         out: list[RawRecord] = []
         find, view, misses, shapes = body.find, memoryview(body), 0, _SHAPES
