@@ -17,7 +17,7 @@ from service.sanitizer.records import RawRecord, record_from_element
 from service.sanitizer.shapes import NotPlain, PieceReader
 from service.sanitizer.xmlstream import HARDENED, Prolog, refuse_dtd
 
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 4 << 20
 _END = b"</record>"
 _WINDOW = 1 << 16
 # A record that ends without "</record>" (empty element, or space before ">"): the split cannot see it.
