@@ -135,9 +135,16 @@ def _location(node: Any) -> Location:
 
 
 def host_stack_of(stack: Any) -> list[tuple[str | None, str | None]]:
-    """(func, module) of each frame of a <hostStack> element, or of its bytes."""
+    """(func, module) of each frame of a <hostStack> element, or of its bytes (records launched from one place carry
+    the same bytes: parsed once; the list is shared, never changed)."""
     if isinstance(stack, (bytes, memoryview)):
-        stack = etree.fromstring(bytes(stack), _STACK_PARSER)
+        key = bytes(stack)
+        frames = _HOST_STACKS.get(key)
+        if frames is None:
+            if len(_HOST_STACKS) >= _MAX_HOST_STACKS:
+                _HOST_STACKS.clear()
+            frames = _HOST_STACKS[key] = host_stack_of(etree.fromstring(key, _STACK_PARSER))
+        return frames
     if stack is None:
         return []
     frames = []
@@ -145,6 +152,10 @@ def host_stack_of(stack: Any) -> list[tuple[str | None, str | None]]:
         leaves = _leaves(frame)
         frames.append((leaves.get("func"), leaves.get("module")))
     return frames
+
+
+_HOST_STACKS: dict[bytes, list[tuple[str | None, str | None]]] = {}
+_MAX_HOST_STACKS = 256
 
 
 def device_stack_of(elem: Any) -> list[Location]:
