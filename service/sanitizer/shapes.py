@@ -90,7 +90,7 @@ class Shape:
     var: Varying  # slot numbers in place of elements
     device: list[Location]
 
-    def record(self, values: list[bytes], host: memoryview | None) -> RawRecord:
+    def record(self, values: list[bytes], host: bytes | None) -> RawRecord:
         """The record of this shape with these slot values (and host stack bytes, if it had one cut out)."""
         b = self.base
         rec = RawRecord(
@@ -114,13 +114,10 @@ def _same(a: RawRecord, b: RawRecord) -> bool:
 
 
 def _learn(
-    template: bytes, slots: int, cut: bool, values: list[bytes], whole: bytes, host: memoryview | None
+    template: bytes, slots: int, cut: bool, values: list[bytes], whole: bytes, host: bytes | None
 ) -> Shape | None:
     """The Shape of `template` (None: read its records whole), checked against the record it came from."""
-    try:
-        root = etree.fromstring(template, _PARSER)
-    except etree.XMLSyntaxError as exc:
-        raise NotPlain(f"a record does not parse on its own: {exc}") from exc
+    root = _parse_record(template)
     leaves = [e for e in root.iter() if e.tag in SLOT_TAGS]
     if len(leaves) != slots or any(len(e) for e in leaves):
         return None  # a slot tag with children, or written <x/>: not a plain leaf
@@ -139,7 +136,7 @@ def _learn(
         same_warp_rule=var.same_warp_rule,
     )
     shape = Shape(base, var, device_stack_of(root))
-    full = fill(*read_record(etree.fromstring(whole, _PARSER)))
+    full = fill(*read_record(_parse_record(whole)))
     return shape if _same(shape.record(values, host), full) else None
 
 
@@ -174,9 +171,8 @@ class PieceReader:
                 if body[pos:].strip():
                     raise NotPlain("something after the empty root element")
                 return []
-        begin = pos
         out: list[RawRecord] = []
-        find, view, misses, shapes = body.find, memoryview(body), 0, _SHAPES
+        find, misses, shapes, last_stack = body.find, 0, _SHAPES, b""
         host = find(_HOST, pos)  # the next <hostStack> (-1: none left)
         while (start := find(_RECORD, pos)) >= 0:
             if start > pos and not body[pos:start].isspace():
@@ -189,7 +185,12 @@ class PieceReader:
                     raise NotPlain("a record without its end tag")
                 host_end += len(_HOST_END)
                 end += len(_RECORD_END)
-                stack: memoryview | None = view[host:host_end]
+                cut = body[host:host_end]
+                if cut != last_stack:  # records launched from one place share the bytes: looked at once
+                    if cut.find(b"<record") >= 0:
+                        raise NotPlain("a record inside a host stack")
+                    last_stack = cut
+                stack: bytes | None = cut
                 parts = _SLOT.split(body[start:host] + _CUT_MARK + body[host_end:end])
                 host = find(_HOST, end)
             else:
@@ -220,14 +221,20 @@ class PieceReader:
             out.append(shape.record(values, stack) if shape is not None else self._whole(body[start:end]))
         if not (self._tail.fullmatch(body, pos) if closes else body[pos:].isspace() or pos == len(body)):
             raise NotPlain("the piece does not end with the root's end tag")
-        if body.count(b"<record", begin) != len(out):
-            raise NotPlain("a record inside another element")
         return out
 
     @staticmethod
     def _whole(record: bytes) -> RawRecord:
-        try:
-            elem = etree.fromstring(record, _PARSER)
-        except etree.XMLSyntaxError as exc:
-            raise NotPlain(f"a record does not parse on its own: {exc}") from exc
-        return fill(*read_record(elem))
+        return fill(*read_record(_parse_record(record)))
+
+
+def _parse_record(record: bytes) -> Any:
+    """One record's bytes as an element; NotPlain if they are not one whole record without records inside it (the
+    tree and the one-stream parse read a record inside a record as a record of its own)."""
+    try:
+        elem = etree.fromstring(record, _PARSER)
+    except etree.XMLSyntaxError as exc:
+        raise NotPlain(f"a record does not parse on its own: {exc}") from exc
+    if next(elem.iterdescendants("record"), None) is not None:
+        raise NotPlain("a record inside a record")
+    return elem

@@ -116,6 +116,8 @@ EDITS: dict[str, tuple[Path, Edit, bool]] = {
     "a nested host stack": (LEAK, in_record(1, b"<saveLocation>", b"<hostStack></hostStack><saveLocation>"), False),
     "a record inside a host stack": (HAZARD, in_record(5, b"<frame>", b"<record></record><frame>"), False),
     "a record inside a record": (HAZARD, in_record(5, b"</what>", b"<record></record></what>"), False),
+    "an empty record inside a record": (HAZARD, in_record(5, b"</what>", b"<record/></what>"), False),
+    "an empty record inside a host stack": (HAZARD, in_record(5, b"<frame>", b"<record/><frame>"), False),
     "a record with an attribute": (HAZARD, every(b"<record>", b'<record id="7">', 3), False),
     "text beside the records": (HAZARD, in_record(4, b"<record>", b"stray<record>"), False),
     "a comment that closes a host stack": (
