@@ -195,7 +195,9 @@ def classify(ev: RunEvidence) -> Classification:
         return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
     # The confirmer's planted cases are checked by the confirmer, and only in a run that confirms something.
-    failed_controls = [v for v in verdicts if not v.passed and not v.expectation.clean and not is_confirm_control(v.id)]
+    failed_controls = [
+        v for v in verdicts if not v.passed and not v.expectation.clean and not is_confirm_control(v.id)
+    ]
     if failed_controls:
         return Classification(
             Outcome.SANITIZER_ERROR,

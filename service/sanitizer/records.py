@@ -137,13 +137,12 @@ def _location(node: Any) -> Location:
 def host_stack_of(stack: Any) -> list[tuple[str | None, str | None]]:
     """(func, module) of each frame of a <hostStack> element, or of its bytes (records launched from one place carry
     the same bytes: parsed once; the list is shared, never changed)."""
-    if isinstance(stack, (bytes, memoryview)):
-        key = bytes(stack)
-        frames = _HOST_STACKS.get(key)
+    if isinstance(stack, bytes):
+        frames = _HOST_STACKS.get(stack)
         if frames is None:
             if len(_HOST_STACKS) >= _MAX_HOST_STACKS:
                 _HOST_STACKS.clear()
-            frames = _HOST_STACKS[key] = host_stack_of(etree.fromstring(key, _STACK_PARSER))
+            frames = _HOST_STACKS[stack] = host_stack_of(etree.fromstring(stack, _STACK_PARSER))
         return frames
     if stack is None:
         return []

@@ -93,6 +93,7 @@ class Shape:
     def record(self, values: list[bytes], host: bytes | None) -> RawRecord:
         """The record of this shape with these slot values (and host stack bytes, if it had one cut out)."""
         b = self.base
+        # Positional, in RawRecord's field order: this runs once per record.
         rec = RawRecord(
             b.xml_kind, b.tool, b.kind, b.text, b.level, b.where, self.device, [], None, None, None, b.space, b.access,
             b.size, b.detail, b.hazards, b.peers, b.severity, b.source, host,
