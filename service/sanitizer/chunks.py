@@ -135,11 +135,6 @@ def wrap(ctx: Context, chunk: Chunk, body: bytes) -> bytes:
     return head + body + tail
 
 
-def read(ctx: Context, chunk: Chunk) -> bytes:
-    """The chunk's bytes as a whole document."""
-    return wrap(ctx, chunk, read_body(ctx, chunk))
-
-
 def _tree_records(ctx: Context, chunk: Chunk, data: bytes) -> list[RawRecord]:
     """The chunk's records from one lxml tree of it: the way for pieces shapes are not read from."""
     try:
