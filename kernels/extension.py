@@ -80,54 +80,76 @@ def cuda_include() -> Path | None:
     return None
 
 
+CFLAGS = ("-O2",)
+BUILT = "built"  # written once the library is complete: its presence lets a process load it without building
+
+
 def build_directory(root: Path, torch_version: str) -> Path:
-    """One folder per torch version and source revision, so neither reuses the other's library."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    """One folder per torch version, source revision and flags, so none reuses another's library."""
+    digest = hashlib.sha256(SOURCE.read_bytes() + repr(CFLAGS).encode()).hexdigest()[:12]
     return root / f"allocator_nvtx-{re.sub(r'[^A-Za-z0-9.]+', '_', torch_version)}-{digest}"
 
 
 def load(root: Path | None = None, verbose: bool = False) -> AllocatorExtension:
-    """Build the extension (or reuse the cached build) and load it; ExtensionUnavailable says why not."""
+    """Load the built extension, or build it first; ExtensionUnavailable says why not.
+
+    A built library is loaded directly: no ninja run and no lock, so K probe processes started together (a GPU
+    worker's sanitizer slots) load it side by side. Building takes an OS file lock, which dies with its holder;
+    torch's own build lock is a plain file that a killed builder leaves behind, after which every later load waits
+    for it forever, so one found while holding ours is stale and removed.
+    """
     try:
         import torch
         from torch.utils import cpp_extension
     except ImportError as exc:
         raise ExtensionUnavailable(f"torch is not importable: {exc}") from exc
+    folder = build_directory(root or cache_dir(), torch.__version__)
+    library = folder / f"{NAME}.so"
+    if (folder / BUILT).is_file() and library.is_file():
+        return _opened(library, 0.0, cached=True)
     include = cuda_include()
     if include is None:
         raise ExtensionUnavailable(
             "no CUDA toolkit headers with nvtx3/nvToolsExtMem.h (looked in $CUDA_HOME, $CUDA_PATH, "
             "/usr/local/cuda): set CUDA_HOME to the toolkit"
         )
-    folder = build_directory(root or cache_dir(), torch.__version__)
+    from filelock import FileLock
+
     folder.mkdir(parents=True, exist_ok=True)
-    library = folder / f"{NAME}.so"
-    cached = library.is_file()
     torch_lib = Path(torch.__file__).resolve().parent / "lib"
-    t0 = time.perf_counter()
-    try:
-        path = cpp_extension.load(
-            name=NAME,
-            sources=[str(SOURCE)],
-            extra_include_paths=[str(include)],
-            extra_cflags=["-O2"],
-            extra_ldflags=[f"-L{torch_lib}", "-lc10_cuda", "-lc10", f"-Wl,-rpath,{torch_lib}"],
-            build_directory=str(folder),
-            is_python_module=False,
-            verbose=verbose,
-        )
-    except (RuntimeError, OSError, ImportError) as exc:
-        cpu = " (torch " + torch.__version__ + " is a CPU build: it has no CUDA caching allocator)"
-        raise ExtensionUnavailable(
-            f"building {SOURCE.name} failed{cpu if torch.version.cuda is None else ''}: {_tail(str(exc))}"
-        ) from exc
-    build_s = time.perf_counter() - t0
+    with FileLock(str(folder / "cuprobe-build.lock")):
+        if (folder / BUILT).is_file() and library.is_file():  # built by another process while this one waited
+            return _opened(library, 0.0, cached=True)
+        (folder / "lock").unlink(missing_ok=True)  # torch's build lock: only a holder of ours makes one
+        t0 = time.perf_counter()
+        try:
+            path = cpp_extension.load(
+                name=NAME,
+                sources=[str(SOURCE)],
+                extra_include_paths=[str(include)],
+                extra_cflags=list(CFLAGS),
+                extra_ldflags=[f"-L{torch_lib}", "-lc10_cuda", "-lc10", f"-Wl,-rpath,{torch_lib}"],
+                build_directory=str(folder),
+                is_python_module=False,
+                verbose=verbose,
+            )
+        except (RuntimeError, OSError, ImportError) as exc:
+            cpu = " (torch " + torch.__version__ + " is a CPU build: it has no CUDA caching allocator)"
+            raise ExtensionUnavailable(
+                f"building {SOURCE.name} failed{cpu if torch.version.cuda is None else ''}: {_tail(str(exc))}"
+            ) from exc
+        build_s = time.perf_counter() - t0
+        (folder / BUILT).write_text(f"{Path(str(path)).name}\n")
+    return _opened(Path(str(path)), round(build_s, 3), cached=False)
+
+
+def _opened(path: Path, build_s: float, cached: bool) -> AllocatorExtension:
     lib = ctypes.CDLL(str(path))
     lib.cuprobe_nvtx_attach.argtypes = [ctypes.c_char_p]
     lib.cuprobe_nvtx_attach.restype = ctypes.c_int
     lib.cuprobe_nvtx_seed.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]
     lib.cuprobe_nvtx_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
-    return AllocatorExtension(path=Path(str(path)), build_s=round(build_s, 3), cached=cached, lib=lib)
+    return AllocatorExtension(path=path, build_s=build_s, cached=cached, lib=lib)
 
 
 def _tail(text: str, limit: int = 600) -> str:

@@ -115,14 +115,16 @@ def allowed(executable: str, allowlist: str) -> bool:
     return any(glob_regex(entry).match(executable) for entry in entries if GLOB_CHARS & set(entry))
 
 
-def resolve(program: str, cwd: str | None = None) -> str:
-    """The executable's real absolute path, as the allowlist sees it (a relative path is taken from `cwd`)."""
+def locate(program: str, cwd: str | None = None) -> str:
+    """The executable's absolute path as found (a relative path is taken from `cwd`), symlinks kept: a virtual
+    environment's `bin/python` is a symlink to the base interpreter, and only run by its own path does it see the
+    environment's packages."""
     if os.sep in program and not os.path.isabs(program) and cwd:
         program = os.path.join(cwd, program)
     found = shutil.which(program)
     if found is None:
         raise ProbeRefused(f"argv[0]: {program!r} is not an executable file found on PATH")
-    return str(Path(found).resolve())
+    return os.path.abspath(found)
 
 
 class Command(Probe[CommandParams]):
@@ -143,7 +145,8 @@ class Command(Probe[CommandParams]):
                 f"the command probe is off on this worker: the operator enables it with "
                 f"{ENABLED_ENV}=1 and an allowlist of path globs in {ALLOWLIST_ENV}"
             )
-        executable = resolve(params.argv[0], params.cwd)
+        path = locate(params.argv[0], params.cwd)
+        executable = str(Path(path).resolve())  # what the allowlist judges; `path` is what runs
         if not trusted and not allowed(executable, os.environ.get(ALLOWLIST_ENV, "")):
             exact = " (an interpreter-like program: allowed only by its exact path)" if INTERPRETER.match(
                 Path(executable).name
@@ -164,7 +167,7 @@ class Command(Probe[CommandParams]):
         become_subreaper()
         # Same process group as the probe (no new session): the supervisor's group kill on cancel reaches it.
         proc = subprocess.Popen(
-            [executable, *params.argv[1:]],
+            [path, *params.argv[1:]],
             cwd=params.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -190,7 +193,9 @@ class Command(Probe[CommandParams]):
             leftover_processes_killed=left,
         )
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
-            case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}")
+            said = [line.strip() for line in _tail(err).splitlines() if line.strip()]
+            last = f" (its last line on stderr: {said[-1][:200]})" if said else ""
+            case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}{last}")
 
 
 def _tail(data: bytes) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +130,14 @@ def confirm_findings(
             watch.setdefault(finding.case, set()).update(memory.ranges)
     plan = {case: sorted(names) for case, names in watch.items()}
     started = time.monotonic()
-    runs = {
-        label: _bare_run(request, result.params, label, mode, plan, settings, workdir) for label, mode in POISON_RUNS
-    }
+    # The re-runs are independent bare processes (no timing is read from them), so they run side by side: their
+    # wall time is the slowest one's, not the sum (most of each is interpreter and library start-up).
+    with ThreadPoolExecutor(max_workers=len(POISON_RUNS), thread_name_prefix="confirm") as pool:
+        pending = {
+            label: pool.submit(_bare_run, request, result.params, label, mode, plan, settings, workdir)
+            for label, mode in POISON_RUNS
+        }
+        runs = {label: future.result() for label, future in pending.items()}
     spent = round(time.monotonic() - started, 3)
 
     def decided(finding: Finding) -> Finding:

@@ -9,6 +9,7 @@
 set -uo pipefail
 OUT=${OUT:-build/gpu-confirm}
 HARD_S=${HARD_S:-420}
+SKIP=${SKIP:-}   # step names to leave out, e.g. SKIP="a3_uncached a3_caching"
 mkdir -p "$OUT"
 exec > >(tee "$OUT/confirm.log") 2>&1
 export PYTHONUNBUFFERED=1
@@ -21,6 +22,7 @@ cc --version | head -1 || echo "no cc: torch probes cannot be poisoned (their fi
 # step NAME LIMIT_S cuprobe-run-arguments...: one `cuprobe run --json`, its workdir kept (run.xml gzipped).
 step() {
   local name=$1 limit=$2; shift 2
+  if [[ " ${SKIP:-} " == *" $name "* ]]; then echo "== $name: skipped (SKIP)"; return; fi
   local left=$((HARD_S - SECONDS))
   if ((left < 20)); then echo "== $name: skipped, time budget spent"; return; fi
   ((limit > left)) && limit=$left
@@ -42,7 +44,7 @@ for c in r.get("confirmation_control", []):
     print(f"   confirmer control {c['case']}: expected {c['expected']} got {c['got']} {'ok' if c['ok'] else 'WRONG'}")
 for f in r["findings"][:6]:
     ev = f.get("confirmation_evidence") or {}
-    print(f"   {f.get('confirmation')} {f.get('case')} {f.get('kernel', '')[:60]} library={f['library']}: "
+    print(f"   {f.get('confirmation')} {f.get('case')} {(f.get('kernel') or '')[:60]} library={f['library']}: "
           f"{ev.get('reason', '')[:300]}")
 PY
   find "$OUT/$name" -name run.xml -size +1M -exec gzip -f {} \; 2>/dev/null

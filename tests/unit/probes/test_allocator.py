@@ -143,3 +143,52 @@ def test_pytest_plugin_sets_the_allocator_for_a_users_suite_and_says_so(tmp_path
 def test_pytest_plugin_refuses_a_bad_value(tmp_path: Path) -> None:
     proc = _pytest_with_plugin(tmp_path, "sometimes")
     assert proc.returncode == 4 and "CUPROBE_ALLOCATOR" in proc.stderr
+
+
+@pytest.fixture
+def fake_toolkit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """CUDA_HOME with the one header the build looks for, so the build path is reached on any machine."""
+    home = tmp_path / "cuda"
+    (home / "include" / "nvtx3").mkdir(parents=True)
+    (home / "include" / "nvtx3" / "nvToolsExtMem.h").write_text("/* stand-in */\n")
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    return home
+
+
+@pytest.mark.timeout(120)
+def test_a_build_lock_left_by_a_killed_builder_does_not_hang_the_next_load(tmp_path: Path, fake_toolkit: Path) -> None:
+    """torch's build lock is a plain file: a builder killed while holding it (a cancel, a timeout) left every later
+    load waiting forever. Only a holder of cuprobe's OS lock can have made it, so one found then is stale."""
+    import torch
+
+    folder = extension.build_directory(tmp_path / "ext", torch.__version__)
+    folder.mkdir(parents=True)
+    (folder / "lock").write_text("")
+    with pytest.raises(extension.ExtensionUnavailable):  # this torch cannot build it; what matters is it returns
+        extension.load(tmp_path / "ext")
+    assert not (folder / "lock").exists()
+
+
+def test_a_built_library_is_loaded_without_building_or_any_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    import torch
+
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))  # loading a built library needs no headers
+    folder = extension.build_directory(tmp_path / "ext", torch.__version__)
+    folder.mkdir(parents=True)
+    source = tmp_path / "stub.c"
+    source.write_text(
+        "int cuprobe_nvtx_attach(const char *p) { return 7; }\n"
+        "void cuprobe_nvtx_seed(int a, unsigned long b, unsigned long c) {}\n"
+        "void cuprobe_nvtx_counts(unsigned long *o, int n) {}\n"
+    )
+    library = folder / f"{extension.NAME}.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    (folder / extension.BUILT).write_text(library.name)
+    (folder / "lock").write_text("")  # even a stale torch lock is not looked at
+    loaded = extension.load(tmp_path / "ext")
+    assert loaded.cached and loaded.build_s == 0.0 and loaded.path == library
+    assert loaded.lib.cuprobe_nvtx_attach(b"") == 7

@@ -161,3 +161,24 @@ def test_child_keeps_every_variable_the_sanitizer_injected_on_the_h200() -> None
     assert {"NV_SANITIZER_INJECTION_PORT_BASE", "NVTX_INJECTION64_PATH"} <= set(captured)  # the capture is real
     env, dropped = child_env(captured)
     assert dropped == [] and set(env) == set(captured)
+
+
+def test_a_virtual_environments_python_runs_as_itself(run_probe: ProbeRun, tmp_path: Path) -> None:
+    """Its bin/python is a symlink to the base interpreter: run by the real path it would not see the environment's
+    packages (on the GPU box every pytest test exited 1, `No module named pytest`). The allowlist still judges the
+    real path."""
+    import venv
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    assert python.is_symlink()
+    code, result, _ = run_probe(
+        "command",
+        {"argv": [str(python), "-c", "import sys; print('prefix=' + sys.prefix)"]},
+        env=enabled(str(python.resolve())),
+    )
+    assert code == 0, result
+    case = result["cases"][0]
+    assert case["violations"] == [] and f"prefix={env_dir}" in case["observations"]["stdout_tail"]
+    assert case["params"]["executable"] == str(python.resolve())
