@@ -51,7 +51,7 @@ class NotPlain(ValueError):
 
 class _Check:
     """A parser target that builds nothing: libxml2 checks the piece is well-formed at C speed, a DTD is refused the
-    moment it is reported, and comments and processing instructions are noted."""
+    moment it is reported, and comments, processing instructions and namespace declarations are noted."""
 
     def __init__(self) -> None:
         self.plain = True
@@ -65,13 +65,17 @@ class _Check:
     def pi(self, target: str, data: str | None = None) -> None:
         self.plain = False
 
+    def start_ns(self, prefix: str | None, uri: str) -> None:
+        self.plain = False  # a namespace declaration: a repeated host stack could mean something else elsewhere
+
     def close(self) -> bool:
         return self.plain
 
 
 def check_piece(body: bytes, head: bytes = b"", tail: bytes = b"") -> bool:
     """Parse `head + body + tail` whole without building anything: XMLSyntaxError if it is not well-formed,
-    HostileXML on a DTD; True when it holds no comment, processing instruction or CDATA section."""
+    HostileXML on a DTD; True when it holds no comment, processing instruction, namespace declaration or CDATA
+    section."""
     target = _Check()
     parser = etree.XMLParser(target=target, **_CHECK_OPTIONS)
     for part in (head, body, tail):
@@ -160,48 +164,18 @@ class PieceReader:
     def records(self, body: bytes, first: bool, closes: bool) -> list[RawRecord]:
         """Every record of a piece of the file, in order: `body` is its bytes, `first` when it starts the file (and
         holds the root's start tag), `closes` when it holds the root's end tag."""
-        if not check_piece(body, b"" if first else self.open, b"" if closes else self.close):
-            raise NotPlain("the piece holds a comment, a processing instruction or a CDATA section")
-        pos = 0
-        if first:
-            head = self._first_head.match(body)
-            if head is None:
-                raise NotPlain("the piece does not start with the root element")
-            pos = head.end()
-            if head.group(1):  # <Root/>: no records
-                if body[pos:].strip():
-                    raise NotPlain("something after the empty root element")
-                return []
+        places, checked = self._places(body, first, closes)
+        if not check_piece(checked, b"" if first else self.open, b"" if closes else self.close):
+            raise NotPlain("the piece holds a comment, a processing instruction, a namespace or a CDATA section")
         out: list[RawRecord] = []
-        find, misses, shapes, last_stack = body.find, 0, _SHAPES, b""
-        host = find(_HOST, pos)  # the next <hostStack> (-1: none left)
-        while (start := find(_RECORD, pos)) >= 0:
-            if start > pos and not body[pos:start].isspace():
-                raise NotPlain("the root holds something other than <record> elements")
-            if host >= 0 and (end := find(_RECORD_END, start, host)) < 0:
-                # The record holds the next host stack: cut it out (kept as bytes, parsed only if needed).
-                host_end = find(_HOST_END, host)
-                end = find(_RECORD_END, host_end) if host_end >= 0 else -1
-                if end < 0:
-                    raise NotPlain("a record without its end tag")
-                host_end += len(_HOST_END)
-                end += len(_RECORD_END)
-                cut = body[host:host_end]
-                if cut != last_stack:  # records launched from one place share the bytes: looked at once
-                    if cut.find(b"<record") >= 0:
-                        raise NotPlain("a record inside a host stack")
-                    last_stack = cut
-                stack: bytes | None = cut
+        misses, shapes = 0, _SHAPES
+        for start, end, host, host_end in places:
+            if host >= 0:
+                stack: bytes | None = body[host:host_end]
                 parts = _SLOT.split(body[start:host] + _CUT_MARK + body[host_end:end])
-                host = find(_HOST, end)
             else:
-                end = find(_RECORD_END, start)
-                if end < 0:
-                    raise NotPlain("a record without its end tag")
-                end += len(_RECORD_END)
                 stack = None
                 parts = _SLOT.split(body[start:end])
-            pos = end
             values = parts[2::3]
             odd = b"".join(values)
             if not odd.isascii() or b"&" in odd or b"\r" in odd:  # a character reference, or a line end to normalise
@@ -220,9 +194,57 @@ class PieceReader:
                 template = b"".join(parts).replace(_CUT_MARK, _CUT)
                 shape = shapes[key] = _learn(template, len(values), stack is not None, values, body[start:end], stack)
             out.append(shape.record(values, stack) if shape is not None else self._whole(body[start:end]))
+        return out
+
+    def _places(self, body: bytes, first: bool, closes: bool) -> tuple[list[tuple[int, int, int, int]], bytes]:
+        """(start, end, host stack start or -1, its end) of every record, and the bytes libxml2 must check: the
+        piece with every host stack that repeats the one before it (the same bytes, checked there) left out."""
+        pos = 0
+        if first:
+            head = self._first_head.match(body)
+            if head is None:
+                raise NotPlain("the piece does not start with the root element")
+            pos = head.end()
+            if head.group(1):  # <Root/>: no records
+                if body[pos:].strip():
+                    raise NotPlain("something after the empty root element")
+                return [], body
+        places: list[tuple[int, int, int, int]] = []
+        checked: list[bytes] = []
+        find, kept, last_stack = body.find, 0, b""
+        host = find(_HOST, pos)  # the next <hostStack> (-1: none left)
+        while (start := find(_RECORD, pos)) >= 0:
+            if start > pos and not body[pos:start].isspace():
+                raise NotPlain("the root holds something other than <record> elements")
+            if host >= 0 and (end := find(_RECORD_END, start, host)) < 0:
+                # The record holds the next host stack: cut out of its shape, kept as bytes, parsed only if needed.
+                host_end = find(_HOST_END, host)
+                end = find(_RECORD_END, host_end) if host_end >= 0 else -1
+                if end < 0:
+                    raise NotPlain("a record without its end tag")
+                host_end += len(_HOST_END)
+                end += len(_RECORD_END)
+                stack = body[host:host_end]
+                if stack == last_stack:  # launched from the same place as the record before: checked there
+                    checked += (body[kept:host], _CUT)
+                    kept = host_end
+                else:
+                    if stack.find(_RECORD[:-1]) >= 0 or stack.find(_HOST[:-1], 1) >= 0:
+                        raise NotPlain("a record or a host stack inside a host stack")
+                    last_stack = stack
+                places.append((start, end, host, host_end))
+                host = find(_HOST, end)
+            else:
+                end = find(_RECORD_END, start)
+                if end < 0:
+                    raise NotPlain("a record without its end tag")
+                end += len(_RECORD_END)
+                places.append((start, end, -1, -1))
+            pos = end
         if not (self._tail.fullmatch(body, pos) if closes else body[pos:].isspace() or pos == len(body)):
             raise NotPlain("the piece does not end with the root's end tag")
-        return out
+        checked.append(body[kept:])
+        return places, b"".join(checked)
 
     @staticmethod
     def _whole(record: bytes) -> RawRecord:

@@ -128,6 +128,7 @@ EDITS: dict[str, tuple[Path, Edit, bool]] = {
     "a processing instruction": (HAZARD, in_record(4, b"<frame>", b"<?cuprobe </record> ?><frame>"), False),
     "a CDATA section": (HAZARD, in_record(4, b"<frame>", b"<![CDATA[</hostStack>]]><frame>"), False),
     "a comment between records": (HAZARD, every(b"<record>", b"<!-- r --><record>", 2), False),
+    "a namespace declaration": (HAZARD, every(b"<what>", b'<what xmlns:p="urn:p">', 3), False),
     "a comment before the root": (HAZARD, every(ROOT, b"<!-- c -->" + ROOT), False),
 }
 
@@ -181,6 +182,28 @@ def test_broken_xml_in_a_host_stack_no_finding_reads_is_still_refused(
     for workers in (1, 2):
         result = parse_xml(path, roots=[BOX_ROOT], workers=workers)
         assert result.error and "not well-formed" in result.error and view(result) == expected
+
+
+def test_a_host_stack_repeated_from_the_record_before_is_left_out_of_the_check_only_when_whole(tmp_path: Path) -> None:
+    """A host stack that repeats the one before it is left out of libxml2's check (checked there). The second and
+    third records below carry the same bytes from <hostStack> to the first </hostStack>, a host stack nested at its
+    start; the third leaves its outer one open, so the file is broken, and its shape is the first record's. Those
+    bytes are not one whole element, so they are never left out: the file is refused, as the previous parser
+    refuses it."""
+    record = b"<record><kind>Initcheck</kind><what><text>T</text><address>%s</address></what>%s</record>\n"
+    nested = b"<hostStack><hostStack></hostStack><frame/>"
+    path = tmp_path / "open.xml"
+    path.write_bytes(
+        b'<?xml version="1.0" encoding="utf-8"?>\n<ComputeSanitizerOutput>\n'
+        + record % (b"0x1", b"<hostStack></hostStack><frame/>")
+        + record % (b"&#48;x2", nested + b"</hostStack>")  # a character reference: this record is parsed whole
+        + record % (b"0x3", nested)
+        + b"</ComputeSanitizerOutput>\n"
+    )
+    expected = view(previous(path, roots=[BOX_ROOT]))
+    assert expected["error"]
+    result = parse_xml(path, roots=[BOX_ROOT], workers=1)
+    assert result.error and "not well-formed" in result.error and view(result) == expected
 
 
 def test_records_that_rarely_share_a_shape_are_read_as_a_tree(tmp_path: Path, trees: Trees) -> None:
