@@ -9,9 +9,11 @@ is parsed with lxml once, the record's fields read from it by the same code as a
 varying field tied to the leaf it came from; the record it came from is then parsed whole and must give the same
 fields, or that shape is read the slow way. Later records of the shape cost a regex split and a dict lookup.
 
-Only a piece libxml2 has parsed whole (well-formed, no DTD) and that holds no comment, processing instruction or
-CDATA section is read this way, and only when its root holds nothing but whole <record> children; anything else
-raises NotPlain and the piece is parsed as a tree instead.
+Only a piece libxml2 has parsed whole (well-formed, no DTD) and that holds no comment, processing instruction,
+namespace declaration or CDATA section is read this way, and only when its root holds nothing but whole <record>
+children; anything else raises NotPlain and the piece is parsed as a tree instead. libxml2's parse leaves out a
+host stack whose bytes repeat those of the record before it: parsed there, one whole element, and with no namespace
+declared they mean the same anywhere.
 """
 
 from __future__ import annotations
