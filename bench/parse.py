@@ -16,6 +16,7 @@ import argparse
 import gzip
 import json
 import os
+import platform
 import re
 import resource
 import statistics
@@ -141,6 +142,16 @@ def first_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     return None
 
 
+def _commit() -> str:
+    """The checkout's commit, and whether files differ from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
+    except OSError:
+        return "an unknown commit (no git)"
+    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
+
+
 def run_child(mode: str, path: Path, out: Path, caps: dict[str, int]) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, __file__, "--child", mode, str(path), str(out), json.dumps(caps)],
@@ -168,6 +179,7 @@ def main() -> None:
         print(json.dumps(build(Path(args.build), args.mb)))
         return
     print("$ python bench/parse.py " + " ".join(sys.argv[1:]))
+    print(f"at {_commit()}, on {platform.node() or 'this machine'}")
     with tempfile.TemporaryDirectory(prefix="cuprobe-bench-") as tmp:
         path = Path(tmp) / "mixed.xml"
         # Built in its own process: Linux carries a process's peak RSS across exec into the children it starts.
