@@ -236,6 +236,10 @@ def main() -> None:
                 f"{TITLES[mode]:<30}{rate:>7.1f}{row['cpu']:>7.1f}{size_mb / row['cpu']:>14.1f}{row['rss_mb']:>22.0f}"
                 f"{base['seconds'] / row['seconds']:>18.2f}x{same:>22}  {target if mode.startswith('cuprobe') else '-'}"
             )
+        if args.repeat > 1:
+            print("\nevery run, in MB/s (the table shows the median):")
+            for mode, runs in rows.items():
+                print(f"  {TITLES[mode]}: " + ", ".join(f"{size_mb / r['seconds']:.1f}" for r in runs))
         print("\nfindings (every field of every Finding, records kept, truncated, error) against the previous parser:")
         for mode, diff in diffs.items():
             if mode != "lxml-iterparse":
