@@ -29,7 +29,12 @@ def run_and_store(definition_path: Path, store: Store, settings: Settings, runne
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, definition.name)
     try:
-        sweep = run_sweep(definition, runner, sweep_id=sweep_id)
+        sweep = run_sweep(
+            definition,
+            runner,
+            sweep_id=sweep_id,
+            progress=lambda done, total, what: sweeps.progress(sweep_id, done, total, what),
+        )
     except Exception as exc:
         sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
         raise

@@ -16,15 +16,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import service
 from service.api.limits import BodySizeLimit
-from service.api.routes import health, jobs, probes, sweeps
+from service.api.routes import findings, health, jobs, probes, sweeps
 from service.api.routes.health import HealthCache
 from service.api.schemas import ErrorBody
+from service.api.timing import ServerTiming
 from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue.celery_app import make_celery
+from service.queue.ended import EndAnnouncer, EndListener
 from service.queue.reconciler import ReconcilerThread
 from service.queue.registry import WorkerRegistry
 from service.queue.served import ServedQueues, after_grace, served_reader
+from service.web import install as install_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,7 @@ def create_app(
     store.migrate()
     celery = make_celery(settings)
     registry = WorkerRegistry(settings)
+    ended = EndListener(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -97,6 +101,7 @@ def create_app(
         yield
         if thread:
             thread.stopped.set()
+        ended.stop()
 
     app = FastAPI(
         title="cuprobe",
@@ -106,12 +111,15 @@ def create_app(
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.state.registry, app.state.health = registry, HealthCache(settings, store, registry)
+    app.state.ended, app.state.announce = ended, EndAnnouncer(settings)
     app.state.served_queues = after_grace(served_queues or served_reader(registry), settings.unserved_grace_s)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(SQLAlchemyError, _store_error)
     app.add_exception_handler(Exception, _internal_error)
-    for module in (jobs, probes, health, sweeps):
+    for module in (jobs, probes, health, sweeps, findings):
         app.include_router(module.router)
+    install_dashboard(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
+    app.add_middleware(ServerTiming)
     return app

@@ -24,6 +24,7 @@ class JobView(Versioned):
     params: dict[str, Any]
     queue: str
     lane: str
+    label: str | None = Field(None, description="the group it was submitted in, e.g. a gate run")
     state: str
     outcome: str | None
     exit_code: int | None = Field(
@@ -53,6 +54,7 @@ class JobView(Versioned):
             params=job.request.get("params", {}),
             queue=job.queue,
             lane=job.lane,
+            label=job.label,
             state=job.state,
             outcome=job.outcome,
             exit_code=exit_code,

@@ -117,6 +117,7 @@ def embedded_stack(
         url = f"http://{host}:{port}"
         if not quiet:
             console.print(f"cuprobe: broker {broker_url}, store {settings.database}, API {url}")
+            console.print(f"dashboard: {url}/ui/")
             console.print(f"workers: {', '.join(c.name for c in commands)}")
         missing = gpu_probes_missing(devices)
         if missing and not quiet:

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from service.models import Finding, Outcome, RunResult
 from service.models.problems import SpellingDeprecated
+from service.sanitizer.classify import PAST_THE_CAP
 
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
@@ -124,7 +125,13 @@ def print_result(result: RunResult, console: Console) -> None:
     if result.confirmation_s is not None:
         console.print(f"  confirmation: {result.confirmation_s:.1f} s of bare re-runs")
     for case in result.cases:
-        mark = "[green]pass[/]" if case.passed else "[red]FAIL[/]"
+        mark = (
+            "[yellow]not judged[/]"
+            if case.reason == PAST_THE_CAP
+            else "[green]pass[/]"
+            if case.passed
+            else "[red]FAIL[/]"
+        )
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)
@@ -160,8 +167,14 @@ def _allowed(annotation: Any, field: FieldInfo) -> str:
             return ", ".join(str(m.value) for m in candidate)
     bounds = []
     for meta in field.metadata:
-        for key, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("min_length", "length >="),
-                          ("max_length", "length <=")):
+        for key, sign in (
+            ("ge", ">="),
+            ("gt", ">"),
+            ("le", "<="),
+            ("lt", "<"),
+            ("min_length", "length >="),
+            ("max_length", "length <="),
+        ):
             if (value := getattr(meta, key, None)) is not None:
                 bounds.append(f"{sign} {value}")
     return ", ".join(bounds) or "-"
@@ -172,6 +185,7 @@ def parameter_rows(params: type[BaseModel]) -> list[tuple[str, str, str, str, st
     rows = []
     for name, field in params.model_fields.items():
         default = "(required)" if field.is_required() else json.dumps(field.get_default(call_default_factory=True))
-        rows.append((name, _type_name(field.annotation), default, _allowed(field.annotation, field),
-                     field.description or ""))
+        rows.append(
+            (name, _type_name(field.annotation), default, _allowed(field.annotation, field), field.description or "")
+        )
     return rows

@@ -81,6 +81,7 @@ def run_cmd(
 
         def progress(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
+            sweeps.progress(sweep_id, done, total, what)  # the dashboard shows it while the sweep runs
 
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
         try:

@@ -41,8 +41,11 @@ class JobQueries(Database):
         outcome: str | None = None,
         state: str | None = None,
         since: datetime | None = None,
+        before: datetime | None = None,
+        label: str | None = None,
         limit: int = 100,
     ) -> Sequence[Job]:
+        """Jobs newest first; `since` and `before` bound the creation time (`before` pages back through a list)."""
         query = select(Job).order_by(Job.created_at.desc()).limit(limit)
         if probe:
             query = query.where(Job.probe == probe)
@@ -54,6 +57,10 @@ class JobQueries(Database):
             query = query.where(Job.state == state)
         if since:
             query = query.where(Job.created_at >= since)
+        if before:
+            query = query.where(Job.created_at < before)
+        if label:
+            query = query.where(Job.label == label)
         with self.session() as s:
             return s.scalars(query).all()
 

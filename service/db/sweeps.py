@@ -2,13 +2,50 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
 
 from service.db.store import Store
 from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, utcnow
+from service.models import Outcome
 from service.models.sweep import Sweep, SweepCase
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    """A sweep finding as a diff reads it."""
+
+    signature: str
+    count: int
+    seen: str | None
+    fallout: bool
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """A sweep case as a diff reads it."""
+
+    key: str
+    outcome: Outcome
+    flaky: bool
+    message: str
+    findings: list[FindingChange]
+
+
+@dataclass(frozen=True)
+class SweepChanges:
+    """A stored sweep as a diff reads it (SweepStore.for_diff)."""
+
+    id: str
+    definition: str
+    state: str
+    started_at: datetime
+    sanitizer_version: str | None
+    driver: str | None
+    cases: list[CaseChange]
 
 
 class SweepStore:
@@ -25,6 +62,13 @@ class SweepStore:
         with self.store.session() as s:
             rows = s.scalars(select(SweepRow.id).where(SweepRow.definition == definition, SweepRow.state == "running"))
             return list(rows)
+
+    def progress(self, sweep_id: str, done: int, total: int, last: str) -> None:
+        """Record how far a running sweep is: `done` of `total` processes, the last one finished."""
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            if row is not None and row.state == "running":
+                row.summary = {"progress": {"done": done, "total": total, "last": last, "at": utcnow().isoformat()}}
 
     def fail(self, sweep_id: str, message: str) -> None:
         with self.store.session() as s:
@@ -96,6 +140,42 @@ class SweepStore:
                 }
             )
 
+    def for_diff(self, sweep_id: str) -> SweepChanges | None:
+        """The sweep holding only what a diff reads, from columns and JSON paths: a diff reads two sweeps, and
+        validating the cases' full JSON (frames, observations, evidence) again is most of what `get` costs."""
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            if row is None:
+                return None
+            findings: dict[str, list[FindingChange]] = {}
+            for key, signature, count, seen, fallout in s.execute(
+                select(
+                    SweepFindingRow.case_key,
+                    SweepFindingRow.signature,
+                    SweepFindingRow.count,
+                    SweepFindingRow.seen,
+                    SweepFindingRow.finding["fallout"].as_boolean(),
+                )
+                .where(SweepFindingRow.sweep_id == sweep_id)
+                .order_by(SweepFindingRow.id)
+            ):
+                findings.setdefault(key, []).append(FindingChange(signature, count, seen, bool(fallout)))
+            message = SweepCaseRow.case["message"].as_string()
+            rows = s.execute(
+                select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message)
+                .where(SweepCaseRow.sweep_id == sweep_id)
+                .order_by(SweepCaseRow.id)
+            )
+            cases = [CaseChange(k, Outcome(o), f, m or "", findings.get(k, [])) for k, o, f, m in rows]
+            return SweepChanges(
+                row.id, row.definition, row.state, as_utc(row.started_at), row.sanitizer_version, row.driver, cases
+            )
+
+    def row(self, sweep_id: str) -> SweepRow | None:
+        """The sweep's own row: state, times, and its summary (progress while running, the message if it failed)."""
+        with self.store.session() as s:
+            return s.get(SweepRow, sweep_id)
+
     def ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
         """Ids of sweeps that start with `prefix` (at most `limit`)."""
         with self.store.session() as s:
@@ -109,10 +189,10 @@ class SweepStore:
                 query = query.where(SweepRow.definition == definition)
             return list(s.scalars(query))
 
-    def previous(self, sweep: Sweep) -> Sweep | None:
-        """The latest finished sweep of the same definition that started before `sweep`."""
+    def previous_id(self, sweep: Sweep | SweepRow | SweepChanges) -> str | None:
+        """The id of the latest finished sweep of the same definition that started before `sweep`."""
         with self.store.session() as s:
-            found = s.scalars(
+            return s.scalars(
                 select(SweepRow.id)
                 .where(
                     SweepRow.definition == sweep.definition,
@@ -123,4 +203,8 @@ class SweepStore:
                 .order_by(SweepRow.started_at.desc())
                 .limit(1)
             ).first()
+
+    def previous(self, sweep: Sweep) -> Sweep | None:
+        """The latest finished sweep of the same definition that started before `sweep`."""
+        found = self.previous_id(sweep)
         return self.get(found) if found else None

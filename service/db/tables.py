@@ -7,11 +7,20 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from service.models import signature_key
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _key_of_signature(context: DefaultExecutionContext) -> str:
+    """The row's signature_key, from the signature it is inserted with."""
+    parameters: dict[str, Any] = context.get_current_parameters()  # type: ignore[no-untyped-call]
+    return signature_key(parameters["signature"])
 
 
 class JobState(StrEnum):
@@ -54,6 +63,8 @@ class Job(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     worker: Mapped[str | None] = mapped_column(String(200))
     result: Mapped[dict[str, Any] | None]
+    # Groups the jobs of one gate run (`gate:SUITE:RUN`); none for a job submitted alone.
+    label: Mapped[str | None] = mapped_column(String(200), index=True)
 
 
 class Run(Base):
@@ -79,6 +90,8 @@ class FindingRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
     signature: Mapped[str] = mapped_column(String(500))  # at most SIGNATURE_MAX (400) characters
+    # signature_key(signature): a finding's name in links, indexed for its history across jobs and sweeps.
+    signature_key: Mapped[str] = mapped_column(String(16), index=True, default=_key_of_signature)
     tool: Mapped[str] = mapped_column(String(20))
     kind: Mapped[str] = mapped_column(String(100))
     # The case the finding was attributed to; "" when it belongs to no single case.
@@ -130,6 +143,7 @@ class SweepFindingRow(Base):
     sweep_id: Mapped[str] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), index=True)
     case_key: Mapped[str] = mapped_column(String(300))
     signature: Mapped[str] = mapped_column(String(500))
+    signature_key: Mapped[str] = mapped_column(String(16), index=True, default=_key_of_signature)
     count: Mapped[int]
     seen: Mapped[str | None] = mapped_column(String(20))
     finding: Mapped[dict[str, Any]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from service.client import ApiError, Client
 from service.config import Settings
 from service.gate.suite import Suite, SuiteEntry
 from service.models import Outcome, RunResult
+from service.models.queues import gate_label
 from service.probing.runner import run_probe
 from service.queue.waiting import ended, poll, result_of_job
 
@@ -52,7 +54,9 @@ def _not_run(entry: SuiteEntry, outcome: Outcome, message: str) -> RunResult:
 
 
 def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: OnResult = _quiet) -> list[EntryRuns]:
-    """Submit every run as a gate-lane job at once (workers run them in parallel), then poll each to its end."""
+    """Submit every run as a gate-lane job at once (workers run them in parallel), then poll each to its end; the
+    jobs share one label, so the dashboard shows them as one gate run."""
+    label = gate_label(suite.name, uuid.uuid4().hex[:8])
     pending: dict[str, tuple[EntryRuns, int]] = {}
     out = []
     unreachable: RunResult | None = None  # the first connection error: no further submits are tried
@@ -65,6 +69,7 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
                 "tool": entry.tool.value,
                 "params": entry.params,
                 "lane": "gate",
+                "label": label,
             }
             if options := entry.options.model_dump(mode="json", exclude_defaults=True):
                 spec["options"] = options

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Literal
@@ -52,6 +53,7 @@ __all__ = [
     "Tool",
     "exit_code_for",
     "failing",
+    "signature_key",
 ]
 
 
@@ -208,6 +210,11 @@ class Finding(BaseModel):
         return self.kernel or self.pc or "-"
 
 
+def signature_key(signature: str) -> str:
+    """A finding's short, stable name across jobs and sweeps: 16 hex digits of the SHA-256 of its signature."""
+    return hashlib.sha256(signature.encode()).hexdigest()[:16]
+
+
 class Environment(BaseModel):
     """Where a result was measured: enough to tell whether two results are comparable."""
 
@@ -264,6 +271,10 @@ class RunResult(BaseModel):
     confirmation_s: float | None = Field(None, description="wall time of the confirmation's bare re-runs")
     confirmation_control: list[dict[str, Any]] = Field(
         default_factory=list, description="the confirmer's own planted cases: expected and decided verdicts"
+    )
+    timing: dict[str, float] = Field(
+        default_factory=dict,
+        description="wall seconds per stage of producing this result, in the order they ran (service.models.timing)",
     )
 
     def confirmation_counts(self) -> dict[str, int]:

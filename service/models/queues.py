@@ -6,6 +6,10 @@ from enum import StrEnum
 
 CPU = "cpu"
 SWEEP_SUFFIX = ".sweep"
+# Jobs of one `cuprobe gate` run share the label `gate:SUITE:RUN`.
+GATE_LABEL = "gate:"
+# What a job label may hold: it goes into links and filters as it is.
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$"
 
 
 class Lane(StrEnum):
@@ -29,3 +33,9 @@ def queue_for(*, needs_gpu: bool, arch: str, lane: Lane) -> str:
 def lane_queues(base: str) -> list[str]:
     """The queues a worker for `base` consumes, gate first (workers poll queues in sorted order)."""
     return [base, base + SWEEP_SUFFIX]
+
+
+def gate_label(suite: str, run: str) -> str:
+    """The label of a gate run's jobs; characters a label does not allow become `-`."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in suite)[:100]
+    return f"{GATE_LABEL}{safe.strip('-') or 'suite'}:{run}"

@@ -13,7 +13,7 @@ from pydantic import Field
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
-from service.models.queues import Lane
+from service.models.queues import LABEL_PATTERN, Lane
 from service.probing.admission import COMMAND_PROBE, SUPPRESSIONS_NAME, BadRequest, admit, suppressions_file
 from service.queue.served import ServedQueues
 
@@ -37,6 +37,11 @@ class JobSpec(ProbeRequest):
         default=False,
         description="when no live worker serves the job's queue, wait for one (up to the deadline) instead of "
         "ending `unavailable` at once",
+    )
+    label: str | None = Field(
+        default=None,
+        pattern=LABEL_PATTERN,
+        description="groups this job with others, e.g. the jobs of one gate run (`gate:SUITE:RUN`)",
     )
     suppressions: str | None = Field(
         default=None,
@@ -92,6 +97,7 @@ def create(spec: JobSpec, store: Store, settings: Settings) -> Job:
         request=spec.model_dump(mode="json"),
         queue=admitted.queue(spec.arch or settings.default_gpu_arch, spec.lane),
         lane=spec.lane.value,
+        label=spec.label,
         state=JobState.QUEUED.value,
         message="queued",
         created_at=now,

@@ -60,14 +60,28 @@ def _fatal_signal(ev: RunEvidence) -> int | None:
     return None
 
 
-def case_verdicts(cases: list[CaseResult], findings: list[Finding], tool: Tool) -> list[CaseVerdict]:
-    """Match each case's expectation with the findings attributed to it (all of them when only one case)."""
+PAST_THE_CAP = (
+    "not judged: the record cap was reached before this case ran, so its records were counted but not kept"
+)
+
+
+def case_verdicts(
+    cases: list[CaseResult], findings: list[Finding], tool: Tool, capped_at: str | None = None
+) -> list[CaseVerdict]:
+    """Match each case's expectation with the findings attributed to it (all of them when only one case).
+
+    `capped_at`: the case of the last record kept before the record cap. Records come in the order cases ran, so a
+    later case without a finding is unknown, not clean and not a silent positive control: it is not judged."""
     verdicts = []
-    for case in cases:
+    order = [c.id for c in cases]
+    cut = order.index(capped_at) if capped_at in order else None
+    for index, case in enumerate(cases):
         mine = [f for f in findings if f.case == case.id or (len(cases) == 1 and f.case is None)]
         real = [f for f in mine if not f.fallout]
         exp = case.expectation
-        if exp.clean:
+        if cut is not None and index > cut and not real and not is_confirm_control(case.id):
+            passed, reason = not exp.clean, PAST_THE_CAP
+        elif exp.clean:
             passed = not real and not case.problems()
             reason = (
                 "clean as expected"
@@ -193,7 +207,8 @@ def classify(ev: RunEvidence) -> Classification:
     if not records and (probe is None or not probe.complete):
         why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
         return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
-    verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool)
+    capped_at = parsed.truncated_at_case if parsed and parsed.truncated else None
+    verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool, capped_at)
     # The confirmer's planted cases are checked by the confirmer, and only in a run that confirms something.
     failed_controls = [
         v for v in verdicts if not v.passed and not v.expectation.clean and not is_confirm_control(v.id)

@@ -10,7 +10,7 @@ from service.sweep.plan import PlannedCase, Process
 def control_fired(process: Process, result: RunResult) -> bool:
     """True when the batch's own positive control case ran and saw what it must see."""
     verdict = next((v for v in result.cases if v.id == process.control), None)
-    return verdict is not None and not verdict.expectation.clean and verdict.passed
+    return verdict is not None and not verdict.expectation.clean and verdict.passed and verdict.findings > 0
 
 
 def attribute(process: Process, result: RunResult) -> dict[str, CaseRepeat]:

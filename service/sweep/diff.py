@@ -2,9 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from pydantic import BaseModel, Field
 
-from service.models.sweep import Sweep, SweepCase
+from service.models import Outcome
+
+
+class FindingSeen(Protocol):
+    """What a diff reads of a finding (a Finding, or the store's lean row of one)."""
+
+    @property
+    def signature(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def seen(self) -> str | None: ...
+    @property
+    def fallout(self) -> bool: ...
+
+
+class CaseSeen(Protocol):
+    """What a diff reads of a sweep case."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def flaky(self) -> bool: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def findings(self) -> Sequence[FindingSeen]: ...
+
+
+class SweepSeen(Protocol):
+    """What a diff reads of a sweep: a Sweep, or SweepStore.for_diff's lean copy of one."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def definition(self) -> str: ...
+    @property
+    def sanitizer_version(self) -> str | None: ...
+    @property
+    def driver(self) -> str | None: ...
+    @property
+    def cases(self) -> Sequence[CaseSeen]: ...
 
 
 class DiffItem(BaseModel):
@@ -40,7 +86,7 @@ class SweepDiff(BaseModel):
         return bool(self.new or self.fixed or self.flaky or self.unverified)
 
 
-def _version_change(sweep: Sweep, previous: Sweep) -> str | None:
+def _version_change(sweep: SweepSeen, previous: SweepSeen) -> str | None:
     parts = []
     if sweep.sanitizer_version != previous.sanitizer_version:
         parts.append(f"sanitizer {previous.sanitizer_version} -> {sweep.sanitizer_version}")
@@ -49,11 +95,11 @@ def _version_change(sweep: Sweep, previous: Sweep) -> str | None:
     return ", ".join(parts) or None
 
 
-def _pairs(sweep: Sweep) -> dict[tuple[str, str], tuple[SweepCase, int, str | None]]:
+def _pairs(sweep: SweepSeen) -> dict[tuple[str, str], tuple[CaseSeen, int, str | None]]:
     return {(c.key, f.signature): (c, f.count, f.seen) for c in sweep.cases for f in c.findings if not f.fallout}
 
 
-def diff(sweep: Sweep, previous: Sweep | None) -> SweepDiff:
+def diff(sweep: SweepSeen, previous: SweepSeen | None) -> SweepDiff:
     """Classify every (case, signature) of both sweeps; new ones seen only after a version change say so."""
     out = SweepDiff(sweep=sweep.id, previous=previous.id if previous else None, definition=sweep.definition)
     now = _pairs(sweep)

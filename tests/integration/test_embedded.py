@@ -62,6 +62,10 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
         gpu = api.post("/jobs", json={"probe": "uninit-read", "deadline_s": 1}).json()
         assert wait_for(api, gpu["id"], timeout=30)["outcome"] == "unavailable"
         assert (tmp_path / "data" / "cuprobe.db").exists()
+        # The same process serves the dashboard, and `up` says where.
+        assert f"dashboard: http://127.0.0.1:{port}/ui/" in log.read_text()
+        jobs_page = api.get("/ui/jobs", params={"probe": "uninit-read"})
+        assert jobs_page.status_code == 200 and gpu["id"][:8] in jobs_page.text and "unavailable" in jobs_page.text
     finally:
         os.killpg(up.pid, signal.SIGTERM)  # its own session: up, its worker and its Valkey child
         up.wait(30)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -49,6 +50,15 @@ def test_new_findings_through_the_service_exit_1(api: httpx.Client, tmp_path: Pa
     assert code == 1, text
     assert "| clean | 1 |" in text and "| findings | 2 |" in text
     assert "| new | - | violates | expectation-violation | - | - | 2/2 |" in text  # `-`: not initcheck
+    # The run's three jobs share one label, and the dashboard's Now page shows them as one gate run.
+    labels = {j["label"] for j in api.get("/jobs", params={"limit": 3}).json()["jobs"]}
+    assert len(labels) == 1 and str(next(iter(labels))).startswith("gate:service-gate:")
+    (label,) = labels
+    assert len(api.get("/jobs", params={"label": label}).json()["jobs"]) == 3
+    now = api.get("/ui/").text
+    run = label.rsplit(":", 1)[1]
+    row = now[now.index(run) :].split("</tr>")[0]
+    assert [int(n) for n in re.findall(r'<span class="badge[^"]*">(\d+)</span>', row)] == [1, 2, 0]
 
 
 def test_a_job_no_worker_takes_is_could_not_run_exit_3(api: httpx.Client, tmp_path: Path) -> None:

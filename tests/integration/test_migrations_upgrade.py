@@ -1,4 +1,4 @@
-"""Upgrading a store that holds data: 0001 -> head on SQLite and PostgreSQL keeps every row."""
+"""Upgrading a store that holds data: 0001 -> head and 0003 -> head on SQLite and PostgreSQL keep every row."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError
 
+from service.db.history import finding_history
 from service.db.migrations import upgrade
-from service.db.store import FindingRow, Store
-from service.models import Finding, Tool
+from service.db.store import FindingRow, Job, Store
+from service.db.tables import SweepFindingRow
+from service.models import Finding, Tool, signature_key
 
 
 def _finding(signature: str, case: str | None) -> Finding:
@@ -80,3 +82,51 @@ def test_0002_keeps_stored_findings_and_allows_one_signature_in_many_cases(
             )
         )
     assert len(store.findings("j1")) == 3
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0004_names_every_stored_finding_by_its_signature_key(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}" if backend == "sqlite" else request.getfixturevalue("pg_schema_url")
+    old = _store_at(url, "0003")
+    with old.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO jobs (id, probe, tool, request, queue, lane, state, message, created_at, deadline_at,"
+                " attempts, enqueues, cancel_requested) VALUES ('j1', 'uninit-read', 'initcheck', '{}', 'gpu.sm90',"
+                " 'gate', 'done', '', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1, 1, false)"
+            )
+        )
+        for signature in ("sig-a", "sig-b"):
+            connection.execute(
+                text(
+                    "INSERT INTO findings (job_id, signature, tool, kind, case_id, count, finding)"
+                    " VALUES ('j1', :signature, 'initcheck', 'k', '', 1, :finding)"
+                ),
+                {"signature": signature, "finding": _finding(signature, None).model_dump_json()},
+            )
+        connection.execute(
+            text(
+                "INSERT INTO sweeps (id, definition, state, started_at, summary)"
+                " VALUES ('w1', 'nightly', 'done', CURRENT_TIMESTAMP, '{}')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO sweep_findings (sweep_id, case_key, signature, count, finding)"
+                " VALUES ('w1', 'case', 'sig-a', 3, :finding)"
+            ),
+            {"finding": _finding("sig-a", None).model_dump_json()},
+        )
+    old.engine.dispose()
+    store = Store(url)
+    store.migrate()
+    with store.session() as s:
+        keys = dict(s.execute(select(FindingRow.signature, FindingRow.signature_key)).all())
+        sweep_keys = list(s.execute(select(SweepFindingRow.signature, SweepFindingRow.signature_key)).all())
+        labels = list(s.scalars(select(Job.label)))
+    assert keys == {"sig-a": signature_key("sig-a"), "sig-b": signature_key("sig-b")}
+    assert sweep_keys == [("sig-a", signature_key("sig-a"))] and labels == [None]
+    history = finding_history(store, signature_key("sig-a"))
+    assert history is not None and (history.jobs.distinct, history.sweeps.distinct) == (1, 1)

@@ -46,5 +46,9 @@ def get_sweep(store: StoreDep, sweep_id: str) -> Sweep:
 
 @router.get("/{sweep_id}/diff")
 def get_diff(store: StoreDep, sweep_id: str) -> SweepDiff:
-    sweep = _get(store, sweep_id)
-    return diff(sweep, SweepStore(store).previous(sweep))
+    sweeps = SweepStore(store)
+    sweep = sweeps.for_diff(sweep_id)
+    if sweep is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no sweep {sweep_id}")
+    previous = sweeps.previous_id(sweep)
+    return diff(sweep, sweeps.for_diff(previous) if previous else None)

@@ -1,0 +1,44 @@
+"""The web dashboard: server-rendered pages (Jinja2, htmx for live parts) served by the API process under /ui."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from service.web.auth import LoginRequired, login_page
+from service.web.auth import router as auth_router
+from service.web.pages import PageNotFound
+from service.web.render import STATIC, page
+from service.web.routes import findings, jobs, now, sweeps
+from service.web.routes.now import DiffCounts
+from service.web.routes.sweeps import PlotCache
+from service.web.workers import Roster
+
+__all__ = ["install"]
+
+
+async def _login_required(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, LoginRequired)
+    return login_page(request, message=exc.message)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PageNotFound)
+    return page(request, "missing.html", {"message": exc.message, "status": exc.status}, status_code=exc.status)
+
+
+def install(app: FastAPI) -> None:
+    """Serve the dashboard from `app` (the API): pages under /ui, /login and /logout, static files, / -> /ui/."""
+    app.state.roster = Roster(app.state.registry)
+    app.state.diff_counts, app.state.plots = DiffCounts(), PlotCache()
+    app.add_exception_handler(LoginRequired, _login_required)
+    app.add_exception_handler(PageNotFound, _not_found)
+    app.include_router(auth_router)
+    for module in (now, jobs, findings, sweeps):
+        app.include_router(module.router)
+    app.mount("/ui/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse("/ui/", status_code=307)

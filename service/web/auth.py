@@ -1,0 +1,113 @@
+"""Who may see the dashboard: the API's bearer token, or a login cookie derived from it (never the token itself)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from service.config import Settings
+from service.web.render import page
+
+COOKIE = "cuprobe_session"
+# What the cookie is an HMAC of, keyed by the token: changing the token logs every browser out.
+_SESSION_MESSAGE = b"cuprobe dashboard session v1"
+router = APIRouter(include_in_schema=False)
+
+
+class LoginRequired(Exception):
+    """The request carries neither the token nor a valid login cookie: it gets the login page, never data."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def session_value(token: str) -> str:
+    """The login cookie's value for `token`: an HMAC-SHA256, so the cookie never holds the token."""
+    return hmac.new(token.encode(), _SESSION_MESSAGE, hashlib.sha256).hexdigest()
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def allowed(request: Request) -> bool:
+    """Whether the request may read the dashboard: no token configured, the bearer token, or the login cookie."""
+    token = _settings(request).api_token
+    if token is None:
+        return True
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+        return True
+    cookie = request.cookies.get(COOKIE, "")
+    return bool(cookie) and hmac.compare_digest(cookie.encode(), session_value(token).encode())
+
+
+def require_viewer(request: Request) -> None:
+    """Dependency of every dashboard page: LoginRequired (the login page, HTTP 401) unless allowed."""
+    if not allowed(request):
+        said = "that login has expired or the token changed" if request.cookies.get(COOKIE) else ""
+        raise LoginRequired(said)
+
+
+Viewer = Depends(require_viewer)
+
+
+def _safe_next(target: str | None) -> str:
+    """Where to go after logging in: a path on this server only (never another site)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/ui/"
+    return target
+
+
+def login_page(request: Request, *, message: str = "", status_code: int = 401, target: str | None = None) -> Response:
+    """The login form (HTTP 401 by default): it posts the token to /login and comes back to `target`."""
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return page(
+        request,
+        "login.html",
+        {"next": _safe_next(target or here), "message": message, "token_set": _settings(request).api_token is not None},
+        status_code=status_code,
+    )
+
+
+@router.get("/login")
+def login_form(request: Request, next: str = "/ui/") -> Response:  # the query parameter's name
+    if allowed(request) and _settings(request).api_token is None:
+        return RedirectResponse(_safe_next(next), status_code=303)
+    return login_page(request, status_code=200, target=next)
+
+
+@router.post("/login")
+def login(request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/ui/") -> Response:
+    """Check the token; on success set the HttpOnly login cookie and go on to `next`, else the form again (401)."""
+    configured = _settings(request).api_token
+    if configured is None:
+        return RedirectResponse(_safe_next(next), status_code=303)
+    if not token:
+        return login_page(request, message="enter the API token", target=next)
+    if not hmac.compare_digest(token.encode(), configured.encode()):
+        return login_page(request, message="wrong token", target=next)
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    response.set_cookie(
+        COOKIE,
+        session_value(configured),
+        httponly=True,
+        samesite="lax",  # a link pasted into a PR still opens logged in; other sites' forms do not carry it
+        secure=request.url.scheme == "https",
+        max_age=30 * 24 * 3600,
+        path="/",
+    )
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response

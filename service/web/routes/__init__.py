@@ -1,0 +1,1 @@
+"""The dashboard pages, one module per resource."""
