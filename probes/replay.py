@@ -90,8 +90,17 @@ class Replay(Probe[ReplayParams]):
         with tempfile.TemporaryDirectory(prefix="cuprobe-replay-") as tmp:
             work = Path(tmp)
             cache = Path(params.triton_cache_dir) if params.triton_cache_dir else work / "triton-cache"
-            reports = self._replay(params, work / "run", cache, params.deterministic_algorithms)
-            self._judge(params, case, reports, work, cache)
+            unwritable = unwritable_reason(cache) if params.persistent_autotune else None
+            try:
+                reports = self._replay(params, work / "run", cache, params.deterministic_algorithms)
+            except ReplayError as exc:
+                if unwritable is None:
+                    raise
+                from probes.replay_judge import judge_unwritable_cache
+
+                judge_unwritable_cache(case, cache, unwritable, str(exc))  # the cause of the failure, found
+                return
+            self._judge(params, case, reports, work, cache, unwritable)
         if recorder.artifacts_dir is not None and case.findings:
             _plot(case, recorder.artifacts_dir / PLOT_NAME)
 
@@ -128,8 +137,9 @@ class Replay(Probe[ReplayParams]):
         return reports
 
     def _judge(self, params: ReplayParams, case: CaseResult, reports: list[dict[str, Any]], work: Path,
-               cache: Path) -> None:
-        from probes.replay_judge import judge_autotune, judge_divergence, judge_magnitude
+               cache: Path, unwritable: str | None) -> None:
+        from probes.replay_judge import judge_autotune, judge_divergence, judge_magnitude, judge_unwritable_cache
+
 
         obs = case.observations
         obs.update(
@@ -141,6 +151,8 @@ class Replay(Probe[ReplayParams]):
         firsts = judge_divergence(case, reports)
         judge_magnitude(case, reports, params.magnitude_threshold)
         judge_autotune(case, reports, params.persistent_autotune, cache)
+        if unwritable is not None:
+            judge_unwritable_cache(case, cache, unwritable, None)
         diverged = next((d for d in firsts if d is not None and d.kind == "value"), None)
         if diverged is not None and params.capture:
             self._capture(params, case, work, cache, diverged.index)
@@ -190,6 +202,17 @@ class Replay(Probe[ReplayParams]):
             if finding.kind in ("replay-divergence", "replay-structure"):
                 finding.message += f"; {verdict}"
                 finding.details["second_opinion"] = verdict
+
+
+def unwritable_reason(directory: Path) -> str | None:
+    """Why nothing can be written to `directory` (created when missing, as Triton would); None when it can."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".cuprobe-write-check-"):
+            pass
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+    return None
 
 
 def program_dir(params: ReplayParams) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from probes import replay_tape
-from probes.replay_tape import Tape, autotune_choices
+from probes import replay_autotune, replay_tape
+from probes.replay_tape import Tape
 
 REPORT_NAME, CAPTURE_NAME = "report.json", "capture.pt"
 
@@ -75,6 +75,7 @@ def main(argv: list[str]) -> int:
     capture = spec.get("capture_index")
     tape = Tape(capture, out / CAPTURE_NAME if capture is not None else None)
     replay_tape.ACTIVE = tape
+    replay_autotune.watch()
     tape.install()
     error = None
     try:
@@ -89,14 +90,18 @@ def main(argv: list[str]) -> int:
         error = f"the program raised {type(exc).__name__}: {exc}\n" + "".join(frames)[-4000:]
     finally:
         tape.remove()
-    tail = tape.finish()
+    try:
+        tail = tape.finish()
+    except Exception as exc:  # e.g. the device is unusable after the program's own failure
+        tail = 0
+        error = error or f"the digests of the last step could not be taken: {type(exc).__name__}: {exc}"
     report = {
         "pid": os.getpid(),
         "error": error,
         "steps": tape.boundaries,
         "tail_records": tail,
         "records": tape.records,
-        "autotune": autotune_choices(),
+        "autotune": replay_autotune.autotune_choices(),
     }
     (out / REPORT_NAME).write_text(json.dumps(report))
     return 0 if error is None else 1

@@ -62,6 +62,8 @@ def judge_divergence(case: CaseResult, reports: list[Report]) -> list[Divergence
     for signature, k in by_signature.items():
         first = next(d for d in firsts if d is not None and d.signature() == signature)
         what = "has different bits" if first.kind == "value" else "is where the processes' tensor sequences part"
+        if first.at.get("late"):
+            what += " (digested at the end of its batch: the program changed it in place after it was recorded)"
         case.findings.append(
             ObservedFinding(
                 signature=signature,
@@ -116,6 +118,11 @@ def judge_magnitude(case: CaseResult, reports: list[Report], threshold: float | 
         )
 
 
+def base_kernel(name: str) -> str:
+    """`_splitk_kernel#2` (a second autotuner of one kernel in a process) -> `_splitk_kernel`."""
+    return name.partition("#")[0]
+
+
 def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool, cache_dir: Path) -> None:
     """A1: configs chosen per process for the same kernel and key; A2: a persistent cache left empty."""
     tuners = [r["autotune"] for r in reports]
@@ -124,8 +131,8 @@ def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool
         cache_dir.is_dir()
     ) else []
     case.observations["autotune"] = {"processes": tuners, "differ": differ, "cache_files": files}
-    for kernel in sorted({d["kernel"] for d in differ}):
-        rows = [d for d in differ if d["kernel"] == kernel]
+    for kernel in sorted({base_kernel(d["kernel"]) for d in differ}):
+        rows = [d for d in differ if base_kernel(d["kernel"]) == kernel]
         case.findings.append(
             ObservedFinding(
                 signature=f"replay-autotune|{kernel}",
@@ -142,3 +149,25 @@ def judge_autotune(case: CaseResult, reports: list[Report], persistent_env: bool
         case.findings.append(
             ObservedFinding(signature="replay-autotune-cache|empty", kind="replay-autotune-cache", message=problem)
         )
+
+
+def judge_unwritable_cache(case: CaseResult, cache_dir: Path, reason: str, program_error: str | None) -> None:
+    """A2: persistent autotuning was asked for, but its cache directory cannot be written."""
+    message = (
+        f"the persistent Triton autotune cache cannot be written: TRITON_CACHE_DIR {cache_dir} ({reason}); no "
+        "autotune result can be kept (every process re-benchmarks, and may pick a different config), and Triton "
+        "cannot keep compiled kernels there either"
+    )
+    if program_error is not None:
+        case.observations["program_error"] = program_error
+        message += f"; the program then failed: {program_error.splitlines()[0][:300]}"
+    case.observations["autotune_cache_unwritable"] = {"directory": str(cache_dir), "reason": reason}
+    case.findings = [f for f in case.findings if f.signature != "replay-autotune-cache|empty"]  # the cause, named
+    case.findings.append(
+        ObservedFinding(
+            signature="replay-autotune-cache|unwritable",
+            kind="replay-autotune-cache",
+            message=message,
+            details={"directory": str(cache_dir), "reason": reason},
+        )
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,12 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.hooks import RemovableHandle
 
-from probes.replay_digest import describe, digest, magnitude
+from probes import replay_batch
+from probes.replay_digest import describe, digest
 
 FORWARD, BACKWARD, UPDATE = "forward", "backward", "update"
+BATCH_BYTES = 128 << 20  # tensors held before their digests are launched (a tensor larger than this: alone)
+RECENT = 8  # tensors remembered for the next records: a module's output is often its parent's output too
 
 
 def _tensors(value: Any, role: str) -> Iterator[tuple[str, torch.Tensor]]:
@@ -30,12 +32,27 @@ def _tensors(value: Any, role: str) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 class Tape:
-    """Digests on the device as the program runs; one host copy per step, at its boundary."""
+    """Records every tensor of a step; digests CPU tensors at once and others in batches, one host copy per step.
 
-    def __init__(self, capture: int | None = None, capture_path: Path | None = None) -> None:
+    A tensor on an accelerator is held (detached) until its batch is launched: when the held tensors reach
+    `batch_bytes`, before the optimizer updates the parameters, and at the step boundary. A tensor the program
+    changed in place before its batch was launched is digested as it was then and its record marked `late`; its
+    (phase, module, role) is digested at once in later steps. `batch_cpu` batches CPU tensors too (the same
+    digests; slower on a CPU, where a kernel launch costs nothing to save).
+    """
+
+    def __init__(self, capture: int | None = None, capture_path: Path | None = None,
+                 batch_bytes: int = BATCH_BYTES, batch_cpu: bool = False) -> None:
         self.step = 1
         self.records: list[dict[str, Any]] = []
-        self._pending: list[tuple[dict[str, Any], torch.Tensor, torch.Tensor]] = []
+        self._open: list[dict[str, Any]] = []  # this step's records, in program order
+        self._held: list[tuple[dict[str, Any], torch.Tensor, int]] = []  # (record, tensor, version when recorded)
+        self._held_bytes = 0
+        self._launched: list[tuple[list[dict[str, Any]], replay_batch.Launched]] = []
+        self._at_once: set[tuple[str, str, str]] = set()
+        self._recent: list[tuple[torch.Tensor, int, dict[str, Any]]] = []  # (tensor, version, its record)
+        self._copies: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (record, the record it repeats)
+        self._batch_bytes, self._batch_cpu = batch_bytes, batch_cpu
         self._names: dict[int, str] = {}
         self._roots: list[nn.Module] = []
         self._depth = 0
@@ -80,6 +97,7 @@ class Tape:
         for path, role, param in self._params(optimizer):
             if param.grad is not None:
                 self._record(BACKWARD, path, role + ".grad", param.grad)
+        self._launch()  # before the optimizer changes anything in place
 
     def _after_update(self, optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
         for path, role, param in self._params(optimizer):
@@ -95,7 +113,6 @@ class Tape:
         for path, role, param in params:
             self._record(UPDATE, path, role, param)
         self.boundary()
-
     # --- naming ------------------------------------------------------------------------------------------
     def _name_roots(self) -> None:
         for i, root in enumerate(self._roots):
@@ -130,26 +147,58 @@ class Tape:
 
     # --- records -----------------------------------------------------------------------------------------
     def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
-        index = len(self.records) + len(self._pending)
-        meta = {"index": index, "step": self.step, "phase": phase, "module": path, "role": role, **describe(tensor)}
-        bits, mag = digest(tensor)
-        self._pending.append((meta, bits, mag))
+        index = len(self.records) + len(self._open)
+        record = {"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
+                  **describe(tensor)}
+        self._open.append(record)
         if index == self._capture and self._capture_path is not None:
             torch.save(tensor.detach().to("cpu", copy=True), self._capture_path)
+        version = tensor._version
+        same = next((r for t, v, r in self._recent if t is tensor and v == version), None)
+        self._recent = [*self._recent[1 - RECENT :], (tensor, version, record)]
+        if same is not None:  # unchanged since it was recorded: one digest serves both records
+            self._copies.append((record, same))
+            return
+        if tensor.device.type == "cpu" and not self._batch_cpu:
+            record["digest"], record["magnitude"] = digest(tensor)  # no launches to save on the CPU
+            return
+        held = tensor.detach()
+        self._held.append((record, held, held._version))
+        self._held_bytes += held.numel() * held.element_size()
+        if self._held_bytes >= self._batch_bytes or (phase, path, role) in self._at_once:
+            self._launch()
+
+    def _launch(self) -> None:
+        """Queue the digests of the held tensors, per device; they are no longer held."""
+        by_device: dict[torch.device, list[tuple[dict[str, Any], torch.Tensor, int]]] = {}
+        for item in self._held:
+            by_device.setdefault(item[1].device, []).append(item)
+        for items in by_device.values():
+            for record, tensor, version in items:
+                if tensor._version != version:  # changed in place since it was recorded
+                    record["late"] = True
+                    self._at_once.add((record["phase"], record["module"], record["role"]))
+            batch = replay_batch.launch([tensor for _, tensor, _ in items])
+            self._launched.append(([record for record, _, _ in items], batch))
+        self._held, self._held_bytes = [], 0
 
     def _flush(self) -> None:
-        if not self._pending:
-            return
-        device = self._pending[-1][1].device
-        bits = torch.stack([b.to(device) for _, b, _ in self._pending]).tolist()  # the step's one host copy
-        ends = torch.stack([e.to(device) for _, _, e in self._pending]).tolist()
-        for (meta, _, _), b, (low, high) in zip(self._pending, bits, ends, strict=True):
-            self.records.append({**meta, "digest": b, "magnitude": magnitude(low, high)})
-        self._pending = []
+        """Every record of the step gets its digest: the step's one host copy (per device)."""
+        self._launch()
+        if self._launched:
+            values = replay_batch.resolve([batch for _, batch in self._launched])
+            records = [record for group, _ in self._launched for record in group]
+            for record, (bits, peak) in zip(records, values, strict=True):
+                record["digest"], record["magnitude"] = bits, peak
+            self._launched = []
+        for record, same in self._copies:
+            record.update({k: same[k] for k in ("digest", "magnitude", "late") if k in same})
+        self.records += self._open
+        self._open, self._copies, self._recent = [], [], []
 
     def boundary(self) -> None:
         """Close the current step: copy its digests to the host; a boundary with nothing recorded is ignored."""
-        if not self._pending:
+        if not self._open:
             return
         self._flush()
         self.boundaries += 1
@@ -157,33 +206,9 @@ class Tape:
 
     def finish(self) -> int:
         """Flush what the program recorded after its last step boundary; returns how many records that was."""
-        tail = len(self._pending)
+        tail = len(self._open)
         self._flush()
         return tail
-
-
-def autotune_choices() -> list[dict[str, Any]]:
-    """Every Triton autotuner this process used: kernel, per-key chosen config, and whether results persist."""
-    import sys
-
-    module = sys.modules.get("triton.runtime.autotuner")
-    if module is None:
-        return []
-    tuners = [o for o in gc.get_objects() if isinstance(o, module.Autotuner)]
-    out = []
-    for tuner in tuners:
-        fn = getattr(tuner, "fn", None)
-        name = getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", repr(fn))
-        cache = getattr(tuner, "cache", {}) or {}
-        out.append(
-            {
-                "kernel": str(name),
-                "choices": {repr(key): str(config) for key, config in cache.items()},
-                "benchmarked": hasattr(tuner, "bench_time"),
-                "cache_results": bool(getattr(tuner, "cache_results", False)),
-            }
-        )
-    return sorted(out, key=lambda t: str(t["kernel"]))
 
 
 # The tape of this process while replay runs it; `probes.replay.step()` marks a step boundary on it.

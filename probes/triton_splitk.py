@@ -69,27 +69,29 @@ def _splitk_kernel(
     )
 
 
-def _autotuned(cache_results: bool) -> Any:
+def _autotuned(cache_results: bool, prune: Any = None) -> Any:
     configs = [
         triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": sk}, num_warps=w, num_stages=s)
         for bm, bn, bk, sk, w, s in SHAPES
     ]
+    options: dict[str, Any] = {"configs": configs, "key": ["M", "N", "K"], "reset_to_zero": ["p_ptr"]}
+    if prune is not None:
+        options["prune_configs_by"] = {"early_config_prune": prune}
     try:
-        return triton.autotune(
-            configs=configs, key=["M", "N", "K"], reset_to_zero=["p_ptr"], cache_results=cache_results
-        )(_splitk_kernel)
+        return triton.autotune(**options, cache_results=cache_results)(_splitk_kernel)
     except TypeError:  # triton < 3.2 has no cache_results; TRITON_CACHE_AUTOTUNING is then ignored too
-        return triton.autotune(configs=configs, key=["M", "N", "K"], reset_to_zero=["p_ptr"])(_splitk_kernel)
+        return triton.autotune(**options)(_splitk_kernel)
 
 
-def splitk_matmul(shape: list[int], seed: int, cache_results: bool) -> tuple[Any, dict[str, Any]]:
-    """fp16 [M,K] @ [K,N] with fp32 partial sums; returns the result and the config this process picked."""
+def splitk_matmul(shape: list[int], seed: int, cache_results: bool, prune: Any = None) -> tuple[Any, dict[str, Any]]:
+    """fp16 [M,K] @ [K,N] with fp32 partial sums; returns the result and the config this process picked.
+    `prune(configs, named_args, **kwargs)`, when given, narrows the configs before benchmarking."""
     m, n, k = shape
     gen = torch.Generator().manual_seed(seed)
     a = torch.randn(m, k, generator=gen).half().cuda()
     b = torch.randn(k, n, generator=gen).half().cuda()
     partial = torch.zeros(MAX_SPLIT_K, m, n, device="cuda", dtype=torch.float32)
-    kernel = _autotuned(cache_results)
+    kernel = _autotuned(cache_results, prune)
 
     def grid(meta: dict[str, int]) -> tuple[int, int, int]:
         return (triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])
