@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
@@ -17,14 +16,13 @@ from fastapi.responses import StreamingResponse
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
 from service.client import MAX_WAIT_S
-from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact
+from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
 from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
-CHUNK = 1024 * 1024
 # How often a held GET /jobs/{id}?wait_s= reads the store anyway (a job ended by the reconciler, or word of its
 # end lost with Redis); it is held at most MAX_WAIT_S.
 RECHECK_S = 1.0
@@ -169,16 +167,11 @@ def get_artifact(job_id: str, name: str, store: StoreDep) -> StreamingResponse:
             status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, pruned, or not a regular file)"
         )
     return StreamingResponse(
-        _chunks(opened),
+        read_chunks(opened),
         media_type=content_type(name),
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
-
-def _chunks(opened: BinaryIO) -> Iterator[bytes]:
-    with opened:
-        while chunk := opened.read(CHUNK):
-            yield chunk
 
 
 def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:
