@@ -2,9 +2,10 @@
 
     python bench/replay.py [--device cpu|cuda] [--steps 10] [--rounds 5] [--threads N]
 
-One process: the model (2 layers, d_model 256, 4 heads, sequence 128, batch 8, AdamW) trains `steps` steps bare,
-then `steps` steps with replay's hooks installed (every module output, output gradient, parameter gradient and
-parameter digested), alternating for `rounds` rounds so that load from other processes hits every mode. On the
+One process: the model (2 layers, d_model 256, 4 heads, sequence 128, batch 8, AdamW) trains `rounds` x `steps`
+steps in each mode — bare, and with replay's hooks installed (every module output, output gradient, parameter
+gradient and parameter digested) — one step of each mode after the other, so that load from other processes hits
+every mode alike. On the
 CPU replay digests each tensor when it is recorded; on a GPU it batches them (a few launches per batch, one host
 copy per step); on the CPU the batched path is timed too (`replay, batched`). `hooks only` records every tensor
 without digesting it: the cost of the hooks alone. Reports the median wall time per step of each mode and its ratio
@@ -45,22 +46,19 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _steps(device: str, steps: int, parts: tuple[object, ...], tape: Tape | None) -> list[tuple[float, float]]:
-    """(wall, process CPU) seconds per step for `steps` steps, with `tape` installed around them when given."""
+def _step(device: str, parts: tuple[object, ...], tape: Tape | None) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one training step, with `tape` installed around it when given."""
     if tape is not None:
         tape.install()
-    times = []
     try:
-        for _ in range(steps):
-            _sync(device)
-            wall, cpu = time.perf_counter(), time.process_time()
-            train_step(*parts)  # type: ignore[arg-type]
-            _sync(device)
-            times.append((time.perf_counter() - wall, time.process_time() - cpu))
+        _sync(device)
+        wall, cpu = time.perf_counter(), time.process_time()
+        train_step(*parts)  # type: ignore[arg-type]
+        _sync(device)
+        return time.perf_counter() - wall, time.process_time() - cpu
     finally:
         if tape is not None:
             tape.remove()
-    return times
 
 
 def main() -> int:
@@ -82,23 +80,23 @@ def main() -> int:
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)
-    for make in modes.values():
-        _steps(args.device, 3, parts, make())  # warm-up: allocator, kernels, AdamW state, staging buffers
+    tapes = {name: make() for name, make in modes.items()}
+    for _ in range(3):  # warm-up: allocator, kernels, AdamW state, staging buffers
+        for tape in tapes.values():
+            _step(args.device, parts, tape)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
-    records = 0
-    for _ in range(args.rounds):
-        for name, make in modes.items():
-            tape = make()
-            times[name] += _steps(args.device, args.steps, parts, tape)
-            if tape is not None:
-                records = len(tape.records) // args.steps
+    for _ in range(args.rounds * args.steps):  # mode after mode, step by step: load from elsewhere hits them alike
+        for name, tape in tapes.items():
+            times[name].append(_step(args.device, parts, tape))
+    records = len(tapes["replay digests"].records) // (args.rounds * args.steps + 3)
     cpu_time = args.device == "cpu"  # on a GPU the process waits for the device: its CPU time says little
     bare = statistics.median(w for w, _ in times["bare"])
     bare_cpu = statistics.median(c for _, c in times["bare"])
     name = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} thread(s)"
     print(f"replay digest overhead: transformer {LAYERS} layers, d_model {D_MODEL}, {HEADS} heads, seq {SEQ}, "
           f"batch {BATCH}, AdamW; {name}; torch {torch.__version__}")
-    print(f"{args.rounds} rounds x {args.steps} steps per mode, alternating; {records} tensors digested per step")
+    print(f"{args.rounds} x {args.steps} steps per mode, modes alternating step by step; {records} tensors digested "
+          "per step")
     header = f"{'mode':<18}{'median ms/step':>16}{'min ms/step':>14}{'ratio':>8}"
     print(header + (f"{'CPU ms/step':>14}{'CPU ratio':>11}" if cpu_time else ""))
     for mode, samples in times.items():
