@@ -118,6 +118,12 @@ def stop_run(top: int, pgid: int, known: set[Proc], grace_s: float) -> None:
 
 def group_alive(pgid: int) -> bool:
     """True while any non-zombie process is in process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)  # no process in the group at all (the usual end of a run): no need to read /proc
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue

@@ -46,8 +46,13 @@ def available() -> dict[str, str]:
 
 
 def get(name: str) -> Probe[Any]:
-    """An instance of the probe called `name`."""
-    targets = available()
-    if name not in targets:
-        raise UnknownProbe(f"unknown probe {name!r}; known probes: {', '.join(sorted(targets))}")
-    return _load(targets[name])()
+    """An instance of the probe called `name`. A built-in is found without reading every installed package's entry
+    points (a plug-in cannot shadow one); any other name is looked up among them afresh, so a plug-in installed
+    while the service runs is found."""
+    target = BUILTIN.get(name)
+    if target is None:
+        targets = available()
+        if name not in targets:
+            raise UnknownProbe(f"unknown probe {name!r}; known probes: {', '.join(sorted(targets))}")
+        target = targets[name]
+    return _load(target)()

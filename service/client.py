@@ -7,6 +7,9 @@ from typing import Any
 
 import httpx
 
+# The longest the API holds a GET /jobs/{id}?wait_s= waiting for the job to end.
+MAX_WAIT_S = 60.0
+
 
 class ApiError(RuntimeError):
     """The API refused a request or could not be reached; `status` is the HTTP status (0: unreachable)."""
@@ -23,7 +26,7 @@ class Client:
         self, url: str, token: str | None = None, timeout: float = 30.0, *, retries: int = 4, backoff_s: float = 0.25
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.url = url
+        self.url, self.timeout = url, timeout
         self.retries, self.backoff_s = retries, backoff_s
         self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
 
@@ -59,8 +62,12 @@ class Client:
     def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", "/jobs", json=spec)
 
-    def job(self, job_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/jobs/{job_id}")
+    def job(self, job_id: str, *, wait_s: float = 0.0) -> dict[str, Any]:
+        """The job; with `wait_s`, the server holds the answer up to that long until the job ends."""
+        wait_s = min(max(wait_s, 0.0), MAX_WAIT_S)
+        if not wait_s:
+            return self._call("GET", f"/jobs/{job_id}")
+        return self._call("GET", f"/jobs/{job_id}", params={"wait_s": wait_s}, timeout=self.timeout + wait_s)
 
     def findings(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/jobs/{job_id}/findings")

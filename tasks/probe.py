@@ -9,6 +9,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from service.config import get_settings
 from service.db.store import Store
+from service.queue.ended import EndAnnouncer
 from service.worker.execute import execute_job
 from tasks.app import TASK_RUN_PROBE, app
 
@@ -16,6 +17,11 @@ from tasks.app import TASK_RUN_PROBE, app
 @cache
 def _store() -> Store:
     return Store(get_settings().database, timeout_s=get_settings().store_timeout_s)
+
+
+@cache
+def _announcer() -> EndAnnouncer:
+    return EndAnnouncer(get_settings())
 
 
 _limits = get_settings()
@@ -43,4 +49,5 @@ def run_probe(job_id: str) -> dict[str, Any]:
         settings=get_settings(),
         interrupts=(SoftTimeLimitExceeded,),
         time_limit_s=get_settings().task_soft_time_limit_s,
+        announce=_announcer(),
     )

@@ -23,6 +23,7 @@ from service.api.timing import ServerTiming
 from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue.celery_app import make_celery
+from service.queue.ended import EndAnnouncer, EndListener
 from service.queue.reconciler import ReconcilerThread
 from service.queue.registry import WorkerRegistry
 from service.queue.served import ServedQueues, after_grace, served_reader
@@ -90,6 +91,7 @@ def create_app(
     store.migrate()
     celery = make_celery(settings)
     registry = WorkerRegistry(settings)
+    ended = EndListener(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,6 +101,7 @@ def create_app(
         yield
         if thread:
             thread.stopped.set()
+        ended.stop()
 
     app = FastAPI(
         title="cuprobe",
@@ -108,6 +111,7 @@ def create_app(
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.state.registry, app.state.health = registry, HealthCache(settings, store, registry)
+    app.state.ended, app.state.announce = ended, EndAnnouncer(settings)
     app.state.served_queues = after_grace(served_queues or served_reader(registry), settings.unserved_grace_s)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)

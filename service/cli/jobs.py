@@ -84,7 +84,10 @@ def _wait(client: Client, job: dict[str, Any], poll_s: float) -> dict[str, Any]:
                     f"{time.monotonic() - start:.0f} s"
                 )
 
-        for _, done in poll([job["id"]], client.job, lambda j: ended(j["state"]), poll_s=poll_s, progress=show):
+        def read(job_id: str) -> dict[str, Any]:  # held by the server until the job ends, at most poll_s
+            return client.job(job_id, wait_s=poll_s)
+
+        for _, done in poll([job["id"]], read, lambda j: ended(j["state"]), poll_s=poll_s, progress=show):
             return done
     return job
 
@@ -107,7 +110,9 @@ def submit(
         typer.Option("--wait-for-worker", help="if no live worker serves the queue, wait for one (up to --deadline)"),
     ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="wait for the outcome, showing progress")] = False,
-    poll: Annotated[float, typer.Option(help="seconds between polls with --wait")] = 0.5,
+    poll: Annotated[
+        float, typer.Option(help="with --wait: seconds between progress updates (the end is seen at once)")
+    ] = 0.5,
     sanitizer_option: SanitizerOpt = None,
     as_json: JsonOpt = False,
     url: UrlOpt = None,

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -47,6 +48,16 @@ def open_artifact(workdir: Path, name: str) -> BinaryIO | None:
         os.close(fd)
         return None
     return os.fdopen(fd, "rb")
+
+
+CHUNK = 1024 * 1024  # what a download streams at a time
+
+
+def read_chunks(opened: BinaryIO) -> Iterator[bytes]:
+    """An opened artifact, a chunk at a time, closed at the end (the body of a download)."""
+    with opened:
+        while chunk := opened.read(CHUNK):
+            yield chunk
 
 
 def write_artifact(path: Path, data: str | bytes) -> None:

@@ -64,6 +64,8 @@ class ClaimVerdict(StrEnum):
 class Claim:
     verdict: ClaimVerdict
     attempt: int = 0
+    # The job's request, when this delivery runs it (read by the claim: the worker need not read the job again).
+    request: dict[str, Any] | None = None
 
 
 class JobLifecycle(JobExpiry):
@@ -123,7 +125,7 @@ class JobLifecycle(JobExpiry):
                             started_at=now,
                         )
                     )
-                    return Claim(ClaimVerdict.RUN, attempt)
+                    return Claim(ClaimVerdict.RUN, attempt, job.request)
         return Claim(ClaimVerdict.RUNNING_ELSEWHERE)
 
     def heartbeat(self, job_id: str, attempt: int) -> bool:

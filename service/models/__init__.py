@@ -272,6 +272,10 @@ class RunResult(BaseModel):
     confirmation_control: list[dict[str, Any]] = Field(
         default_factory=list, description="the confirmer's own planted cases: expected and decided verdicts"
     )
+    timing: dict[str, float] = Field(
+        default_factory=dict,
+        description="wall seconds per stage of producing this result, in the order they ran (service.models.timing)",
+    )
 
     def confirmation_counts(self) -> dict[str, int]:
         return confirmation_counts(self.findings)

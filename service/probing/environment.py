@@ -6,6 +6,7 @@ import functools
 import os
 import platform
 import subprocess
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NamedTuple
@@ -18,6 +19,23 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _package(name: str) -> str | None:
+    """The installed version of `name`, read again only when a directory on sys.path changed (an install or
+    upgrade adds a .dist-info directory there): reading package metadata takes about a millisecond a package."""
+    return _package_at(name, _path_stamp())
+
+
+def _path_stamp() -> tuple[tuple[str, int], ...]:
+    stamps = []
+    for entry in sys.path:
+        try:
+            stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(stamps)
+
+
+@functools.lru_cache(maxsize=32)
+def _package_at(name: str, _stamp: tuple[tuple[str, int], ...]) -> str | None:
     try:
         return version(name)
     except PackageNotFoundError:

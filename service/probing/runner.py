@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from probes.allocator import needs_nvtx
 from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
@@ -12,6 +13,7 @@ from service.config import Settings, get_settings
 from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.models.reasons import ALSO
+from service.models.timing import Stages
 from service.probing.admission import Admission, admit, suppressions_file
 from service.probing.confirm import confirm_findings, confirming, control_options
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
@@ -23,6 +25,7 @@ from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.ports import PortLease
 from service.sanitizer.ports import lease as lease_ports
 from service.sanitizer.summary import read_summary
 from service.sanitizer.supervise import supervise
@@ -76,14 +79,45 @@ def run_probe(
     settings: Settings | None = None,
     cancel_event: threading.Event | None = None,
     trusted: bool = False,
+    stages: Stages | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
     `trusted`: a local run as the user (cuprobe run/exec, gate --local): commands run unrestricted, the probe gets
     the user's environment and suppressions are paths; a worker's job is not: the operator's allowlist applies,
     the probe gets the allowlisted environment and suppressions are names.
+    `stages`: where the wall time of each stage goes (a worker passes its own, holding its claim); the result
+    carries them as `timing`.
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
+    stages = stages if stages is not None else Stages()
+    with stages.stage("prepare"):
+        planned = plan_run(request, workdir=workdir, settings=settings, trusted=trusted)
+    if isinstance(planned, RunResult):
+        return planned.model_copy(update={"timing": stages.rounded()})
+    return _run_planned(request, planned, settings, cancel_event, stages)
+
+
+class PlannedRun(NamedTuple):
+    """A run ready to start: the admitted request, the command and its environment, its files, its sanitizer."""
+
+    admitted: Admission
+    cmd: list[str]
+    env: dict[str, str]
+    workdir: Path
+    xml: Path
+    result_path: Path
+    sanitizer: Path | None
+    version: str | None
+    # This run's block of sanitizer ports (service.sanitizer.ports): release it once the command has exited.
+    ports: PortLease | None
+
+
+def plan_run(
+    request: ProbeRequest, *, workdir: Path, settings: Settings, trusted: bool = False
+) -> PlannedRun | RunResult:
+    """Admission, the sanitizer preflight, then the exact command and environment a run of `request` uses (with
+    its files in `workdir`); an `unavailable` result when it cannot run here."""
     workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     admitted = admit(request.probe, request.tool, request.params, request.options)
     tool, params = admitted.tool, admitted.params
@@ -94,17 +128,13 @@ def run_probe(
     sanitizer, refusal = _preflight(request, admitted, settings)
     if refusal is not None:
         return refusal
-    workdir.mkdir(parents=True, exist_ok=True)
     xml, result_path = workdir / XML_NAME, workdir / RESULT_NAME
-    for stale in (xml, result_path):
-        stale.unlink(missing_ok=True)
     target = probe_command(request.probe, params, result_path, tool, settings.python)
     version = sanitizer_version(sanitizer) if sanitizer else None
-    confirm = confirming(request, tool, settings)
     extra: list[str] = []
     if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
         extra += ["--show-backtrace", backtrace]
-    if confirm:
+    if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
     ports = lease_ports() if sanitizer is not None else None  # held until the sanitizer has exited
@@ -126,93 +156,125 @@ def run_probe(
             nvtx=needs_nvtx(params),
         )
     )
+    env = probe_environment(tool, settings, trusted=trusted)
+    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports)
+
+
+def _run_planned(
+    request: ProbeRequest,
+    planned: PlannedRun,
+    settings: Settings,
+    cancel_event: threading.Event | None,
+    stages: Stages,
+) -> RunResult:
+    """Run the planned command, then read, parse, classify and confirm what it left."""
+    tool, params = planned.admitted.tool, planned.admitted.params
+    workdir, xml, result_path, sanitizer, version = (
+        planned.workdir,
+        planned.xml,
+        planned.result_path,
+        planned.sanitizer,
+        planned.version,
+    )
+    with stages.stage("prepare"):
+        workdir.mkdir(parents=True, exist_ok=True)
+        for stale in (xml, result_path):
+            stale.unlink(missing_ok=True)
     done = supervise(
-        cmd,
+        planned.cmd,
         timeout_s=request.timeout_s or settings.timeout_s,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_environment(tool, settings, trusted=trusted),
+        env=planned.env,
         cwd=PROJECT_ROOT,
         xml_path=xml if sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
     )
-    if ports is not None:
-        ports.release()
-    secrets = secret_values(settings)
-    # The probe could have planted symlinks under these names: replace them, never write through them.
-    write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
-    write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
-    write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
-    _scrub_file(result_path, secrets)
-    probe, unreadable = read_probe_result(result_path)
-    summary = read_summary(done.stdout.tail_text()) if sanitizer else None
-    parsed = None
-    if sanitizer is not None:
-        allocations = allocations_of(probe) if probe else []
-        own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
-        single = own[0].id if len(own) == 1 else None  # the confirmer's planted cases map by address
-        parsed = (
-            parse_xml(
-                xml,
-                tool=tool,
-                roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots],
-                allocations=allocations,
-                single_case=single,
-                sanitizer_version=version,
-                filtered=bool(request.kernel_filter or request.options.kernel_name),
-                max_records=settings.max_records,
-                max_bytes=settings.max_xml_bytes,
+    if planned.ports is not None:
+        planned.ports.release()
+    stages.add("spawn", done.spawned_s)
+    stages.add("run", done.exited_s - done.spawned_s)
+    stages.add("reap", done.duration_s - done.exited_s)
+    with stages.stage("artifacts"):
+        secrets = secret_values(settings)
+        # The probe could have planted symlinks under these names: replace them, never write through them.
+        write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
+        write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
+        write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
+        _scrub_file(result_path, secrets)
+        probe, unreadable = read_probe_result(result_path)
+    with stages.stage("parse"):
+        summary = read_summary(done.stdout.tail_text()) if sanitizer else None
+        parsed = None
+        if sanitizer is not None:
+            allocations = allocations_of(probe) if probe else []
+            own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
+            single = own[0].id if len(own) == 1 else None  # the confirmer's planted cases map by address
+            parsed = (
+                parse_xml(
+                    xml,
+                    tool=tool,
+                    roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots],
+                    allocations=allocations,
+                    single_case=single,
+                    sanitizer_version=version,
+                    filtered=bool(request.kernel_filter or request.options.kernel_name),
+                    max_records=settings.max_records,
+                    max_bytes=settings.max_xml_bytes,
+                )
+                if xml.exists() and not xml.is_symlink()
+                else ParseResult(tool=tool, error=_not_regular(xml))
             )
-            if xml.exists() and not xml.is_symlink()
-            else ParseResult(tool=tool, error=_not_regular(xml))
+            if summary and summary.not_printed:
+                parsed.truncated = True
+    with stages.stage("classify"):
+        verdict = classify(
+            RunEvidence(
+                tool=tool,
+                returncode=done.returncode,
+                timed_out=done.timed_out,
+                timeout_s=request.timeout_s or settings.timeout_s,
+                xml_capped=done.xml_capped,
+                cancelled=done.cancelled,
+                summary=summary,
+                parsed=parsed,
+                probe=probe,
+                probe_unreadable=unreadable,
+                error_exitcode=settings.error_exitcode,
+                stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
+            )
         )
-        if summary and summary.not_printed:
-            parsed.truncated = True
-    verdict = classify(
-        RunEvidence(
+        findings = keyed_by_options(
+            (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
+        )
+        result = RunResult(
+            probe=request.probe,
             tool=tool,
-            returncode=done.returncode,
-            timed_out=done.timed_out,
-            timeout_s=request.timeout_s or settings.timeout_s,
-            xml_capped=done.xml_capped,
-            cancelled=done.cancelled,
-            summary=summary,
-            parsed=parsed,
-            probe=probe,
-            probe_unreadable=unreadable,
-            error_exitcode=settings.error_exitcode,
-            stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
+            params=params,
+            outcome=verdict.outcome,
+            message=verdict.message,
+            records=parsed.records if parsed else 0,
+            summary_count=summary.errors if summary else None,
+            truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
+            truncated_at_case=parsed.truncated_at_case if parsed else None,
+            filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
+            options=request.options,
+            sanitizer_version=version,
+            environment=fingerprint(version, str(sanitizer) if sanitizer else None),
+            findings=findings,
+            cases=verdict.cases,
+            command=planned.cmd,
+            exit_code=done.returncode,
+            signal=verdict.signal,
+            duration_s=round(done.duration_s, 3),
+            probe_context=probe.context if probe else {},
         )
-    )
-    outcome, message = verdict.outcome, verdict.message
-    findings = keyed_by_options(
-        (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
-    )
-    result = RunResult(
-        probe=request.probe,
-        tool=tool,
-        params=params,
-        outcome=outcome,
-        message=message,
-        records=parsed.records if parsed else 0,
-        summary_count=summary.errors if summary else None,
-        truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
-        truncated_at_case=parsed.truncated_at_case if parsed else None,
-        filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
-        options=request.options,
-        sanitizer_version=version,
-        environment=fingerprint(version, str(sanitizer) if sanitizer else None),
-        findings=findings,
-        cases=verdict.cases,
-        command=list(cmd),
-        exit_code=done.returncode,
-        signal=verdict.signal,
-        duration_s=round(done.duration_s, 3),
-        probe_context=probe.context if probe else {},
-    )
     if tool is Tool.INITCHECK:
-        result = confirm_findings(result, parsed, request, settings, workdir)
-    return scrub_result(result, secrets)
+        with stages.stage("confirm"):
+            result = confirm_findings(result, parsed, request, settings, workdir)
+    with stages.stage("scrub"):
+        result = scrub_result(result, secrets)
+    return result.model_copy(update={"timing": stages.rounded()})
 
 
 def default_backtrace(admitted: Admission) -> Backtrace | None:

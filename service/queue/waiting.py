@@ -27,9 +27,11 @@ def poll(
     progress: Callable[[dict[K, J]], None] | None = None,
 ) -> Iterator[tuple[K, J]]:
     """Read every pending job once per `poll_s` and yield (key, job) as each one is `finished`, in any order;
-    `progress` sees the still-pending jobs after each round."""
+    `progress` sees the still-pending jobs after each round. A round that took `poll_s` itself (a `read` the server
+    holds until the job ends) is followed at once by the next."""
     waiting = list(keys)
     while waiting:
+        began = time.monotonic()
         pending: dict[K, J] = {}
         for key in waiting:
             job = read(key)
@@ -41,7 +43,7 @@ def poll(
         if progress is not None:
             progress(pending)
         if waiting:
-            time.sleep(poll_s)
+            time.sleep(max(0.0, poll_s - (time.monotonic() - began)))
 
 
 def job_fields(job: Job) -> dict[str, Any]:

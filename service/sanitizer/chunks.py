@@ -13,10 +13,11 @@ from lxml import etree
 
 from probes.contract import Allocation, Tool
 from service.sanitizer.findings import FindingGrouper
-from service.sanitizer.records import record_from_element
+from service.sanitizer.records import RawRecord, record_from_element
+from service.sanitizer.shapes import NotPlain, PieceReader
 from service.sanitizer.xmlstream import HARDENED, Prolog, refuse_dtd
 
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 4 << 20
 _END = b"</record>"
 _WINDOW = 1 << 16
 # A record that ends without "</record>" (empty element, or space before ">"): the split cannot see it.
@@ -120,21 +121,24 @@ def plan(path: Path, prolog: Prolog, max_bytes: int) -> list[Chunk]:
     ]
 
 
-def read(ctx: Context, chunk: Chunk) -> bytes:
-    """The chunk's bytes as a whole document: wrapped in the root's start and end tags where it lacks them."""
+def read_body(ctx: Context, chunk: Chunk) -> bytes:
+    """The chunk's own bytes."""
     with ctx.path.open("rb") as raw:
         raw.seek(chunk.start)
-        body = raw.read(chunk.end - chunk.start)
+        return raw.read(chunk.end - chunk.start)
+
+
+def wrap(ctx: Context, chunk: Chunk, body: bytes) -> bytes:
+    """The chunk's bytes as a whole document: wrapped in the root's start and end tags where it lacks them."""
     head = b"" if chunk.first else f"<{ctx.root}>".encode()
     tail = b"" if chunk.closes else f"</{ctx.root}>".encode()
     return head + body + tail
 
 
-def parse_chunk(ctx: Context, chunk: Chunk, limit: int | None = None) -> ChunkResult:
-    """Group the chunk's records (at most `limit`, the rest into `overflow`); Unsplittable if they are not all whole
-    children of the root."""
+def _tree_records(ctx: Context, chunk: Chunk, data: bytes) -> list[RawRecord]:
+    """The chunk's records from one lxml tree of it: the way for pieces shapes are not read from."""
     try:
-        root = etree.fromstring(read(ctx, chunk), _PARSER)
+        root = etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
         raise Unsplittable(f"chunk {chunk.index} is not well-formed on its own: {exc}") from exc
     if chunk.first:
@@ -142,11 +146,27 @@ def parse_chunk(ctx: Context, chunk: Chunk, limit: int | None = None) -> ChunkRe
     records = root.findall("record")
     if int(root.xpath("count(//record)")) != len(records):
         raise Unsplittable(f"chunk {chunk.index} holds a record inside another element")
+    return [record_from_element(elem) for elem in records]
+
+
+def chunk_records(ctx: Context, chunk: Chunk) -> list[RawRecord]:
+    """The chunk's records in file order: read by shape (shapes.py) where the piece allows, else from a tree."""
+    body = read_body(ctx, chunk)
+    try:
+        return PieceReader(ctx.root).records(body, chunk.first, chunk.closes)
+    except etree.XMLSyntaxError as exc:
+        raise Unsplittable(f"chunk {chunk.index} is not well-formed on its own: {exc}") from exc
+    except NotPlain:
+        return _tree_records(ctx, chunk, wrap(ctx, chunk, body))
+
+
+def parse_chunk(ctx: Context, chunk: Chunk, limit: int | None = None) -> ChunkResult:
+    """Group the chunk's records (at most `limit`, the rest into `overflow`); Unsplittable if they are not all whole
+    children of the root."""
     grouper = FindingGrouper(ctx.roots, ctx.allocations, ctx.single_case, ctx.sanitizer_version, ctx.filtered)
     result = ChunkResult(index=chunk.index, grouper=grouper)
     override = ctx.tool if ctx.tool is not None and ctx.tool is not Tool.NONE else None
-    for elem in records:
-        rec = record_from_element(elem)
+    for rec in chunk_records(ctx, chunk):
         if override is not None:
             rec.tool = override
         result.tool = result.tool or rec.tool

@@ -164,9 +164,26 @@ class _Group:
 def _widen(ranges: dict[str, list[int]], dim: tuple[int, int, int] | None) -> None:
     if dim is None:
         return
-    for axis, value in zip(_AXES, dim, strict=True):
-        low_high = ranges.setdefault(axis, [value, value])
-        low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
+    x, y, z = dim
+    rx, ry, rz = ranges.get("x"), ranges.get("y"), ranges.get("z")
+    if rx is None or ry is None or rz is None:
+        for axis, value in zip(_AXES, dim, strict=True):
+            low_high = ranges.setdefault(axis, [value, value])
+            low_high[0], low_high[1] = min(low_high[0], value), max(low_high[1], value)
+        return
+    # Once per record: compare in place rather than through min() and max().
+    if x < rx[0]:
+        rx[0] = x
+    elif x > rx[1]:
+        rx[1] = x
+    if y < ry[0]:
+        ry[0] = y
+    elif y > ry[1]:
+        ry[1] = y
+    if z < rz[0]:
+        rz[0] = z
+    elif z > rz[1]:
+        rz[1] = z
 
 
 def _frame(func: str | None, module: str | None) -> str:
@@ -331,4 +348,3 @@ class FindingGrouper:
                 )
             )
         return out
-

@@ -4,6 +4,8 @@ every process it started ends (probes.proctree)."""
 from __future__ import annotations
 
 import ctypes
+import os
+import select
 import signal
 import subprocess
 import threading
@@ -16,6 +18,7 @@ from typing import IO
 
 from probes.proctree import Proc, alive, become_subreaper, descendants, group_alive, stop_run
 
+# How often a running command's limit, XML size and cancel flag are checked; its exit is seen at once (a pidfd).
 POLL_S = 0.05
 # Record the run's process tree every this many polls (cheap: it walks the tree, not all of /proc).
 TREE_EVERY = 5
@@ -84,6 +87,10 @@ class Supervised:
     pgid: int
     stdout: CappedStream
     stderr: CappedStream
+    # Seconds from the start to the child running (fork and exec) and to its exit being seen; the rest of
+    # duration_s is reaping what it left behind and draining its output.
+    spawned_s: float = 0.0
+    exited_s: float = 0.0
 
 
 def supervise(
@@ -109,7 +116,9 @@ def supervise(
         start_new_session=True,
         preexec_fn=_die_with_parent,
     )
+    spawned = time.monotonic() - start
     pgid = proc.pid  # start_new_session makes the child a group leader
+    exit_fd = _pidfd(proc.pid)
     out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
@@ -135,13 +144,34 @@ def supervise(
         if polls % TREE_EVERY == 0:
             known |= descendants([proc.pid])
         polls += 1
-        time.sleep(POLL_S)
+        _wait_exit(exit_fd, POLL_S)
     returncode = proc.wait()
+    exited = time.monotonic() - start
+    if exit_fd is not None:
+        os.close(exit_fd)
     if group_alive(pgid) or any(alive(p) for p in known):  # what the probe left behind goes with it
         stop_run(proc.pid, pgid, known, TERM_GRACE_S)
     for pump in pumps:
         pump.join(timeout=5)
-    return Supervised(returncode, timed_out, xml_capped, cancelled, time.monotonic() - start, pgid, out, err)
+    return Supervised(
+        returncode, timed_out, xml_capped, cancelled, time.monotonic() - start, pgid, out, err, spawned, exited
+    )
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when child `pid` exits (Linux 5.3+), or None where there is none."""
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
+def _wait_exit(exit_fd: int | None, timeout_s: float) -> None:
+    """Sleep up to `timeout_s`, but return as soon as the process behind `exit_fd` exits (a plain sleep without)."""
+    if exit_fd is None:
+        time.sleep(timeout_s)
+    else:
+        select.select([exit_fd], [], [], timeout_s)
 
 
 def _size(path: Path) -> int:

@@ -20,6 +20,7 @@ from service.db.errors import transient
 from service.db.pending import clear_pending, write_pending
 from service.db.store import ClaimVerdict, Store, utcnow, worker_identity
 from service.models import Outcome, RunResult, Tool
+from service.models.timing import Stages
 from service.probing import runner
 from service.queue.submit import JobSpec
 from service.worker.gpu_slots import gpu_held
@@ -44,18 +45,22 @@ def execute_job(
     settings: Settings,
     interrupts: tuple[type[BaseException], ...] = (),
     time_limit_s: float | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`.
-    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed."""
+    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed.
+    `announce(job_id)` tells waiters (a held GET /jobs/{id}) that the result is stored."""
     deadline = time.monotonic() + (time_limit_s or settings.task_soft_time_limit_s) - STORE_MARGIN_S
     base = job_dir(settings, job_id)
-    claim = store.claim(
-        job_id,
-        worker_identity(),
-        max_attempts=settings.max_attempts,
-        stale_after_s=settings.stale_after_s,
-        job_dir=str(base),
-    )
+    stages = Stages()
+    with stages.stage("claim"):
+        claim = store.claim(
+            job_id,
+            worker_identity(),
+            max_attempts=settings.max_attempts,
+            stale_after_s=settings.stale_after_s,
+            job_dir=str(base),
+        )
     if claim.verdict is not ClaimVerdict.RUN:
         job = store.get(job_id)
         log.info("job %s not run: %s", job_id, claim.verdict)
@@ -66,17 +71,20 @@ def execute_job(
             "state": job.state if job else None,
             "outcome": job.outcome if job else None,
         }
-    job = store.get(job_id)
-    assert job is not None
-    spec = JobSpec.model_validate(job.request)
+    with stages.stage("load"):
+        spec = JobSpec.model_validate(claim.request)
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
     exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
 
     def run() -> RunResult:
+        locking = time.perf_counter()
         with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
-            return runner.run_probe(spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel)
+            stages.add("gpu_lock", time.perf_counter() - locking)
+            return runner.run_probe(
+                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel, stages=stages
+            )
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
     running = pool.submit(run)
@@ -115,7 +123,9 @@ def execute_job(
         return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": False, "requeued": released}
     result = _result_of(running, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
     # Kept beside the artifacts until stored: past the retries the reconciler stores it when the store is back.
-    write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
+    with stages.stage("pending"):
+        write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
+    result = result.model_copy(update={"timing": stages.rounded()})
     try:
         stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
     except SQLAlchemyError as exc:
@@ -125,6 +135,8 @@ def execute_job(
         result = unstorable(result, exc, workdir)
         write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
         stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
+    if stored and announce is not None:
+        announce(job_id)
     if stored is not None:
         clear_pending(workdir)
     return {

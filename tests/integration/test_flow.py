@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
+from service.api.routes import jobs as job_routes
 from service.db.store import JobState
 from tests.cli_app import cli_app
 from tests.integration.stack import Stack, wait_for
@@ -112,3 +115,48 @@ def test_redelivered_job_stores_no_second_result(stack: Stack, api: httpx.Client
     assert len(stack.store.runs(job["id"])) == 1
     assert len(stack.store.findings(job["id"])) == 1
     assert stack.store.get(job["id"]).finished_at == row.finished_at  # type: ignore[union-attr]
+
+
+def test_a_result_carries_the_wall_time_of_each_stage(stack: Stack, api: httpx.Client) -> None:
+    job = submit(api, probe="selftest", params={"behaviour": "sleep", "seconds": 0.3})
+    done = wait_for(api, job["id"])
+    assert done["outcome"] == "clean"
+    timing = done["result"]["timing"]
+    # Every stage the worker and the runner went through, in the order they ran.
+    assert list(timing) == [
+        "claim", "load", "gpu_lock", "prepare", "spawn", "run", "reap", "artifacts", "parse", "classify", "scrub",
+        "pending",
+    ]
+    assert all(seconds >= 0 for seconds in timing.values())
+    assert timing["run"] >= 0.3  # the probe slept that long
+    # The supervised run is spawn + run + reap (each rounded to 0.1 ms).
+    assert abs(done["result"]["duration_s"] - (timing["spawn"] + timing["run"] + timing["reap"])) < 0.002
+    # ...and the stages fit in the time the job was running (started_at is taken inside the claim).
+    began, ended = (datetime.fromisoformat(done[at]) for at in ("started_at", "finished_at"))
+    assert sum(timing.values()) - timing["claim"] <= (ended - began).total_seconds() + 0.002  # rounding
+
+
+def test_a_held_get_answers_when_the_worker_announces_the_end(
+    stack: Stack, api: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The held GET would read the store only every 120 s: an answer within the 60 s hold comes from the worker's
+    # announcement over Redis.
+    monkeypatch.setattr(job_routes, "RECHECK_S", 120.0)
+    job = submit(api, probe="selftest", params={"behaviour": "sleep", "seconds": 1.0})
+    started = time.monotonic()
+    held = api.get(f"/jobs/{job['id']}", params={"wait_s": 60}, timeout=90)
+    assert held.status_code == 200 and held.json()["state"] == "done" and held.json()["outcome"] == "clean"
+    assert time.monotonic() - started < 45
+
+
+def test_a_held_get_on_a_job_that_does_not_end_answers_its_state_after_wait_s(api: httpx.Client) -> None:
+    job = submit(api, probe="selftest", params={"behaviour": "hang"})
+    wait_for(api, job["id"], until=("running",))
+    started = time.monotonic()
+    held = api.get(f"/jobs/{job['id']}", params={"wait_s": 1.5})
+    assert held.status_code == 200 and held.json()["state"] == "running"
+    assert time.monotonic() - started >= 1.5
+    assert api.post(f"/jobs/{job['id']}/cancel").status_code == 200
+    assert wait_for(api, job["id"], timeout=20)["state"] == "cancelled"
+    too_long = api.get(f"/jobs/{job['id']}", params={"wait_s": 61})
+    assert too_long.status_code == 422 and too_long.json()["field"] == "wait_s"

@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import contextlib
+import time
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
-from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact
+from service.client import MAX_WAIT_S
+from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
 from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
-CHUNK = 1024 * 1024
+# How often a held GET /jobs/{id}?wait_s= reads the store anyway (a job ended by the reconciler, or word of its
+# end lost with Redis); it is held at most MAX_WAIT_S.
+RECHECK_S = 1.0
 router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 
 
@@ -85,10 +91,34 @@ def list_jobs(
     return JobList(jobs=[JobView.of(job, counts.get(job.id, 0), full=False) for job in found])
 
 
-@router.get("/{job_id}")
-def get_job(job_id: str, store: StoreDep) -> JobView:
+def _view(store: StoreDep, job_id: str) -> JobView:
     job = _job_or_404(store, job_id)
     return JobView.of(job, len(store.findings(job.id)))
+
+
+@router.get("/{job_id}")
+async def get_job(
+    job_id: str,
+    store: StoreDep,
+    request: Request,
+    wait_s: Annotated[
+        float,
+        Query(ge=0, le=MAX_WAIT_S, description="hold the answer up to this long until the job ends (no polling)"),
+    ] = 0.0,
+) -> JobView:
+    """The job; with `wait_s`, answered as soon as it ends (a worker announces it) or when `wait_s` has passed."""
+    view = await run_in_threadpool(_view, store, job_id)
+    if not wait_s or JobState(view.state).terminal:
+        return view
+    deadline = time.monotonic() + wait_s
+    with request.app.state.ended.watch(view.id) as ended:
+        view = await run_in_threadpool(_view, store, view.id)  # it may have ended before the watch began
+        while not JobState(view.state).terminal and (left := deadline - time.monotonic()) > 0:
+            with contextlib.suppress(TimeoutError):  # read the store anyway
+                await asyncio.wait_for(ended.wait(), timeout=min(left, RECHECK_S))
+            ended.clear()
+            view = await run_in_threadpool(_view, store, view.id)
+    return view
 
 
 @router.get("/{job_id}/findings")
@@ -98,13 +128,15 @@ def get_findings(job_id: str, store: StoreDep) -> FindingList:
 
 
 @router.post("/{job_id}/cancel")
-def cancel(job_id: str, store: StoreDep, celery: CeleryDep) -> JobView:
+def cancel(job_id: str, store: StoreDep, celery: CeleryDep, request: Request) -> JobView:
     """Cancel a queued job now, or stop a running one (its probe is killed); 409 once it has a result."""
     job = _job_or_404(store, job_id)
     if JobState(job.state).terminal:
         raise HTTPException(status.HTTP_409_CONFLICT, f"job {job.id} already ended ({job.state})")
     store.cancel(job.id)
     job = _job_or_404(store, job.id)
+    if JobState(job.state).terminal:
+        request.app.state.announce(job.id)
     return JobView.of(job)
 
 
@@ -135,16 +167,11 @@ def get_artifact(job_id: str, name: str, store: StoreDep) -> StreamingResponse:
             status.HTTP_404_NOT_FOUND, f"job {job_id} has no {name} (not run yet, pruned, or not a regular file)"
         )
     return StreamingResponse(
-        _chunks(opened),
+        read_chunks(opened),
         media_type=content_type(name),
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
-
-def _chunks(opened: BinaryIO) -> Iterator[bytes]:
-    with opened:
-        while chunk := opened.read(CHUNK):
-            yield chunk
 
 
 def _latest_workdir(store: StoreDep, job_id: str) -> Path | None:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from probes import registry
-from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact
+from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
 from service.db.store import Job, JobState, as_utc
 from service.models import Finding, Outcome, Tool, confirmation_counts
 from service.web.auth import Viewer
@@ -22,7 +21,6 @@ from service.web.render import page
 
 router = APIRouter(prefix="/ui/jobs", dependencies=[Viewer], include_in_schema=False)
 PAGE = 50
-CHUNK = 1024 * 1024
 CHOICES = {
     "tool": [t.value for t in Tool],
     "outcome": [o.value for o in Outcome],
@@ -162,13 +160,8 @@ def artifact(request: Request, job_id: str, name: str) -> StreamingResponse:
     if opened is None:
         raise PageNotFound(f"job {job.id} has no artifact {name!r} (not run yet, pruned, or not one of {NAMES})")
     return StreamingResponse(
-        _chunks(opened),
+        read_chunks(opened),
         media_type=content_type(name),
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
-
-def _chunks(opened: BinaryIO) -> Iterator[bytes]:
-    with opened:
-        while chunk := opened.read(CHUNK):
-            yield chunk

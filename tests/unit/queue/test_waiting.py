@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from service.config import Settings
 from service.db.store import JobState, Store
 from service.models import Finding, Outcome, RunResult, Tool
+from service.queue import waiting
 from service.queue.submit import JobSpec, create
 from service.queue.waiting import ended, job_fields, poll, result_of_job
 
@@ -25,6 +28,35 @@ def test_poll_yields_each_job_once_as_it_ends() -> None:
     )
     assert finished == [("b", "cancelled"), ("a", "done"), ("c", "done")]
     assert seen == [["a", "c"], ["a", "c"], ["c"], []]
+
+
+class FakeClock:
+    """time.monotonic and time.sleep of the waiting module, on a clock that only the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+def test_poll_reads_once_per_poll_s_and_at_once_after_a_read_the_server_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    monkeypatch.setattr(waiting, "time", clock)
+    answers = iter([(0.1, "running"), (0.5, "running"), (0.5, "running"), (0.2, "done")])
+
+    def read(_key: str) -> str:
+        took, state = next(answers)
+        clock.now += took  # a quick GET, then GETs held by the server for the whole poll_s
+        return state
+
+    assert list(poll(["a"], read, ended, poll_s=0.5)) == [("a", "done")]
+    assert clock.slept == [0.4, 0.0, 0.0]
 
 
 def test_a_stored_result_reads_back_with_its_findings_and_a_missing_one_says_why(tmp_path: Path) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import service.sanitizer.chunks as chunks
+import service.sanitizer.parse as parse_module
 import service.sanitizer.pool as pool
 from bench.previous_parser.parse import parse_xml as previous
 from probes.contract import ProbeResult
@@ -90,20 +92,30 @@ def test_the_split_really_cuts_the_captures(case: Path, tmp_path: Path, small_ch
 
 def test_child_processes_give_the_same_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 200_000)
-    monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parse_module, "PARALLEL_MIN_BYTES", 0)  # both files are split, however small
     used: list[int] = []
-    real = pool.ChunkWorker.parse
+    real, local = pool.ChunkWorker.parse, pool.parse_chunk
+    child_answered = threading.Event()
 
     def counted(self: pool.ChunkWorker, chunk: chunks.Chunk) -> chunks.ChunkResult:
         used.append(chunk.index)
-        return real(self, chunk)
+        answer = real(self, chunk)
+        child_answered.set()
+        return answer
+
+    def after_a_child(ctx: chunks.Context, chunk: chunks.Chunk, limit: int | None = None) -> chunks.ChunkResult:
+        child_answered.wait(timeout=60)  # this process's lane waits until a child has parsed a chunk
+        return local(ctx, chunk, limit)
 
     monkeypatch.setattr(pool.ChunkWorker, "parse", counted)
+    monkeypatch.setattr(pool, "parse_chunk", after_a_child)
     for name in ("2025.3.1.0/racecheck_race_hazard", "2026.4.0.0/probe_narrow-matmul_initcheck"):
+        child_answered.clear()
         plain = _plain(CAPTURES / name, tmp_path)
         kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
         assert view(parse_xml(plain, workers=3, **kw)) == view(previous(plain, **kw))
-    assert used  # the children parsed some of the chunks
+        assert child_answered.is_set()  # the children parsed some of this file's chunks
+    assert len(used) > 2
 
 
 def test_record_cap_counts_and_flags(tmp_path: Path, small_chunks: None) -> None:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+from service.sanitizer import supervise as supervise_module
 from service.sanitizer.supervise import CappedStream, group_alive, supervise
 
 
@@ -46,3 +53,27 @@ def test_xml_growth_past_the_cap_stops_the_run(tmp_path: Path) -> None:
         max_xml_bytes=500_000,
     )
     assert done.xml_capped and not done.timed_out and not group_alive(done.pgid)
+
+
+def test_the_end_of_the_command_is_seen_when_it_exits_not_on_the_next_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The limit, XML size and cancel flag are checked every POLL_S; the exit itself wakes the supervisor at once.
+    monkeypatch.setattr(supervise_module, "POLL_S", 60.0)
+    done = supervise([sys.executable, "-c", "import time; time.sleep(0.5)"], timeout_s=300, max_output_bytes=1024)
+    assert done.returncode == 0 and done.duration_s < 30
+    assert 0 < done.spawned_s <= done.exited_s <= done.duration_s
+
+
+def test_a_group_is_alive_while_a_member_runs_after_its_leader_was_reaped() -> None:
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60'])"], start_new_session=True
+    )
+    leader.wait()
+    try:
+        assert group_alive(leader.pid)  # the sleep is still in the group
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while group_alive(leader.pid):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert not group_alive(leader.pid)
