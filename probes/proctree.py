@@ -51,9 +51,13 @@ def alive(proc: Proc) -> bool:
 def children(pid: int) -> list[int]:
     """Direct children of `pid`, whichever of its threads started them."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # it has exited (and been reaped) since it was found: no children to report
+        return found
+    for task in tasks:
         with contextlib.suppress(OSError, ValueError):
-            found += [int(p) for p in (task / "children").read_text().split()]
+            found += [int(p) for p in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
     return found
 
 
