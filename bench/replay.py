@@ -27,19 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from probes.replay_digest import dtype_name
 from probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
 from probes.replay_tape import Tape
 
 
-class HooksOnly(Tape):
+def hooks_only() -> Tape:
     """Replay's hooks and records without digests: what the hooks alone cost."""
-
-    def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
-        index = len(self.records) + len(self._open)
-        self._open.append({"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
-                           "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype), "digest": 0,
-                           "magnitude": 0.0})
+    return Tape(digests=False)
 
 
 def _sync(device: str) -> None:
@@ -77,7 +71,7 @@ def main() -> int:
     torch.manual_seed(0)
     parts = build(args.device, "none")
     modes: dict[str, Callable[[], Tape | None]] = {
-        "bare": lambda: None, "hooks only": HooksOnly, "replay digests": Tape,
+        "bare": lambda: None, "hooks only": hooks_only, "replay digests": Tape,
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)
