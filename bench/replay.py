@@ -8,7 +8,9 @@ gradient and parameter digested) — one step of each mode after the other, so t
 every mode alike. On the
 CPU replay digests each tensor when it is recorded; on a GPU it batches them (a few launches per batch, one host
 copy per step); on the CPU the batched path is timed too (`replay, batched`). `hooks only` records every tensor
-without digesting it: the cost of the hooks alone. Reports the median wall time per step of each mode and its ratio
+without digesting it: the cost of the hooks alone. `digests, grad hooks` takes the gradients of module outputs
+through a Python hook per output (`output_grads: hooks`) instead of asking autograd to keep them (the default).
+Reports the median wall time per step of each mode and its ratio
 to the bare program (the goal: under 1.2x for `replay digests`); on the CPU also the median process CPU time per step
 and its ratio, which other processes on a shared machine disturb far less than the wall time (with `--threads 1`:
 with more threads, waiting threads may spin and count as CPU time).
@@ -72,6 +74,7 @@ def main() -> int:
     parts = build(args.device, "none")
     modes: dict[str, Callable[[], Tape | None]] = {
         "bare": lambda: None, "hooks only": hooks_only, "replay digests": Tape,
+        "digests, grad hooks": lambda: Tape(output_grads="hooks"),
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)

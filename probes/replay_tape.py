@@ -34,6 +34,7 @@ def _tensors(value: Any, role: str) -> Iterator[tuple[str, torch.Tensor]]:
 # A record while its step is open: [phase, module path, role, shape, dtype, digest, max |x|, late]. Dicts are made
 # only when `records` is read (after the program), so the hooks stay cheap on a launch-bound step.
 PHASE, PATH, ROLE, SHAPE, DTYPE, DIGEST, MAGNITUDE, LATE = range(8)
+OUTPUT_GRADS = ("retain", "hooks")
 UNCHECKED = -1  # the version of a held tensor that nothing can change before its batch is launched
 
 
@@ -46,10 +47,23 @@ class Tape:
     role) is digested at once in later steps. `batch_cpu` batches CPU tensors too (the same digests; slower on a
     CPU, where a kernel launch costs nothing to save). `digests=False` records without digesting (every digest 0):
     what the hooks alone cost, for the benchmark.
+
+    The gradients of module outputs, by `output_grads`: `retain` (the default) asks autograd to keep them
+    (`retain_grad`, no Python runs during the backward pass) and records them at the optimizer step, the latest
+    output first — the order in which autograd computes them; each step's output gradients are then held until
+    that point, and those cuprobe asked for are released (`.grad = None`) once recorded. `hooks` records each as
+    autograd computes it, through a Python hook per output (memory bounded by `batch_bytes`; slower on a
+    launch-bound step, where a hook's cost adds straight to the step's time).
     """
 
     def __init__(self, capture: int | None = None, capture_path: Path | None = None,
-                 batch_bytes: int = BATCH_BYTES, batch_cpu: bool = False, digests: bool = True) -> None:
+                 batch_bytes: int = BATCH_BYTES, batch_cpu: bool = False, digests: bool = True,
+                 output_grads: str = "retain") -> None:
+        if output_grads not in OUTPUT_GRADS:
+            raise ValueError(f"output_grads must be one of {', '.join(OUTPUT_GRADS)}, not {output_grads!r}")
+        self._retain = output_grads == "retain"
+        # outputs whose gradient autograd keeps for us: (tensor, its names, whether cuprobe asked for it)
+        self._retained: list[tuple[torch.Tensor, list[tuple[str, str]], bool]] = []
         self.step = 1
         self._count = 0  # records so far, the open step's included
         self._done: list[tuple[int, list[list[Any]]]] = []  # closed steps not yet made into dicts
@@ -130,9 +144,24 @@ class Tape:
         self._hooked.append((tensor, names))
         if len(self._hooked) > RECENT:
             del self._hooked[0]
+        if self._retain:
+            ours = not tensor.retains_grad
+            tensor.retain_grad()
+            self._retained.append((tensor, names, ours))
+            return
         tensor.register_hook(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
             lambda grad: self._record_grads(names, grad)
         )
+
+    def _take_grads(self) -> None:
+        """Record the output gradients autograd kept, the latest output first; release those cuprobe asked for."""
+        retained, self._retained = self._retained, []
+        for tensor, names, ours in reversed(retained):
+            grad = tensor.grad
+            if grad is not None:
+                self._record_grads(names, grad)
+                if ours:
+                    tensor.grad = None
 
     def _record_grads(self, names: list[tuple[str, str]], grad: torch.Tensor) -> None:
         for path, role in names:
@@ -143,6 +172,7 @@ class Tape:
         self._updating += 1
         if self._updating > 1:
             return
+        self._take_grads()
         grads = [(path, grad_role, p.grad) for path, _, grad_role, p in self._plan(optimizer) if p.grad is not None]
         # Launched with the step's other records, a gradient changed by then is `late`; once that happened, they
         # are launched before every update.
@@ -159,6 +189,7 @@ class Tape:
 
     def mark_step(self) -> None:
         """The user's step marker (no optimizer): digest the parameters and their gradients, then close the step."""
+        self._take_grads()
         params = [(path, role, p) for path, role, p in self._root_params() if p.requires_grad]
         self._record_all(BACKWARD, [(path, role + ".grad", p.grad) for path, role, p in params if p.grad is not None])
         self._record_all(UPDATE, params)
@@ -293,6 +324,7 @@ class Tape:
 
     def finish(self) -> int:
         """Flush what the program recorded after its last step boundary; returns how many records that was."""
+        self._take_grads()
         tail = len(self._open)
         self._flush()
         return tail
