@@ -37,7 +37,9 @@ class ReplayParams(BaseModel):
 
     entry: str | None = Field(None, pattern=ENTRY_PATTERN, description="package.module:function to call")
     script: list[str] | None = Field(None, min_length=1, description="script path and its arguments")
-    example: Literal["transformer"] | None = Field(None, description="the built-in example program")
+    example: Literal["transformer"] | None = Field(
+        None, description="the built-in example program (the default when neither entry nor script is given)"
+    )
     example_steps: int = Field(3, ge=1, le=100)
     example_plant: Literal["none", "index-add"] = Field(
         "none", description="index-add: a layer accumulating floats with index_add_ (atomics on CUDA)"
@@ -66,10 +68,10 @@ class ReplayParams(BaseModel):
     @model_validator(mode="after")
     def _one_program(self) -> ReplayParams:
         given = [name for name in ("entry", "script", "example") if getattr(self, name)]
-        if len(given) != 1:
-            raise ValueError(
-                f"give exactly one of entry, script or example (got {', '.join(given) or 'none'})"
-            )
+        if len(given) > 1:
+            raise ValueError(f"give exactly one of entry, script or example (got {', '.join(given)})")
+        if not given:
+            self.example = "transformer"  # no program named: the built-in example (so `cuprobe check` runs replay)
         return self
 
 

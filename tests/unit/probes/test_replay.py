@@ -180,11 +180,14 @@ def test_a_script_with_arguments_runs_as_main(program: Path) -> None:
     assert result.outcome is Outcome.CLEAN, result.message
 
 
-def test_exactly_one_program_is_required(program: Path) -> None:
+def test_at_most_one_program_and_none_means_the_built_in_example(program: Path) -> None:
+    from probes.replay import ReplayParams
     from service.probing.admission import BadRequest
 
     with pytest.raises(BadRequest, match="exactly one of entry, script or example"):
         replay(program, entry="tinynet:marked", example="transformer")
+    assert ReplayParams().example == "transformer"
+    assert ReplayParams(entry="tinynet:marked").example is None
 
 
 def test_digest_is_exact_in_any_summation_order_and_sees_one_ulp() -> None:
