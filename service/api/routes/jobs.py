@@ -17,6 +17,7 @@ from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
 from service.api.schemas import FindingList, JobList, JobView
 from service.client import MAX_WAIT_S
 from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
+from service.db.id_prefix import Ambiguous, by_id_prefix
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
 from service.probing.admission import BadRequest
@@ -31,21 +32,17 @@ router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 
 def _job_or_404(store: StoreDep, job_id: str) -> Job:
     """The job with id `job_id`, or the one job whose id starts with it; 404 for none, 409 for several."""
-    job = store.get(job_id)
-    if job is not None:
-        return job
-    matches = store.ids_starting(job_id) if job_id else []
-    if len(matches) > 1:
+    found = by_id_prefix(job_id, store.get, store.ids_starting)
+    if isinstance(found, Ambiguous):
         raise HTTPException(
             status.HTTP_409_CONFLICT,
-            f"job id prefix {job_id} is ambiguous: it starts {', '.join(matches)}"
-            + (" and more" if len(matches) >= 10 else "")
+            f"job id prefix {job_id} is ambiguous: it starts {', '.join(found.matches)}"
+            + (" and more" if found.more else "")
             + "; give more characters",
         )
-    job = store.get(matches[0]) if matches else None
-    if job is None:
+    if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id}")
-    return job
+    return found
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
