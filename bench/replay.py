@@ -8,7 +8,9 @@ gradient and parameter digested) — one step of each mode after the other, so t
 every mode alike. On the
 CPU replay digests each tensor when it is recorded; on a GPU it batches them (a few launches per batch, one host
 copy per step); on the CPU the batched path is timed too (`replay, batched`). `hooks only` records every tensor
-without digesting it: the cost of the hooks alone. Reports the median wall time per step of each mode and its ratio
+without digesting it: the cost of the hooks alone. `digests, grad hooks` takes the gradients of module outputs
+through a Python hook per output (`output_grads: hooks`) instead of asking autograd to keep them (the default).
+Reports the median wall time per step of each mode and its ratio
 to the bare program (the goal: under 1.2x for `replay digests`); on the CPU also the median process CPU time per step
 and its ratio, which other processes on a shared machine disturb far less than the wall time (with `--threads 1`:
 with more threads, waiting threads may spin and count as CPU time).
@@ -27,19 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from probes.replay_digest import dtype_name
 from probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
 from probes.replay_tape import Tape
 
 
-class HooksOnly(Tape):
+def hooks_only() -> Tape:
     """Replay's hooks and records without digests: what the hooks alone cost."""
-
-    def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
-        index = len(self.records) + len(self._open)
-        self._open.append({"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
-                           "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype), "digest": 0,
-                           "magnitude": 0.0})
+    return Tape(digests=False)
 
 
 def _sync(device: str) -> None:
@@ -77,7 +73,8 @@ def main() -> int:
     torch.manual_seed(0)
     parts = build(args.device, "none")
     modes: dict[str, Callable[[], Tape | None]] = {
-        "bare": lambda: None, "hooks only": HooksOnly, "replay digests": Tape,
+        "bare": lambda: None, "hooks only": hooks_only, "replay digests": Tape,
+        "digests, grad hooks": lambda: Tape(output_grads="hooks"),
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)

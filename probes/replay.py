@@ -51,6 +51,11 @@ class ReplayParams(BaseModel):
     second_opinion: bool = Field(
         False, description="on a divergence, replay again with deterministic algorithms on and label the finding"
     )
+    output_grads: Literal["retain", "hooks"] = Field(
+        "retain",
+        description="how module outputs' gradients are taken: retain (autograd keeps them until the optimizer "
+        "step; no Python during backward) or hooks (a Python hook per output; less memory held, slower)",
+    )
     persistent_autotune: bool = Field(False, description="TRITON_CACHE_AUTOTUNING=1 in every process")
     triton_cache_dir: str | None = Field(None, description="default: a fresh directory shared by this run's processes")
     cwd: str | None = Field(

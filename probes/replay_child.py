@@ -73,7 +73,8 @@ def main(argv: list[str]) -> int:
     if spec["deterministic_algorithms"]:
         torch.use_deterministic_algorithms(True)
     capture = spec.get("capture_index")
-    tape = Tape(capture, out / CAPTURE_NAME if capture is not None else None)
+    tape = Tape(capture, out / CAPTURE_NAME if capture is not None else None,
+                output_grads=spec.get("output_grads", "retain"))
     replay_tape.ACTIVE = tape
     replay_autotune.watch()
     tape.install()

@@ -31,35 +31,76 @@ def _tensors(value: Any, role: str) -> Iterator[tuple[str, torch.Tensor]]:
             yield from _tensors(item, f"{role}[{key}]")
 
 
+# A record while its step is open: [phase, module path, role, shape, dtype, digest, max |x|, late]. Dicts are made
+# only when `records` is read (after the program), so the hooks stay cheap on a launch-bound step.
+PHASE, PATH, ROLE, SHAPE, DTYPE, DIGEST, MAGNITUDE, LATE = range(8)
+OUTPUT_GRADS = ("retain", "hooks")
+UNCHECKED = -1  # the version of a held tensor that nothing can change before its batch is launched
+
+
 class Tape:
     """Records every tensor of a step; digests CPU tensors at once and others in batches, one host copy per step.
 
-    A tensor on an accelerator is held (detached) until its batch is launched: when the held tensors reach
-    `batch_bytes`, before the optimizer updates the parameters, and at the step boundary. A tensor the program
-    changed in place before its batch was launched is digested as it was then and its record marked `late`; its
-    (phase, module, role) is digested at once in later steps. `batch_cpu` batches CPU tensors too (the same
-    digests; slower on a CPU, where a kernel launch costs nothing to save).
+    A tensor on an accelerator is held until its batch is launched: when the held tensors reach `batch_bytes`,
+    before the optimizer updates the parameters, and at the step boundary. A tensor the program changed in place
+    before its batch was launched is digested as it was then and its record marked `late`; its (phase, module,
+    role) is digested at once in later steps. `batch_cpu` batches CPU tensors too (the same digests; slower on a
+    CPU, where a kernel launch costs nothing to save). `digests=False` records without digesting (every digest 0):
+    what the hooks alone cost, for the benchmark.
+
+    The gradients of module outputs, by `output_grads`: `retain` (the default) asks autograd to keep them
+    (`retain_grad`, no Python runs during the backward pass) and records them at the optimizer step, the latest
+    output first — the order in which autograd computes them; each step's output gradients are then held until
+    that point, and those cuprobe asked for are released (`.grad = None`) once recorded. `hooks` records each as
+    autograd computes it, through a Python hook per output (memory bounded by `batch_bytes`; slower on a
+    launch-bound step, where a hook's cost adds straight to the step's time).
     """
 
     def __init__(self, capture: int | None = None, capture_path: Path | None = None,
-                 batch_bytes: int = BATCH_BYTES, batch_cpu: bool = False) -> None:
+                 batch_bytes: int = BATCH_BYTES, batch_cpu: bool = False, digests: bool = True,
+                 output_grads: str = "retain") -> None:
+        if output_grads not in OUTPUT_GRADS:
+            raise ValueError(f"output_grads must be one of {', '.join(OUTPUT_GRADS)}, not {output_grads!r}")
+        self._retain = output_grads == "retain"
+        # outputs whose gradient autograd keeps for us: (tensor, its names, whether cuprobe asked for it)
+        self._retained: list[tuple[torch.Tensor, list[tuple[str, str]], bool]] = []
         self.step = 1
-        self.records: list[dict[str, Any]] = []
-        self._open: list[dict[str, Any]] = []  # this step's records, in program order
-        self._held: list[tuple[dict[str, Any], torch.Tensor, int]] = []  # (record, tensor, version when recorded)
+        self._count = 0  # records so far, the open step's included
+        self._done: list[tuple[int, list[list[Any]]]] = []  # closed steps not yet made into dicts
+        self._records: list[dict[str, Any]] = []
+        self._open: list[list[Any]] = []  # this step's records, in program order
+        self._held: list[tuple[list[Any], torch.Tensor, int]] = []  # (record, tensor, version when recorded)
         self._held_bytes = 0
-        self._launched: list[tuple[list[dict[str, Any]], replay_batch.Launched]] = []
+        self._launched: list[tuple[list[list[Any]], replay_batch.Launched]] = []
         self._at_once: set[tuple[str, str, str]] = set()
-        self._recent: list[tuple[torch.Tensor, int, dict[str, Any]]] = []  # (tensor, version, its record)
-        self._copies: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (record, the record it repeats)
-        self._batch_bytes, self._batch_cpu = batch_bytes, batch_cpu
+        self._recent: list[tuple[torch.Tensor, int, list[Any]]] = []  # (tensor, version, its record)
+        self._hooked: list[tuple[torch.Tensor, list[tuple[str, str]]]] = []  # outputs whose gradient is hooked
+        self._grads_checked = True  # False once an optimizer changed a gradient in place: launch before updates
+        self._copies: list[tuple[list[Any], list[Any]]] = []  # (record, the record it repeats)
+        self._batch_bytes, self._batch_cpu, self._digests = batch_bytes, batch_cpu, digests
         self._names: dict[int, str] = {}
-        self._param_names: dict[int, tuple[str, str]] | None = None  # id(parameter) -> (module path, name)
+        self._plans: dict[int, tuple[Any, list[tuple[str, str, str, torch.Tensor]]]] = {}  # per optimizer
         self._roots: list[nn.Module] = []
         self._depth = 0
+        self._updating = 0  # optimizer steps entered and not yet left
         self._capture, self._capture_path = capture, capture_path
         self._handles: list[RemovableHandle] = []
         self.boundaries = 0
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every closed step's records, as dicts (index, step, phase, module, role, shape, dtype, digest,
+        magnitude and, where it applies, late)."""
+        for step, rows in self._done:
+            for row in rows:
+                record = {"index": len(self._records), "step": step, "phase": row[PHASE], "module": row[PATH],
+                          "role": row[ROLE], "shape": list(row[SHAPE]), "dtype": dtype_name(row[DTYPE]),
+                          "digest": row[DIGEST], "magnitude": row[MAGNITUDE]}
+                if row[LATE]:
+                    record["late"] = True
+                self._records.append(record)
+        self._done = []
+        return self._records
 
     # --- hooks -------------------------------------------------------------------------------------------
     def install(self) -> None:
@@ -90,35 +131,73 @@ class Tape:
         for role, tensor in outputs:
             self._record(FORWARD, path, role, tensor)
             if tensor.requires_grad:
-                grad_role = "grad_" + role
-                tensor.register_hook(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
-                    lambda grad, p=path, r=grad_role: self._record(BACKWARD, p, r, grad)
-                )
+                self._on_grad(tensor, path, "grad_" + role)
+
+    def _on_grad(self, tensor: torch.Tensor, path: str, role: str) -> None:
+        """Record the gradient of a module's output; a tensor that is several modules' output (a container's, its
+        last child's) gets one hook that records it under each name."""
+        for seen, names in self._hooked:
+            if seen is tensor:
+                names.append((path, role))
+                return
+        names = [(path, role)]
+        self._hooked.append((tensor, names))
+        if len(self._hooked) > RECENT:
+            del self._hooked[0]
+        if self._retain:
+            ours = not tensor.retains_grad
+            tensor.retain_grad()
+            self._retained.append((tensor, names, ours))
+            return
+        tensor.register_hook(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+            lambda grad: self._record_grads(names, grad)
+        )
+
+    def _take_grads(self) -> None:
+        """Record the output gradients autograd kept, the latest output first; release those cuprobe asked for."""
+        retained, self._retained = self._retained, []
+        for tensor, names, ours in reversed(retained):
+            grad = tensor.grad
+            if grad is not None:
+                self._record_grads(names, grad)
+                if ours:
+                    tensor.grad = None
+
+    def _record_grads(self, names: list[tuple[str, str]], grad: torch.Tensor) -> None:
+        for path, role in names:
+            self._record(BACKWARD, path, role, grad)  # the second and later: copies of the first
 
     def _before_update(self, optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
-        for path, role, param in self._params(optimizer):
-            if param.grad is not None:
-                self._record(BACKWARD, path, role + ".grad", param.grad)
-        self._launch()  # before the optimizer changes anything in place
+        # An optimizer whose step calls its base class's step fires the hooks once per level: the outermost counts.
+        self._updating += 1
+        if self._updating > 1:
+            return
+        self._take_grads()
+        grads = [(path, grad_role, p.grad) for path, _, grad_role, p in self._plan(optimizer) if p.grad is not None]
+        # Launched with the step's other records, a gradient changed by then is `late`; once that happened, they
+        # are launched before every update.
+        self._record_all(BACKWARD, grads, checked=self._grads_checked)
+        if not self._grads_checked:
+            self._launch()
 
     def _after_update(self, optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
-        for path, role, param in self._params(optimizer):
-            self._record(UPDATE, path, role, param)
+        self._updating = max(self._updating - 1, 0)
+        if self._updating:
+            return
+        self._record_all(UPDATE, [(path, role, p) for path, role, _, p in self._plan(optimizer)])
         self.boundary()
 
     def mark_step(self) -> None:
         """The user's step marker (no optimizer): digest the parameters and their gradients, then close the step."""
+        self._take_grads()
         params = [(path, role, p) for path, role, p in self._root_params() if p.requires_grad]
-        for path, role, param in params:
-            if param.grad is not None:
-                self._record(BACKWARD, path, role + ".grad", param.grad)
-        for path, role, param in params:
-            self._record(UPDATE, path, role, param)
+        self._record_all(BACKWARD, [(path, role + ".grad", p.grad) for path, role, p in params if p.grad is not None])
+        self._record_all(UPDATE, params)
         self.boundary()
 
     # --- naming ------------------------------------------------------------------------------------------
     def _name_roots(self) -> None:
-        self._param_names = None
+        self._plans = {}
         for i, root in enumerate(self._roots):
             prefix = "" if i == 0 else type(root).__name__ + "."
             for name, module in root.named_modules():
@@ -140,54 +219,85 @@ class Tape:
                         out.append((self._name_of(module), leaf, param))
         return out
 
-    def _params(self, optimizer: torch.optim.Optimizer) -> list[tuple[str, str, torch.Tensor]]:
-        known = self._param_names
-        if known is None or any(id(p) not in known for group in optimizer.param_groups for p in group["params"]):
-            known = self._param_names = {id(p): (path, role) for path, role, p in self._root_params()}
-        out = []
+    def _plan(self, optimizer: torch.optim.Optimizer) -> list[tuple[str, str, str, torch.Tensor]]:
+        """(module path, role, gradient's role, parameter) for each of the optimizer's parameters, in its order;
+        cached until its parameter lists change."""
+        key = tuple((id(group["params"]), len(group["params"])) for group in optimizer.param_groups)
+        cached = self._plans.get(id(optimizer))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        known = {id(p): (path, role) for path, role, p in self._root_params()}
+        plan = []
         for g, group in enumerate(optimizer.param_groups):
             for i, param in enumerate(group["params"]):
                 path, role = known.get(id(param), ("<optimizer>", f"param_groups[{g}][{i}]"))
-                out.append((path, role, param))
-        return out
+                plan.append((path, role, role + ".grad", param))
+        self._plans[id(optimizer)] = (key, plan)
+        return plan
 
     # --- records -----------------------------------------------------------------------------------------
     def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
-        index = len(self.records) + len(self._open)
-        record = {"index": index, "step": self.step, "phase": phase, "module": path, "role": role,
-                  "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype)}
-        self._open.append(record)
+        index = self._count
+        self._count = index + 1
+        row = [phase, path, role, tensor.shape, tensor.dtype, 0, 0.0, False]
+        self._open.append(row)
         if index == self._capture and self._capture_path is not None:
             torch.save(tensor.detach().to("cpu", copy=True), self._capture_path)
         version = tensor._version
-        for seen, seen_version, earlier in self._recent:
+        recent = self._recent
+        for seen, seen_version, earlier in recent:
             if seen is tensor and seen_version == version:  # unchanged since recorded: one digest serves both
-                self._copies.append((record, earlier))
+                self._copies.append((row, earlier))
                 return
-        self._recent.append((tensor, version, record))
-        if len(self._recent) > RECENT:
-            del self._recent[0]
+        recent.append((tensor, version, row))
+        if len(recent) > RECENT:
+            del recent[0]
         if tensor.is_cpu and not self._batch_cpu:
-            record["digest"], record["magnitude"] = digest(tensor)  # no launches to save on the CPU
+            if self._digests:
+                row[DIGEST], row[MAGNITUDE] = digest(tensor)  # no launches to save on the CPU
             return
-        held = tensor.detach()
-        self._held.append((record, held, version))
-        self._held_bytes += held.numel() * held.element_size()
-        if self._held_bytes >= self._batch_bytes or (phase, path, role) in self._at_once:
+        self._held.append((row, tensor, version))
+        self._held_bytes += tensor.nbytes
+        if self._held_bytes >= self._batch_bytes or (self._at_once and (phase, path, role) in self._at_once):
+            self._launch()
+
+    def _record_all(self, phase: str, items: list[tuple[str, str, torch.Tensor]], checked: bool = False) -> None:
+        """Records of the optimizer's tensors: digested once each (no repeats to look for); `checked`: their batch
+        may be launched after the program could change them (a change marks them `late`)."""
+        first = self._count
+        capture = self._capture
+        at_once = not self._batch_cpu and any(t.is_cpu for _, _, t in items)
+        if at_once or (capture is not None and first <= capture < first + len(items)):
+            for path, role, tensor in items:  # the general path: CPU digests at once, the capture
+                self._record(phase, path, role, tensor)
+            return
+        rows = [[phase, path, role, t.shape, t.dtype, 0, 0.0, False] for path, role, t in items]
+        self._count = first + len(rows)
+        self._open += rows
+        self._held += [(row, t, t._version if checked else UNCHECKED)
+                       for row, (_, _, t) in zip(rows, items, strict=True)]
+        self._held_bytes += sum(t.nbytes for _, _, t in items)
+        if self._held_bytes >= self._batch_bytes:
             self._launch()
 
     def _launch(self) -> None:
         """Queue the digests of the held tensors, per device; they are no longer held."""
-        by_device: dict[torch.device, list[tuple[dict[str, Any], torch.Tensor, int]]] = {}
+        if not self._held:
+            return
+        by_device: dict[torch.device, list[tuple[list[Any], torch.Tensor, int]]] = {}
         for item in self._held:
             by_device.setdefault(item[1].device, []).append(item)
         for items in by_device.values():
-            for record, tensor, version in items:
-                if tensor._version != version:  # changed in place since it was recorded
-                    record["late"] = True
-                    self._at_once.add((record["phase"], record["module"], record["role"]))
-            batch = replay_batch.launch([tensor for _, tensor, _ in items])
-            self._launched.append(([record for record, _, _ in items], batch))
+            for row, tensor, version in items:
+                if version != UNCHECKED and tensor._version != version:  # changed in place since it was recorded
+                    row[LATE] = True
+                    if row[PHASE] == BACKWARD and row[ROLE].endswith(".grad"):
+                        self._grads_checked = False  # the optimizer changes gradients: digest them before it runs
+                    else:
+                        self._at_once.add((row[PHASE], row[PATH], row[ROLE]))
+            if self._digests:
+                batch = replay_batch.launch([tensor for _, tensor, _ in items])
+                self._launched.append(([row for row, _, _ in items], batch))
         self._held, self._held_bytes = [], 0
 
     def _flush(self) -> None:
@@ -195,14 +305,14 @@ class Tape:
         self._launch()
         if self._launched:
             values = replay_batch.resolve([batch for _, batch in self._launched])
-            records = [record for group, _ in self._launched for record in group]
-            for record, (bits, peak) in zip(records, values, strict=True):
-                record["digest"], record["magnitude"] = bits, peak
+            rows = [row for group, _ in self._launched for row in group]
+            for row, (bits, peak) in zip(rows, values, strict=True):
+                row[DIGEST], row[MAGNITUDE] = bits, peak
             self._launched = []
-        for record, same in self._copies:
-            record.update({k: same[k] for k in ("digest", "magnitude", "late") if k in same})
-        self.records += self._open
-        self._open, self._copies, self._recent = [], [], []
+        for row, same in self._copies:
+            row[DIGEST], row[MAGNITUDE], row[LATE] = same[DIGEST], same[MAGNITUDE], same[LATE]
+        self._done.append((self.step, self._open))
+        self._open, self._copies, self._recent, self._hooked = [], [], [], []
 
     def boundary(self) -> None:
         """Close the current step: copy its digests to the host; a boundary with nothing recorded is ignored."""
@@ -214,6 +324,7 @@ class Tape:
 
     def finish(self) -> int:
         """Flush what the program recorded after its last step boundary; returns how many records that was."""
+        self._take_grads()
         tail = len(self._open)
         self._flush()
         return tail

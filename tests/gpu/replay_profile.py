@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
 
-from bench.replay import HooksOnly
+from bench.replay import hooks_only
 from probes.replay_example import build, train_step
 from probes.replay_tape import Tape
 
@@ -32,6 +32,9 @@ class Dispatch(Tape):
     """The global hooks installed, nothing recorded: what the hook dispatch alone costs."""
 
     def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
+        return None
+
+    def _record_all(self, phase: str, items: list[tuple[str, str, torch.Tensor]], checked: bool = False) -> None:
         return None
 
 
@@ -61,7 +64,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.manual_seed(0)
     parts = build(args.device, "none")
-    modes = {"bare": lambda: None, "dispatch only": Dispatch, "records, no digests": HooksOnly, "full tape": Tape}
+    modes = {"bare": lambda: None, "dispatch only": Dispatch, "records, no digests": hooks_only, "full tape": Tape}
     tapes = {name: make() for name, make in modes.items()}
     for tape in tapes.values():
         steps(parts, tape, 3, args.device)

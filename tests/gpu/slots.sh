@@ -39,6 +39,7 @@ if sm:
 PY
 
 fi
+[ -n "${SKIP_SERVICE:-}" ] && exit 0  # SKIP_SERVICE=1: only the bench half
 
 step "matmul-throughput through the service, GPU worker with 4 slots"
 data=/tmp/cuprobe-slots; rm -rf "$data"; mkdir -p "$data"; port=8766

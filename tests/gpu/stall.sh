@@ -10,35 +10,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; O="$OUT/stall"; mkdir -p "$O"
 limit=${1:-75}; watch_at=${2:-40}
 export PYTHONUNBUFFERED=1
-PYSPY=$(command -v py-spy || echo "$HOME/.local/bin/py-spy")
-
-threads() {  # PID: one line per thread: tid, name, state, utime+stime (ticks), wait channel, syscall number
-  for t in /proc/"$1"/task/*; do
-    printf '%s %-16s %s %s %s sys=%s\n' "${t##*/}" "$(cat "$t/comm" 2>/dev/null)" \
-      "$(awk '{print $3, $14+$15}' "$t/stat" 2>/dev/null)" "$(cat "$t/wchan" 2>/dev/null)" \
-      "$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
-  done
-}
-
-inspect() {  # PID LABEL
-  local p=$1 f="$O/$2-pid$1.txt"
-  {
-    echo "== $2 pid $p: $(tr '\0' ' ' < /proc/"$p"/cmdline | cut -c1-300)"
-    grep -E 'State|Threads|ctxt' /proc/"$p"/status
-    echo "-- threads (tid name state cpu-ticks wchan syscall), then 1 s later"
-    threads "$p"; sleep 1; echo "--"; threads "$p"
-    echo "-- open files"; ls -l /proc/"$p"/fd 2>/dev/null | awk '{print $9, $10, $11}' | tail -n +2
-    echo "-- GPU"; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
-    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader
-    echo "-- py-spy dump --native"; timeout 40 "$PYSPY" dump --pid "$p" --native 2>&1
-    echo "-- py-spy dump (again, 2 s later)"; sleep 2; timeout 40 "$PYSPY" dump --pid "$p" 2>&1
-    echo "-- the sanitizer front end (parent of the subreaper)"
-    local sub front; sub=$(ps -o ppid= -p "$p" | tr -d ' '); front=$(ps -o ppid= -p "$sub" | tr -d ' ')
-    [ -n "$front" ] && { threads "$front"; ls -l /proc/"$front"/fd 2>/dev/null | awk '{print $9, $10, $11}' | tail -n +2; }
-    echo "-- cuda-gdb: every host thread's backtrace"
-    timeout 30 cuda-gdb -p "$p" -batch -ex 'set pagination off' -ex 'info threads' -ex 'thread apply all bt 25' 2>&1 | tail -250
-  } > "$f" 2>&1
-}
+source "$(dirname "$0")/stall_lib.sh"
 
 for k in 4 2; do
   tag="k$k"; : > "$O/$tag-bench.txt"

@@ -197,3 +197,43 @@ def test_a_tensor_changed_in_place_before_its_batch_is_marked_late_then_digested
     fresh = digest(x + 1.0)[0]
     assert outputs[0]["digest"] != fresh  # step 1: digested after the in-place change, and said so
     assert [r["digest"] for r in outputs[1:]] == [fresh] * 5  # later steps: digested when recorded
+
+
+class HalvesGradients(torch.optim.SGD):
+    """SGD that halves every gradient in place before its update, as gradient-rescaling optimizers do."""
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.grad.mul_(0.5)
+        return super().step(closure)
+
+
+def test_gradients_an_optimizer_changes_in_place_are_late_once_then_digested_before_every_update() -> None:
+    # torch wraps a class's step with the hooks when its first instance is made: made here, SGD's step fires them
+    # again inside HalvesGradients's (nested), which must count as one update.
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)])
+
+    def run(tape: Tape) -> list[dict[str, Any]]:
+        torch.manual_seed(0)
+        net = torch.nn.Linear(4, 2)
+        optimizer = HalvesGradients(net.parameters(), lr=0.1)
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+        tape.install()
+        try:
+            for _ in range(3):
+                optimizer.zero_grad()
+                net(x).sum().backward()  # type: ignore[no-untyped-call]
+                optimizer.step()
+        finally:
+            tape.remove()
+        tape.finish()
+        return [r for r in tape.records if r["role"].endswith(".grad")]
+
+    eager, batched = run(Tape()), run(Tape(batch_cpu=True))
+    assert [r["step"] for r in batched] == [1, 1, 2, 2, 3, 3]
+    assert [bool(r.get("late")) for r in batched] == [True, True, False, False, False, False]
+    assert [r["digest"] for r in batched[2:]] == [r["digest"] for r in eager[2:]]  # as the backward left them
+    assert all(b["digest"] != e["digest"] for b, e in zip(batched[:2], eager[:2], strict=True))
