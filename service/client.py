@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-# The longest the API holds a GET /jobs/{id}?wait_s= waiting for the job to end.
+# The longest the API holds a GET /jobs/{id}?wait_s= (or a POST /jobs/wait) waiting for a job to end.
 MAX_WAIT_S = 60.0
+# The most jobs one POST /jobs/wait names (their ids fit the API's 64 KiB request body limit).
+MAX_WAITED_JOBS = 1000
 
 
 class ApiError(RuntimeError):
@@ -30,9 +33,10 @@ class Client:
         self.retries, self.backoff_s = retries, backoff_s
         self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """One request; a GET (safe to repeat) is retried with exponential backoff on a transport error."""
-        tries = 1 + (self.retries if method == "GET" else 0)
+    def _send(self, method: str, path: str, *, repeatable: bool = False, **kwargs: Any) -> httpx.Response:
+        """One request; a GET or a `repeatable` one (safe to repeat) is retried with exponential backoff on a
+        transport error."""
+        tries = 1 + (self.retries if method == "GET" or repeatable else 0)
         for attempt in range(tries):
             try:
                 return self._http.request(method, path, **kwargs)
@@ -42,9 +46,9 @@ class Client:
                 time.sleep(self.backoff_s * 2**attempt)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    def _call(self, method: str, path: str, *, repeatable: bool = False, **kwargs: Any) -> dict[str, Any]:
         try:
-            response = self._send(method, path, **kwargs)
+            response = self._send(method, path, repeatable=repeatable, **kwargs)
         except httpx.TransportError as exc:
             raise ApiError(
                 0,
@@ -68,6 +72,13 @@ class Client:
         if not wait_s:
             return self._call("GET", f"/jobs/{job_id}")
         return self._call("GET", f"/jobs/{job_id}", params={"wait_s": wait_s}, timeout=self.timeout + wait_s)
+
+    def wait(self, job_ids: Sequence[str], *, wait_s: float = 0.0) -> dict[str, Any]:
+        """The jobs of `job_ids` (at most MAX_WAITED_JOBS) and the ids of none; with `wait_s`, the server holds the
+        answer up to that long until one of them ends."""
+        wait_s = min(max(wait_s, 0.0), MAX_WAIT_S)
+        body = {"ids": list(job_ids), "wait_s": wait_s}
+        return self._call("POST", "/jobs/wait", json=body, timeout=self.timeout + wait_s, repeatable=True)
 
     def findings(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/jobs/{job_id}/findings")

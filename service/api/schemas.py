@@ -1,4 +1,4 @@
-"""What the API returns: every body carries schema_version."""
+"""What the API returns (every body carries schema_version), and the body of a wait on many jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from service.db.store import Job, as_utc
+from service.client import MAX_WAIT_S, MAX_WAITED_JOBS
+from service.db.store import Job, JobState, as_utc
 from service.models import SCHEMA_VERSION, ExitCode, Finding, Tool
 
 
@@ -72,6 +73,24 @@ class JobView(Versioned):
 
 class JobList(Versioned):
     jobs: list[JobView]
+
+
+class JobsToWaitFor(BaseModel):
+    """The body of POST /jobs/wait: full job ids, and how long to hold the answer until one of them ends."""
+
+    ids: list[str] = Field(min_length=1, max_length=MAX_WAITED_JOBS)
+    wait_s: float = Field(0.0, ge=0, le=MAX_WAIT_S, description="hold the answer up to this long (no polling)")
+
+
+class WaitedJobs(Versioned):
+    """The jobs waited for, in the order asked, and the ids the store holds no job of."""
+
+    jobs: list[JobView]
+    missing: list[str]
+
+    def any_ended(self) -> bool:
+        """Whether there is news: a job has ended, or will never end because there is no such job."""
+        return bool(self.missing) or any(JobState(job.state).terminal for job in self.jobs)
 
 
 class FindingList(Versioned):

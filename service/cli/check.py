@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from probes import registry
 from service.cli.embedded import embedded_stack
@@ -16,7 +15,7 @@ from service.config import Settings
 from service.models import ProbeRequest
 from service.probing.admission import BadRequest
 from service.probing.runner import run_probe
-from service.queue.waiting import ended, poll
+from service.queue.waiting import ended_jobs
 
 
 @dataclass
@@ -61,27 +60,32 @@ def check_service(settings: Settings, timeout_s: float, progress: Progress) -> l
     # The embedded stack knows which workers it started: a job no worker serves (a GPU probe on a machine
     # without a GPU) ends `unavailable` a few seconds after the workers are up, not at its deadline.
     settings = settings.model_copy(update={"reconcile_interval_s": 1.0, "unserved_after_s": 3.0})
-    rows: list[CheckRow] = []
     with embedded_stack(settings, quiet=True) as stack:
         client = Client(stack.url, timeout=60)
         progress(f"starting {len(stack.devices)} GPU worker(s) and a CPU worker")
         _wait_for_workers(client, len(stack.devices) + 1)
-        jobs: dict[str, str] = {}
-        for name in registry.available():
-            try:
-                jobs[name] = client.submit({"probe": name, "timeout_s": timeout_s})["id"]
-            except ApiError as exc:  # 422: a probe with required parameters (command) has no default run
-                rows.append(CheckRow(name, "-", None, f"needs parameters: {exc}".splitlines()[0]))
+        return run_checks(client, registry.available(), timeout_s, progress)
 
-        def show(pending: dict[str, dict[str, Any]]) -> None:
-            waiting = sorted(pending)
-            done = len(jobs) - len(waiting)
-            progress(f"{done}/{len(jobs)} done; waiting for {', '.join(waiting)}" if waiting else "all done")
 
-        def read(name: str) -> dict[str, Any]:
-            return client.job(jobs[name])
+def run_checks(client: Client, probes: Iterable[str], timeout_s: float, progress: Progress) -> list[CheckRow]:
+    """Submit each probe at its defaults as a job and wait for them all (held requests: each end is seen as it
+    happens); a row per probe, in name order."""
+    rows: list[CheckRow] = []
+    jobs: dict[str, str] = {}  # job id -> probe
+    for name in probes:
+        try:
+            jobs[client.submit({"probe": name, "timeout_s": timeout_s})["id"]] = name
+        except ApiError as exc:  # 422: a probe with required parameters (command) has no default run
+            rows.append(CheckRow(name, "-", None, f"needs parameters: {exc}".splitlines()[0]))
 
-        for name, job in poll(jobs, read, lambda j: ended(j["state"]), poll_s=0.5, progress=show):
-            outcome = job["outcome"] if job["state"] == "done" else "cancelled"
-            rows.append(CheckRow(name, str(job["tool"]), str(outcome), str(job["message"]), str(job["id"])))
+    def show(pending: list[str]) -> None:
+        waiting = sorted(jobs[job_id] for job_id in pending)
+        done = len(jobs) - len(waiting)
+        progress(f"{done}/{len(jobs)} done; waiting for {', '.join(waiting)}" if waiting else "all done")
+
+    for job_id, job in ended_jobs(client, jobs, progress=show):
+        if isinstance(job, ApiError):
+            raise job
+        outcome = job["outcome"] if job["state"] == "done" else "cancelled"
+        rows.append(CheckRow(jobs[job_id], str(job["tool"]), str(outcome), str(job["message"]), job_id))
     return sorted(rows, key=lambda row: row.probe)

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from service.cli.jobs import TokenOpt, UrlOpt
 from service.cli.render import spelling_warnings
-from service.client import Client
+from service.client import MAX_WAIT_S, Client
 from service.config import get_settings
 from service.gate import github, junit, markdown, sarif
 from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
@@ -35,7 +35,7 @@ def _refuse(message: str) -> typer.Exit:
 
 
 def _run(
-    suite: Suite, local: bool, workdir: Path | None, url: str | None, token: str | None, poll: float
+    suite: Suite, local: bool, workdir: Path | None, url: str | None, token: str | None, hold_s: float
 ) -> list[EntryRuns]:
     total = sum(entry.repeats for entry in suite.entries)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -54,7 +54,7 @@ def _run(
             progress.advance(task)
 
         if not local:
-            return run_remote(suite, Client(url or get_settings().api_url, token), poll_s=poll, on_result=on_result)
+            return run_remote(suite, Client(url or get_settings().api_url, token), hold_s=hold_s, on_result=on_result)
         if workdir is not None:
             return run_local(suite, workdir, get_settings(), on_result)
         with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:
@@ -108,7 +108,12 @@ def gate(
         typer.Option("--update-baseline", help="write the baseline from this run (refused if anything could not run)"),
     ] = False,
     workdir: Annotated[Path | None, typer.Option(help="with --local: keep each run's artifacts here")] = None,
-    poll: Annotated[float, typer.Option(help="seconds between polls of the service")] = 1.0,
+    poll: Annotated[
+        float,
+        typer.Option(
+            help="longest one request to the service is held while no run ends (each run is seen as it ends)"
+        ),
+    ] = MAX_WAIT_S,
     url: UrlOpt = None,
     token: TokenOpt = None,
 ) -> None:

@@ -13,6 +13,7 @@ from rich.progress import Progress
 
 from service.cli.render import spelling_warnings
 from service.config import Settings, get_settings
+from service.db.id_prefix import Ambiguous, by_id_prefix
 from service.db.store import Store
 from service.db.sweeps import SweepStore
 from service.models import ExitCode
@@ -41,19 +42,15 @@ def _sweeps() -> tuple[SweepStore, Settings]:
 
 def _sweep(sweeps: SweepStore, sweep_id: str) -> Sweep:
     """The sweep with this id or the one whose id starts with it; exit 2 naming the matches otherwise."""
-    found = sweeps.get(sweep_id)
-    matches = [] if found else sweeps.ids_starting(sweep_id)
-    if found is None and len(matches) == 1:
-        found = sweeps.get(matches[0])
-    if found is None:
-        said = (
-            f"sweep id prefix {sweep_id} is ambiguous: it starts {', '.join(matches)}; give more characters"
-            if matches
-            else f"no sweep {sweep_id} (`cuprobe sweep show` lists them)"
-        )
-        console.print(f"[red]{escape(said)}[/red]")
-        raise typer.Exit(2)
-    return found
+    found = by_id_prefix(sweep_id, sweeps.get, sweeps.ids_starting)
+    if isinstance(found, Ambiguous):
+        said = f"sweep id prefix {sweep_id} is ambiguous: it starts {', '.join(found.matches)}; give more characters"
+    elif found is None:
+        said = f"no sweep {sweep_id} (`cuprobe sweep show` lists them)"
+    else:
+        return found
+    console.print(f"[red]{escape(said)}[/red]")
+    raise typer.Exit(2)
 
 
 @app.command("run")

@@ -28,6 +28,11 @@ class JobQueries(Database):
         with self.session() as s:
             return s.get(Job, job_id)
 
+    def with_ids(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        """The jobs of these ids, by id; an id the store does not hold is left out."""
+        with self.session() as s:
+            return {job.id: job for job in s.scalars(select(Job).where(Job.id.in_(list(job_ids))))}
+
     def ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
         """Ids of jobs that start with `prefix` (at most `limit`), so a short id shown to a user works."""
         with self.session() as s:

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.client import ApiError, Client
+from service.client import MAX_WAIT_S, ApiError, Client
 from service.config import Settings
 from service.gate.suite import Suite, SuiteEntry
 from service.models import Outcome, RunResult
 from service.models.queues import gate_label
 from service.probing.runner import run_probe
-from service.queue.waiting import ended, poll, result_of_job
+from service.queue.waiting import ended_jobs, result_of_job
 
 # Called after each run finishes: (entry, repeat index, result).
 OnResult = Callable[[SuiteEntry, int, RunResult], None]
@@ -53,9 +53,11 @@ def _not_run(entry: SuiteEntry, outcome: Outcome, message: str) -> RunResult:
     return RunResult(probe=entry.probe, tool=entry.tool, params=entry.params, outcome=outcome, message=message)
 
 
-def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: OnResult = _quiet) -> list[EntryRuns]:
-    """Submit every run as a gate-lane job at once (workers run them in parallel), then poll each to its end; the
-    jobs share one label, so the dashboard shows them as one gate run."""
+def run_remote(
+    suite: Suite, client: Client, *, hold_s: float = MAX_WAIT_S, on_result: OnResult = _quiet
+) -> list[EntryRuns]:
+    """Submit every run as a gate-lane job at once (workers run them in parallel), then wait for them all with held
+    requests, each run's result as it ends; the jobs share one label, so the dashboard shows them as one gate run."""
     label = gate_label(suite.name, uuid.uuid4().hex[:8])
     pending: dict[str, tuple[EntryRuns, int]] = {}
     out = []
@@ -95,16 +97,7 @@ def run_remote(suite: Suite, client: Client, *, poll_s: float = 1.0, on_result: 
             runs.results.append(_not_run(entry, Outcome.PROBE_ERROR, "pending"))
             pending[job["id"]] = (runs, repeat)
 
-    def read(job_id: str) -> dict[str, Any] | ApiError:
-        try:
-            return client.job(job_id)
-        except ApiError as exc:
-            return exc
-
-    def finished(job: dict[str, Any] | ApiError) -> bool:
-        return isinstance(job, ApiError) or ended(job["state"])
-
-    for job_id, ended_job in poll(pending, read, finished, poll_s=poll_s):
+    for job_id, ended_job in ended_jobs(client, pending, hold_s=hold_s):
         runs, repeat = pending[job_id]
         try:
             if isinstance(ended_job, ApiError):

@@ -1,4 +1,5 @@
-"""Word that a job ended, over Redis pub/sub: a held `GET /jobs/{id}?wait_s=` answers as soon as its job ends.
+"""Word that a job ended, over Redis pub/sub: a held `GET /jobs/{id}?wait_s=` answers as soon as its job ends, a held
+`POST /jobs/wait` as soon as one of its jobs does.
 
 The word is a hint, never the truth: whoever hears it reads the job from the store, and a waiter that hears
 nothing (Redis down, a job ended by the reconciler) still reads the store every `recheck_s`.
@@ -63,21 +64,24 @@ class EndListener:
         self._stopped.set()
 
     @contextlib.contextmanager
-    def watch(self, job_id: str) -> Iterator[asyncio.Event]:
-        """An event set when word comes that `job_id` ended (register before reading the job: no word is missed)."""
+    def watch(self, *job_ids: str) -> Iterator[asyncio.Event]:
+        """An event set when word comes that any of `job_ids` ended (register before reading the jobs: no word is
+        missed)."""
         self.start()
         entry = (asyncio.get_running_loop(), asyncio.Event())
         with self._lock:
-            self._waiters.setdefault(job_id, []).append(entry)
+            for job_id in job_ids:
+                self._waiters.setdefault(job_id, []).append(entry)
         try:
             yield entry[1]
         finally:
             with self._lock:
-                waiting = self._waiters.get(job_id, [])
-                if entry in waiting:
-                    waiting.remove(entry)
-                if not waiting:
-                    self._waiters.pop(job_id, None)
+                for job_id in job_ids:
+                    waiting = self._waiters.get(job_id, [])
+                    if entry in waiting:
+                        waiting.remove(entry)
+                    if not waiting:
+                        self._waiters.pop(job_id, None)
 
     def _wake(self, job_id: str) -> None:
         with self._lock:

@@ -1,11 +1,14 @@
-"""Waiting for jobs to end (one polling loop for the CLI, check, the gate and sweeps) and reading their results."""
+"""Waiting for jobs to end and reading their results: many jobs through the API by held waits (check, the gate),
+one job or the store by a polling loop (`submit --wait`, `cancel`, sweeps)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from service.client import MAX_WAIT_S, MAX_WAITED_JOBS, ApiError, Client
 from service.db.store import Job, JobState
 from service.models import Finding, Outcome, RunResult, Tool
 
@@ -44,6 +47,47 @@ def poll(
             progress(pending)
         if waiting:
             time.sleep(max(0.0, poll_s - (time.monotonic() - began)))
+
+
+def ended_jobs(
+    client: Client,
+    job_ids: Iterable[str],
+    *,
+    hold_s: float = MAX_WAIT_S,
+    deadline: float | None = None,
+    progress: Callable[[list[str]], None] | None = None,
+) -> Iterator[tuple[str, dict[str, Any] | ApiError]]:
+    """Yield (job id, job) as each job ends, in the order they end. Each POST /jobs/wait is held by the API until
+    one of the pending jobs ends (it reads the store on the worker's word, and every second anyway) or `hold_s`
+    passes, so a request brings news or lasts `hold_s`: no fixed-interval polling. A job the store does not hold,
+    or a service that cannot be reached, comes back as an ApiError. `progress` sees the ids still pending at the
+    start and after each answer; at `deadline` (time.monotonic()) the jobs that have not ended are left unyielded."""
+    waiting = list(dict.fromkeys(job_ids))
+    if progress is not None:
+        progress(waiting)
+    while waiting:
+        left = math.inf if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return
+        asked = waiting[:MAX_WAITED_JOBS]  # more: the rest are asked about as the first ones end
+        jobs: dict[str, dict[str, Any] | ApiError]
+        try:
+            answer = client.wait(asked, wait_s=min(hold_s, left))
+            jobs = {job["id"]: job for job in answer["jobs"]}
+            jobs |= {job_id: ApiError(404, f"no job {job_id}") for job_id in answer["missing"]}
+        except ApiError as exc:
+            jobs = dict.fromkeys(asked, exc)
+        news = {job_id for job_id in asked if _over(jobs[job_id])}
+        for job_id in asked:
+            if job_id in news:
+                yield job_id, jobs[job_id]
+        waiting = [job_id for job_id in waiting if job_id not in news]
+        if progress is not None:
+            progress(waiting)
+
+
+def _over(job: dict[str, Any] | ApiError) -> bool:
+    return isinstance(job, ApiError) or ended(job["state"])
 
 
 def job_fields(job: Job) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from service.config import Settings
+from service.db.id_prefix import Ambiguous, by_id_prefix
 from service.db.store import Job, Store
 from service.db.sweeps import SweepStore
 from service.models.sweep import Sweep
@@ -30,13 +31,10 @@ def settings_of(request: Request) -> Settings:
 
 def job_or_missing(store: Store, job_id: str) -> Job:
     """The job `job_id` names (a full id or a unique prefix); PageNotFound otherwise."""
-    job = store.get(job_id)
-    if job is not None:
-        return job
-    matches = store.ids_starting(job_id) if job_id else []
-    if len(matches) > 1:
-        raise PageNotFound(f"job id {job_id} is ambiguous: it starts {', '.join(matches)}; give more characters", 409)
-    found = store.get(matches[0]) if matches else None
+    found = by_id_prefix(job_id, store.get, store.ids_starting)
+    if isinstance(found, Ambiguous):
+        said = ", ".join(found.matches)
+        raise PageNotFound(f"job id {job_id} is ambiguous: it starts {said}; give more characters", 409)
     if found is None:
         raise PageNotFound(f"no job {job_id}")
     return found
@@ -44,13 +42,9 @@ def job_or_missing(store: Store, job_id: str) -> Job:
 
 def sweep_or_missing(sweeps: SweepStore, sweep_id: str) -> Sweep:
     """The sweep `sweep_id` names (a full id or a unique prefix); PageNotFound otherwise."""
-    found = sweeps.get(sweep_id)
-    if found is not None:
-        return found
-    matches = sweeps.ids_starting(sweep_id) if sweep_id else []
-    if len(matches) > 1:
-        raise PageNotFound(f"sweep id {sweep_id} is ambiguous: it starts {', '.join(matches)}", 409)
-    found = sweeps.get(matches[0]) if matches else None
+    found = by_id_prefix(sweep_id, sweeps.get, sweeps.ids_starting)
+    if isinstance(found, Ambiguous):
+        raise PageNotFound(f"sweep id {sweep_id} is ambiguous: it starts {', '.join(found.matches)}", 409)
     if found is None:
         raise PageNotFound(f"no sweep {sweep_id}")
     return found

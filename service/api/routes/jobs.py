@@ -5,47 +5,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
-from service.api.schemas import FindingList, JobList, JobView
+from service.api.schemas import FindingList, JobList, JobsToWaitFor, JobView, WaitedJobs
 from service.client import MAX_WAIT_S
 from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
+from service.db.id_prefix import Ambiguous, by_id_prefix
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
 from service.probing.admission import BadRequest
 from service.queue import submit as job_service
 from service.queue.broker import enqueue
 
-# How often a held GET /jobs/{id}?wait_s= reads the store anyway (a job ended by the reconciler, or word of its
-# end lost with Redis); it is held at most MAX_WAIT_S.
+# How often a held GET /jobs/{id}?wait_s= or POST /jobs/wait reads the store anyway (a job ended by the reconciler,
+# or word of its end lost with Redis); it is held at most MAX_WAIT_S.
 RECHECK_S = 1.0
+Read = TypeVar("Read")
 router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 
 
 def _job_or_404(store: StoreDep, job_id: str) -> Job:
     """The job with id `job_id`, or the one job whose id starts with it; 404 for none, 409 for several."""
-    job = store.get(job_id)
-    if job is not None:
-        return job
-    matches = store.ids_starting(job_id) if job_id else []
-    if len(matches) > 1:
+    found = by_id_prefix(job_id, store.get, store.ids_starting)
+    if isinstance(found, Ambiguous):
         raise HTTPException(
             status.HTTP_409_CONFLICT,
-            f"job id prefix {job_id} is ambiguous: it starts {', '.join(matches)}"
-            + (" and more" if len(matches) >= 10 else "")
+            f"job id prefix {job_id} is ambiguous: it starts {', '.join(found.matches)}"
+            + (" and more" if found.more else "")
             + "; give more characters",
         )
-    job = store.get(matches[0]) if matches else None
-    if job is None:
+    if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id}")
-    return job
+    return found
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)
@@ -96,6 +96,26 @@ def _view(store: StoreDep, job_id: str) -> JobView:
     return JobView.of(job, len(store.findings(job.id)))
 
 
+async def _held(
+    request: Request, job_ids: list[str], wait_s: float, read: Callable[[], Read], news: Callable[[Read], bool]
+) -> Read:
+    """`read()` again on word that one of `job_ids` ended, and every RECHECK_S anyway, until it brings `news` or
+    `wait_s` has passed."""
+    deadline = time.monotonic() + wait_s
+    with request.app.state.ended.watch(*job_ids) as ended:
+        found = await run_in_threadpool(read)  # it may have ended before the watch began
+        while not news(found) and (left := deadline - time.monotonic()) > 0:
+            with contextlib.suppress(TimeoutError):  # read the store anyway
+                await asyncio.wait_for(ended.wait(), timeout=min(left, RECHECK_S))
+            ended.clear()
+            found = await run_in_threadpool(read)
+    return found
+
+
+def _ended(view: JobView) -> bool:
+    return JobState(view.state).terminal
+
+
 @router.get("/{job_id}")
 async def get_job(
     job_id: str,
@@ -108,17 +128,29 @@ async def get_job(
 ) -> JobView:
     """The job; with `wait_s`, answered as soon as it ends (a worker announces it) or when `wait_s` has passed."""
     view = await run_in_threadpool(_view, store, job_id)
-    if not wait_s or JobState(view.state).terminal:
+    if not wait_s or _ended(view):
         return view
-    deadline = time.monotonic() + wait_s
-    with request.app.state.ended.watch(view.id) as ended:
-        view = await run_in_threadpool(_view, store, view.id)  # it may have ended before the watch began
-        while not JobState(view.state).terminal and (left := deadline - time.monotonic()) > 0:
-            with contextlib.suppress(TimeoutError):  # read the store anyway
-                await asyncio.wait_for(ended.wait(), timeout=min(left, RECHECK_S))
-            ended.clear()
-            view = await run_in_threadpool(_view, store, view.id)
-    return view
+    return await _held(request, [view.id], wait_s, partial(_view, store, view.id), _ended)
+
+
+def _waited(store: StoreDep, job_ids: list[str]) -> WaitedJobs:
+    jobs = store.with_ids(job_ids)
+    counts = store.finding_counts(list(jobs))
+    return WaitedJobs(
+        jobs=[JobView.of(jobs[i], counts.get(i, 0)) for i in job_ids if i in jobs],
+        missing=[i for i in job_ids if i not in jobs],
+    )
+
+
+@router.post("/wait")
+async def wait_for_any(asked: JobsToWaitFor, store: StoreDep, request: Request) -> WaitedJobs:
+    """The jobs of these full ids, answered as soon as one of them has ended (at once if one already has, or if an id
+    names no job) or when `wait_s` has passed: a client waiting for many jobs asks again with those still pending."""
+    job_ids = list(dict.fromkeys(asked.ids))
+    waited = await run_in_threadpool(_waited, store, job_ids)
+    if not asked.wait_s or waited.any_ended():
+        return waited
+    return await _held(request, job_ids, asked.wait_s, partial(_waited, store, job_ids), WaitedJobs.any_ended)
 
 
 @router.get("/{job_id}/findings")
