@@ -14,6 +14,9 @@ MAX_WAIT_S = 60.0
 MAX_WAITED_JOBS = 1000
 
 
+TERMINAL_STATES = ("done", "cancelled")  # job states after which nothing changes (the API's `state` field)
+
+
 class ApiError(RuntimeError):
     """The API refused a request or could not be reached; `status` is the HTTP status (0: unreachable)."""
 
@@ -32,6 +35,7 @@ class Client:
         self.url, self.timeout = url, timeout
         self.retries, self.backoff_s = retries, backoff_s
         self._http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+        self._one_by_one = False  # the server has no POST /jobs/wait: wait() reads the jobs one by one
 
     def _send(self, method: str, path: str, *, repeatable: bool = False, **kwargs: Any) -> httpx.Response:
         """One request; a GET or a `repeatable` one (safe to repeat) is retried with exponential backoff on a
@@ -78,7 +82,35 @@ class Client:
         answer up to that long until one of them ends."""
         wait_s = min(max(wait_s, 0.0), MAX_WAIT_S)
         body = {"ids": list(job_ids), "wait_s": wait_s}
-        return self._call("POST", "/jobs/wait", json=body, timeout=self.timeout + wait_s, repeatable=True)
+        if not self._one_by_one:
+            try:
+                return self._call("POST", "/jobs/wait", json=body, timeout=self.timeout + wait_s, repeatable=True)
+            except ApiError as exc:
+                if exc.status not in (404, 405):  # 404/405: a server from before POST /jobs/wait
+                    raise
+                self._one_by_one = True
+        return self._wait_one_by_one(job_ids, wait_s)
+
+    def _wait_one_by_one(self, job_ids: Sequence[str], wait_s: float) -> dict[str, Any]:
+        """POST /jobs/wait's answer from GET /jobs/{id}: the first pending job's read held up to `wait_s` (an
+        older server that does not hold it is asked again at most once a second)."""
+        began = time.monotonic()
+        jobs: list[dict[str, Any]] = []
+        missing: list[str] = []
+        held = False
+        for job_id in job_ids:
+            try:
+                job = self.job(job_id, wait_s=0.0 if held else wait_s)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                missing.append(job_id)
+                continue
+            held = held or job["state"] not in TERMINAL_STATES
+            jobs.append(job)
+        if not missing and all(job["state"] not in TERMINAL_STATES for job in jobs):
+            time.sleep(max(0.0, min(wait_s, 1.0) - (time.monotonic() - began)))
+        return {"jobs": jobs, "missing": missing}
 
     def findings(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/jobs/{job_id}/findings")

@@ -7,11 +7,13 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
+from starlette.responses import JSONResponse
 
 from service.api import create_app
 from service.cli.embedded import free_port
@@ -34,6 +36,18 @@ TEST_ENV = {
     "CUPROBE_MAX_ATTEMPTS": "3",
     "CUPROBE_QUEUE_DEADLINE_S": "600",
 }
+
+
+def _without(app: Any, routes: set[tuple[str, str]]) -> Any:
+    """`app`, answering 405 to the (method, path) requests of `routes`, as a server without those routes does."""
+
+    async def served(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (scope["method"], scope["path"]) in routes:
+            await JSONResponse({"detail": "Method Not Allowed"}, status_code=405)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return served
 
 
 def children(pid: int) -> list[int]:
@@ -71,12 +85,16 @@ class Stack:
 
     # --- API ---
 
-    def start_api(self, served_queues: ServedQueues | None = None, **overrides: Any) -> httpx.Client:
-        """Serve the API for these settings (with overrides) on a free port; returns a client for it."""
+    def start_api(
+        self, served_queues: ServedQueues | None = None, without: Sequence[tuple[str, str]] = (), **overrides: Any
+    ) -> httpx.Client:
+        """Serve the API for these settings (with overrides) on a free port; returns a client for it. `without`:
+        (method, path) routes left out, as a server from before they were added."""
         port = free_port()
         settings = self.settings.model_copy(update=overrides)
         app = create_app(settings, served_queues=served_queues)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        served: Any = _without(app, set(without)) if without else app
+        server = uvicorn.Server(uvicorn.Config(served, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         deadline = time.monotonic() + 20

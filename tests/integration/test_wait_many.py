@@ -142,3 +142,19 @@ def test_a_wait_names_unknown_ids_at_once_and_refuses_an_empty_or_oversized_list
         refused = api.post("/jobs/wait", json={"ids": ids})
         assert refused.status_code == 422 and "ids" in refused.json()["field"], refused.text
     wait_for(api, known)
+
+
+def test_a_server_without_the_many_job_wait_is_waited_on_job_by_job(
+    stack: Stack, api: httpx.Client, sent: Sent
+) -> None:
+    old = stack.start_api(without=[("POST", "/jobs/wait")])  # the same store and queue, as a server before it
+    assert old.post("/jobs/wait", json={"ids": ["x"], "wait_s": 0}).status_code in (404, 405)
+    quick = _submit(old, probe="selftest")
+    slower = _submit(old, probe="selftest", params={"behaviour": "sleep", "seconds": 1.0})
+    client = Client(str(old.base_url))
+    got = dict(ended_jobs(client, [quick, slower, "0" * 32], deadline=time.monotonic() + 45))
+    assert {job_id: (j.status if isinstance(j, ApiError) else j["outcome"]) for job_id, j in got.items()} == {
+        quick: "clean", slower: "clean", "0" * 32: 404
+    }
+    assert sent["POST /jobs/wait"] == 2, sent  # asked once (refused), then read one by one: at most once a second
+    assert sent.job_reads() <= 2 * 3 * 46, sent
