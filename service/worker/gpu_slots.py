@@ -26,12 +26,17 @@ from service.probing.gpus import GpuDevice, visible_gpus
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
 GIB_PER_PROCESS = 8
-# Past this many processes per GPU the host side (one core each) and the driver's per-context cost dominate.
-MAX_SLOTS = 8
+# Measured on an H200 with 16 cores (docs/sweep.md): the 48-case grid took 17.5, 13.1, 14.9 and 22.5 s at K = 1,
+# 2, 4 and 8, the 384-case grid 37.1 s at K = 1 and 25.3-26.8 s at K = 2 against 30.9 s at K = 4. Sanitizer
+# processes started together queue on a lock in the NVIDIA driver while they create their contexts (state D,
+# os_acquire_rwlock), so past two per GPU the start-up grows faster than the work divides. And every process more
+# is another chance of the hang seen at K > 1 (a target waiting in cuCtxSynchronize for a kernel the GPU is not
+# running). CUPROBE_GPU_SLOTS sets more.
+MAX_SLOTS = 2
 
 
 def default_slots(cores: int, gpus: int, free_bytes: int | None) -> tuple[int, str]:
-    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by 8."""
+    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by MAX_SLOTS."""
     per_gpu = max(1, cores // max(1, gpus))
     k, why = per_gpu, f"{cores} cores / {max(1, gpus)} GPU(s) = {per_gpu}"
     if free_bytes is not None:

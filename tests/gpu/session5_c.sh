@@ -7,8 +7,8 @@ set -u
 OUT=${OUT:-/tmp/out}; O="$OUT/stall"; mkdir -p "$O"
 source tests/gpu/stall_lib.sh
 echo "== service half $(date -u +%T)"
-watch_stalls 60 2 & watcher=$!
-SKIP_BENCH=1 timeout 420 bash tests/gpu/slots.sh > /dev/null 2>&1
+watch_stalls 90 1 & watcher=$!
+SKIP_BENCH=1 timeout 280 bash tests/gpu/slots.sh > /dev/null 2>&1
 echo "slots.sh rc=$?"
 kill $watcher 2>/dev/null
 echo "== done $(date -u +%T)"

@@ -41,9 +41,9 @@ PY
 fi
 [ -n "${SKIP_SERVICE:-}" ] && exit 0  # SKIP_SERVICE=1: only the bench half
 
-step "matmul-throughput through the service, GPU worker with 4 slots"
+step "matmul-throughput through the service, GPU worker with ${SLOTS:-2} slots"
 data=/tmp/cuprobe-slots; rm -rf "$data"; mkdir -p "$data"; port=8766
-export CUPROBE_DATA_DIR="$data" CUPROBE_DATABASE_URL="sqlite:///$data/cuprobe.db" CUPROBE_GPU_SLOTS=4
+export CUPROBE_DATA_DIR="$data" CUPROBE_DATABASE_URL="sqlite:///$data/cuprobe.db" CUPROBE_GPU_SLOTS=${SLOTS:-2}
 export CUPROBE_BROKER_URL=redis://127.0.0.1:6379/5 CUPROBE_API_URL="http://127.0.0.1:$port"
 python3 -c "import redis; redis.Redis.from_url('$CUPROBE_BROKER_URL').flushdb()"
 python3 -m service.cli worker --loglevel WARNING > "$out/worker.log" 2>&1 & worker=$!
@@ -52,7 +52,7 @@ trap 'kill $worker $api 2>/dev/null; wait $worker $api 2>/dev/null' EXIT
 for _ in $(seq 90); do curl -sf "$CUPROBE_API_URL/health" | grep -q 'gpu.sm' && break; sleep 1; done
 head -3 "$out/worker.log"
 # Idle three times, then while eight sweep jobs fill the slots (tests/gpu/throughput_busy.py says why it passes).
-timeout 300 python3 tests/gpu/throughput_busy.py --url "$CUPROBE_API_URL" --out "$out/busy"
+timeout 240 python3 tests/gpu/throughput_busy.py --url "$CUPROBE_API_URL" --out "$out/busy" --sweep-jobs ${SWEEP_JOBS:-4}
 echo "throughput_busy rc=$?"
 grep -c "sanitizer slot" "$out/worker.log" || true
 ls -la "$out"

@@ -31,6 +31,9 @@ inspect() {  # PID LABEL
     echo "-- the sanitizer front end (parent of the subreaper)"
     local sub front; sub=$(ps -o ppid= -p "$p" | tr -d ' '); front=$(ps -o ppid= -p "$sub" | tr -d ' ')
     [ -n "$front" ] && { threads "$front"; ls -l /proc/"$front"/fd 2>/dev/null | awk '{print $9, $10, $11}' | tail -n +2; }
+    # cuda-gdb's attach made the driver report an internal error (CUresult 10) in the stalled target on
+    # 2026-12-03 and ended the stall with wrong results, so it runs only when asked for (CUDA_GDB=1).
+    [ "${CUDA_GDB:-0}" = 1 ] || return 0
     echo "-- cuda-gdb: every host thread's backtrace"
     timeout 30 cuda-gdb -p "$p" -batch -ex 'set pagination off' -ex 'info threads' -ex 'thread apply all bt 25' 2>&1 | tail -250
   } > "$f" 2>&1
@@ -40,7 +43,7 @@ watch_stalls() {
   local age=$1 max=$2 seen=" " n=0
   while (( n < max )); do
     sleep 10
-    for p in $(ps -eo pid,etimes,args | awk -v t="$age" '$2 > t && /python3 -m probes narrow-matmul/ {print $1}'); do
+    for p in $(ps -eo pid,etimes,args | awk -v t="$age" '$2 > t && $3 ~ /python3$/ && /-m probes narrow-matmul/ {print $1}'); do
       [[ "$seen" == *" $p "* ]] && continue
       seen+="$p "; n=$((n + 1))
       ps -eo pid,ppid,stat,pcpu,etimes,rss,wchan:20,args --sort=pid | grep -E 'sanitizer|probes|sweep.py' \

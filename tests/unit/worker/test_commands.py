@@ -48,12 +48,14 @@ def test_gpu_worker_concurrency_is_its_sanitizer_slots() -> None:
 
 
 def test_default_slots_from_cores_per_gpu_and_free_memory() -> None:
-    assert default_slots(16, 1, 140 << 30) == (8, "16 cores / 1 GPU(s) = 16, capped at 8")
-    assert default_slots(16, 2, 140 << 30)[0] == 8
-    assert default_slots(32, 8, 140 << 30)[0] == 4
+    assert default_slots(16, 1, 140 << 30) == (2, "16 cores / 1 GPU(s) = 16, capped at 2")
+    assert default_slots(16, 2, 140 << 30)[0] == 2
+    assert default_slots(32, 8, 140 << 30)[0] == 2
+    assert default_slots(8, 8, 140 << 30) == (1, "8 cores / 8 GPU(s) = 1")
     # 12 GiB free leaves room for one 8 GiB process
     assert default_slots(16, 1, 12 << 30) == (1, "12 GiB free / 8 GiB per process")
     assert default_slots(2, 1, None) == (2, "2 cores / 1 GPU(s) = 2")
+    assert default_slots(3, 1, None) == (2, "3 cores / 1 GPU(s) = 3, capped at 2")
     assert default_slots(1, 4, None)[0] == 1
     # the A100 above has 12,000 MiB free: one slot; the H200 as many as the cores allow
     h200, a100 = DEVICES
