@@ -16,10 +16,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
+from service.api.ids import named_or_error
 from service.api.schemas import FindingList, JobList, JobsToWaitFor, JobView, WaitedJobs
 from service.client import MAX_WAIT_S
 from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
-from service.db.id_prefix import Ambiguous, by_id_prefix
 from service.db.store import Job, JobState
 from service.models import Outcome, Tool
 from service.probing.admission import BadRequest
@@ -35,17 +35,7 @@ router = APIRouter(prefix="/jobs", tags=["jobs"], dependencies=[Authorized])
 
 def _job_or_404(store: StoreDep, job_id: str) -> Job:
     """The job with id `job_id`, or the one job whose id starts with it; 404 for none, 409 for several."""
-    found = by_id_prefix(job_id, store.get, store.ids_starting)
-    if isinstance(found, Ambiguous):
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            f"job id prefix {job_id} is ambiguous: it starts {', '.join(found.matches)}"
-            + (" and more" if found.more else "")
-            + "; give more characters",
-        )
-    if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id}")
-    return found
+    return named_or_error("job", job_id, store.get, store.ids_starting)
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED)

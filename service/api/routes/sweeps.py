@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter
 
 from service.api.deps import Authorized, StoreDep
-from service.db.id_prefix import MATCHES_SHOWN, Ambiguous, by_id_prefix
+from service.api.ids import named_or_error
 from service.db.sweeps import SweepStore
 from service.models.sweep import Sweep
 from service.sweep.diff import SweepDiff, diff
@@ -16,31 +16,9 @@ from service.sweep.diff import SweepDiff, diff
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], dependencies=[Authorized])
 
 
-def _resolve(sweeps: SweepStore, sweep_id: str) -> str:
-    """The id of the sweep `sweep_id` names (a full id or a unique prefix); 404 for none, 409 for several."""
-
-    def exists(given: str) -> str | None:
-        return given if given in sweeps.ids_starting(given, MATCHES_SHOWN + 1) else None
-
-    found = by_id_prefix(sweep_id, exists, sweeps.ids_starting)
-    if isinstance(found, Ambiguous):
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            f"sweep id prefix {sweep_id} is ambiguous: it starts {', '.join(found.matches)}"
-            + (" and more" if found.more else "")
-            + "; give more characters",
-        )
-    if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no sweep {sweep_id}")
-    return found
-
-
 def _get(store: StoreDep, sweep_id: str) -> Sweep:
     sweeps = SweepStore(store)
-    sweep = sweeps.get(_resolve(sweeps, sweep_id))
-    if sweep is None:  # deleted in between
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no sweep {sweep_id}")
-    return sweep
+    return named_or_error("sweep", sweep_id, sweeps.get, sweeps.ids_starting)
 
 
 @router.get("")
@@ -69,8 +47,6 @@ def get_sweep(store: StoreDep, sweep_id: str) -> Sweep:
 @router.get("/{sweep_id}/diff")
 def get_diff(store: StoreDep, sweep_id: str) -> SweepDiff:
     sweeps = SweepStore(store)
-    sweep = sweeps.for_diff(_resolve(sweeps, sweep_id))
-    if sweep is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no sweep {sweep_id}")
+    sweep = named_or_error("sweep", sweep_id, sweeps.for_diff, sweeps.ids_starting)
     previous = sweeps.previous_id(sweep)
     return diff(sweep, sweeps.for_diff(previous) if previous else None)
