@@ -66,6 +66,11 @@ def differences(a: Cases, b: Cases) -> list[str]:
     return [f"{key}: {a.get(key)} vs {b.get(key)}" for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
 
 
+def stalls(sweep: Sweep) -> int:
+    """Attempts the progress watchdog stopped and ran again (their time is in the wall time)."""
+    return sum(sum(p.stalls) for p in sweep.processes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--full", action="store_true", help="also run the 384-case grid batched at each K")
@@ -90,7 +95,7 @@ def main() -> int:
         base, t_base = timed("bench48-per-case", 16, False, work, settings, 1)
         reference = per_case(base)
         ok &= all(c.outcome.ran for c in base.cases)
-        rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-")]
+        rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-", stalls(base))]
         first: Cases | None = None
         for k in ks:
             sweep, wall = timed(f"bench48-batched-k{k}", 16, True, work, settings, k)
@@ -98,16 +103,17 @@ def main() -> int:
             first = first if first is not None else cases
             diffs = differences(first, cases) + differences(reference, cases)
             ok &= not diffs and all(c.outcome.ran for c in sweep.cases)
-            rows.append((f"batched, K={k}", len(sweep.processes), wall, "yes" if not diffs else "NO"))
+            rows.append((f"batched, K={k}", len(sweep.processes), wall, "yes" if not diffs else "NO", stalls(sweep)))
             for line in diffs:
                 print(f"  DIFFERS K={k} {line}")
             last = sweep
         print(f"\n48-case sweep ({len(reference)} cases)")
-        print(f"{'run':<28}{'procs':>6}{'wall_s':>9}{'vs baseline':>13}{'same findings':>15}")
-        for label, procs, wall, same in rows:
-            print(f"{label:<28}{procs:>6}{wall:>9.1f}{t_base / wall:>12.1f}x{same:>15}")
+        print(f"{'run':<28}{'procs':>6}{'wall_s':>9}{'vs baseline':>13}{'same findings':>15}{'stalled':>9}")
+        for label, procs, wall, same_findings, stalled in rows:
+            print(f"{label:<28}{procs:>6}{wall:>9.1f}{t_base / wall:>12.1f}x{same_findings:>15}{stalled:>9}")
     if args.full:
-        print(f"\n384-case grid, batched\n{'K':>3}{'procs':>7}{'wall_s':>9}{'cases/GPU-hour':>16}{'same as K=1':>13}")
+        print(f"\n384-case grid, batched\n{'K':>3}{'procs':>7}{'wall_s':>9}{'cases/GPU-hour':>16}{'same as K=1':>13}"
+              f"{'stalled':>9}")
         first = None
         for k in ks:
             full, wall = timed(f"nightly-narrow-matmul-k{k}", 128, True, work, settings, k)
@@ -116,7 +122,8 @@ def main() -> int:
             same = not differences(first, cases)
             ok &= same and all(c.outcome.ran for c in full.cases)
             n = len(cases)
-            print(f"{k:>3}{len(full.processes):>7}{wall:>9.1f}{n / wall * 3600:>16,.0f}{'yes' if same else 'NO':>13}")
+            print(f"{k:>3}{len(full.processes):>7}{wall:>9.1f}{n / wall * 3600:>16,.0f}{'yes' if same else 'NO':>13}"
+                  f"{stalls(full):>9}")
             last = full
     if last is None:
         return 0

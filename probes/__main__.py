@@ -13,7 +13,15 @@ from pydantic import ValidationError
 
 from probes import allocator, registry
 from probes.base import ProbeRefused, ProbeUnavailable, Recorder
-from probes.contract import EXIT_BAD_PARAMS, EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, ProbeResult, Tool
+from probes.contract import (
+    EXIT_BAD_PARAMS,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    HEARTBEAT_ENV,
+    ProbeResult,
+    Tool,
+)
 from probes.poison import PoisonPlan
 
 
@@ -81,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     recorder = Recorder(probe.name, tool, params, plan)
     recorder.artifacts_dir = args.out.resolve().parent
+    if probe.beats and os.environ.get(HEARTBEAT_ENV):
+        recorder.heartbeat = Path(os.environ[HEARTBEAT_ENV])
     no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"
     recorder.result.context[no_caching] = os.environ.get(no_caching)
     try:

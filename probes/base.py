@@ -30,10 +30,22 @@ class Recorder:
         self.poison = PoisonLog(poison)
         # Where a probe may leave extra artifacts (plots) beside result.json; None when it has nowhere to.
         self.artifacts_dir: Path | None = None
+        # The progress file the runner watches (HEARTBEAT_ENV), for probes that beat once per case (Probe.beats).
+        self.heartbeat: Path | None = None
+
+    def beat(self, what: str) -> None:
+        """Tell the runner's watchdog this run made progress: `what` started (one small write, overwritten)."""
+        if self.heartbeat is None:
+            return
+        try:
+            self.heartbeat.write_text(f"{len(self.result.cases)} {what}\n", encoding="utf-8")
+        except OSError:
+            self.heartbeat = None  # nowhere to write: the watchdog stays off, the time limit still holds
 
     def case(self, case_id: str, expectation: Expectation, **params: Any) -> CaseResult:
         case = CaseResult(id=case_id, params=params, expectation=expectation)
         self.result.cases.append(case)
+        self.beat(f"case {case_id}")
         return case
 
     @staticmethod
@@ -66,6 +78,10 @@ class Probe(ABC, Generic[P]):
     unpoisonable_reason: ClassVar[str] = "this probe does not poison its allocations, so its reads cannot be re-run"
     # Timing and autotuning probes: a sanitizer distorts timing, so they refuse every tool but `none`.
     bare_only: ClassVar[bool] = False
+    # Probes whose cases are each short (seconds, not minutes): they beat per case, so the runner may stop and
+    # retry a run that stops making progress (a stalled sanitizer process) long before its time limit. Probes that
+    # run the user's code or one long case leave it False: only their time limit applies.
+    beats: ClassVar[bool] = False
 
     def gpu_needed(self, params: P) -> bool:
         """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""

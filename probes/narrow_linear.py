@@ -40,6 +40,7 @@ class NarrowLinear(Probe[NarrowLinearParams]):
     summary = "torch.nn.functional.linear at batch 32 x 256 -> narrow out_features, fp32 and bf16, caching on or off"
     Params = NarrowLinearParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.NONE)
+    beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
     poisonable = True
 
     def uses_torch(self, params: NarrowLinearParams) -> bool:

@@ -90,6 +90,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
     summary = "Tiled matmul reading never-written weight padding at narrow out_features; guarded and torch"
     Params = NarrowMatmulParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+    beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
     poisonable = True
 
     def uses_torch(self, params: NarrowMatmulParams) -> bool:

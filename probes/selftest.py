@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from probes.base import Probe, Recorder
 from probes.contract import Tool
 
-Behaviour = Literal["ok", "sleep", "hang", "kill", "segv", "raise", "exit0-no-sentinel", "violate"]
+Behaviour = Literal["ok", "sleep", "hang", "kill", "segv", "raise", "exit0-no-sentinel", "violate", "stall-once"]
+# `stall-once`: the first run in a folder hangs after its case started (leaving this file there), the next completes.
+STALLED_MARK = "selftest-stalled-once"
 
 
 class SelftestParams(BaseModel):
@@ -29,6 +32,7 @@ class Selftest(Probe[SelftestParams]):
     summary = "Plumbing test: completes, sleeps, hangs, dies by a signal, raises or skips its sentinel"
     Params = SelftestParams
     tools = (Tool.NONE, Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
+    beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
     needs_gpu = False
 
     def run(self, params: SelftestParams, tool: Tool, recorder: Recorder) -> None:
@@ -43,6 +47,12 @@ class Selftest(Probe[SelftestParams]):
         elif params.behaviour == "hang":
             while True:
                 time.sleep(1)
+        elif params.behaviour == "stall-once":
+            mark = (recorder.artifacts_dir or Path.cwd()) / STALLED_MARK
+            if not mark.exists():
+                mark.write_text(f"{os.getpid()}\n", encoding="utf-8")
+                while True:
+                    time.sleep(1)
         elif params.behaviour == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         elif params.behaviour == "segv":

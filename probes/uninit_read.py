@@ -32,6 +32,7 @@ class UninitRead(Probe[UninitReadParams]):
     summary = "Reads n device elements of which only the first k were written (initcheck positive control)"
     Params = UninitReadParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+    beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
     poisonable = True
 
     def expectation(self, params: UninitReadParams, tool: Tool) -> Expectation:

@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
     timeout_s: float = 600.0
+    # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,
+    # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").
+    stall_s: float = 120.0
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.

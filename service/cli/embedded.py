@@ -28,6 +28,7 @@ from service.db.store import Store
 from service.probing.admission import needs_gpu_by_default
 from service.probing.gpus import GpuDevice, visible_gpus
 from service.worker.commands import WorkerCommand, stop_all, worker_commands
+from service.worker.gpu_slots import located_version
 
 console = Console(stderr=True)
 # How often `up` checks that its workers still run.
@@ -111,7 +112,11 @@ def embedded_stack(
         Store(settings.database).migrate()
         devices = visible_gpus()
         commands = worker_commands(
-            devices, cpu_concurrency=cpu_concurrency, loglevel="WARNING", gpu_slots=settings.gpu_slots
+            devices,
+            cpu_concurrency=cpu_concurrency,
+            loglevel="WARNING",
+            gpu_slots=settings.gpu_slots,
+            sanitizer=located_version(settings.sanitizer_path) if devices else None,
         )
         port = port or free_port(host)
         url = f"http://{host}:{port}"

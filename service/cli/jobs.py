@@ -260,19 +260,21 @@ def worker(
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
     from service.probing.gpus import visible_gpus
     from service.worker.commands import run_workers, worker_commands
-    from service.worker.gpu_slots import slots_for
+    from service.worker.gpu_slots import located_version, slots_for
 
     settings = get_settings()
     devices = visible_gpus() if gpus else []
+    version = located_version(settings.sanitizer_path) if devices else None
     commands = worker_commands(
         devices,
         cpu_concurrency=cpu_concurrency or settings.cpu_concurrency,
         loglevel=loglevel,
         cpu=cpu,
         gpu_slots=settings.gpu_slots,
+        sanitizer=version,
     )
     for device in devices:
-        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        k, why = slots_for(device, len(devices), settings.gpu_slots, version)
         err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")

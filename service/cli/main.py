@@ -33,7 +33,7 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import is_text_log, read_summary
-from service.worker.gpu_slots import slots_for
+from service.worker.gpu_slots import located_version, slots_for
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -337,8 +337,9 @@ def doctor() -> None:
     )
     ready &= gpu is not None
     devices = visible_gpus()
+    version = located_version(settings.sanitizer_path) if devices else None
     for device in devices:
-        k, why = slots_for(device, len(devices), settings.gpu_slots)
+        k, why = slots_for(device, len(devices), settings.gpu_slots, version)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()

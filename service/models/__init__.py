@@ -268,6 +268,10 @@ class RunResult(BaseModel):
     signal: int | None = None
     duration_s: float = 0.0
     probe_context: dict[str, Any] = Field(default_factory=dict)
+    stalls: list[str] = Field(
+        default_factory=list,
+        description="attempts the progress watchdog stopped before this one (the run is started again once)",
+    )
     confirmation_s: float | None = Field(None, description="wall time of the confirmation's bare re-runs")
     confirmation_control: list[dict[str, Any]] = Field(
         default_factory=list, description="the confirmer's own planted cases: expected and decided verdicts"

@@ -65,6 +65,9 @@ class ProcessRecord(BaseModel):
     outcomes: list[Outcome] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
     durations_s: list[float] = Field(default_factory=list)
+    stalls: list[int] = Field(
+        default_factory=list, description="per repeat: attempts the progress watchdog stopped before the one kept"
+    )
     truncated: bool = False
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from probes.allocator import needs_nvtx
-from probes.contract import Allocation, ProbeResult, Tool, is_confirm_control
+from probes.contract import HEARTBEAT_ENV, Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings, get_settings
 from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
@@ -28,10 +29,10 @@ from service.sanitizer.parse import ParseResult, parse_xml
 from service.sanitizer.ports import PortLease
 from service.sanitizer.ports import lease as lease_ports
 from service.sanitizer.summary import read_summary
-from service.sanitizer.supervise import supervise
+from service.sanitizer.supervise import Supervised, supervise
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
-EXIT_CODE_NAME = "exit_code"
+EXIT_CODE_NAME, HEARTBEAT_NAME = "exit_code", "heartbeat"
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -95,7 +96,14 @@ def run_probe(
         planned = plan_run(request, workdir=workdir, settings=settings, trusted=trusted)
     if isinstance(planned, RunResult):
         return planned.model_copy(update={"timing": stages.rounded()})
-    return _run_planned(request, planned, settings, cancel_event, stages)
+    return _run_planned(
+        request,
+        planned,
+        settings,
+        cancel_event,
+        stages,
+        replan=lambda: plan_run(request, workdir=workdir, settings=settings, trusted=trusted),
+    )
 
 
 class PlannedRun(NamedTuple):
@@ -157,6 +165,7 @@ def plan_run(
         )
     )
     env = probe_environment(tool, settings, trusted=trusted)
+    env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
     return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports)
 
 
@@ -166,8 +175,10 @@ def _run_planned(
     settings: Settings,
     cancel_event: threading.Event | None,
     stages: Stages,
+    replan: Callable[[], PlannedRun | RunResult] | None = None,
 ) -> RunResult:
-    """Run the planned command, then read, parse, classify and confirm what it left."""
+    """Run the planned command, then read, parse, classify and confirm what it left; a run the watchdog stopped
+    is planned again by `replan` and run once more."""
     tool, params = planned.admitted.tool, planned.admitted.params
     workdir, xml, result_path, sanitizer, version = (
         planned.workdir,
@@ -176,22 +187,17 @@ def _run_planned(
         planned.sanitizer,
         planned.version,
     )
-    with stages.stage("prepare"):
-        workdir.mkdir(parents=True, exist_ok=True)
-        for stale in (xml, result_path):
-            stale.unlink(missing_ok=True)
-    done = supervise(
-        planned.cmd,
-        timeout_s=request.timeout_s or settings.timeout_s,
-        max_output_bytes=settings.max_output_bytes,
-        env=planned.env,
-        cwd=PROJECT_ROOT,
-        xml_path=xml if sanitizer else None,
-        max_xml_bytes=settings.max_xml_bytes,
-        cancel=cancel_event,
-    )
-    if planned.ports is not None:
-        planned.ports.release()
+    done = _supervised(request, planned, settings, cancel_event, stages)
+    stalls: list[str] = []
+    if done.stalled_s is not None and replan is not None and not (cancel_event and cancel_event.is_set()):
+        # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
+        stalls.append(_stall_note(done))
+        stages.add("stalled", done.duration_s)
+        again = replan()
+        if isinstance(again, RunResult):
+            return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
+        planned = again
+        done = _supervised(request, planned, settings, cancel_event, stages)
     stages.add("spawn", done.spawned_s)
     stages.add("run", done.exited_s - done.spawned_s)
     stages.add("reap", done.duration_s - done.exited_s)
@@ -234,6 +240,8 @@ def _run_planned(
                 returncode=done.returncode,
                 timed_out=done.timed_out,
                 timeout_s=request.timeout_s or settings.timeout_s,
+                stalled_s=done.stalled_s,
+                last_beat=done.last_beat,
                 xml_capped=done.xml_capped,
                 cancelled=done.cancelled,
                 summary=summary,
@@ -252,7 +260,8 @@ def _run_planned(
             tool=tool,
             params=params,
             outcome=verdict.outcome,
-            message=verdict.message,
+            message="; ".join([m for m in (verdict.message, *stalls) if m]),
+            stalls=stalls,
             records=parsed.records if parsed else 0,
             summary_count=summary.errors if summary else None,
             truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
@@ -275,6 +284,44 @@ def _run_planned(
     with stages.stage("scrub"):
         result = scrub_result(result, secrets)
     return result.model_copy(update={"timing": stages.rounded()})
+
+
+def _supervised(
+    request: ProbeRequest,
+    planned: PlannedRun,
+    settings: Settings,
+    cancel_event: threading.Event | None,
+    stages: Stages,
+) -> Supervised:
+    """One run of the planned command from clean files, under the time limit, the caps and the watchdog."""
+    heartbeat = planned.workdir / HEARTBEAT_NAME
+    with stages.stage("prepare"):
+        planned.workdir.mkdir(parents=True, exist_ok=True)
+        for stale in (planned.xml, planned.result_path, heartbeat):
+            stale.unlink(missing_ok=True)
+    done = supervise(
+        planned.cmd,
+        timeout_s=request.timeout_s or settings.timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        env=planned.env,
+        cwd=PROJECT_ROOT,
+        xml_path=planned.xml if planned.sanitizer else None,
+        max_xml_bytes=settings.max_xml_bytes,
+        cancel=cancel_event,
+        heartbeat=heartbeat if planned.admitted.probe.beats else None,
+        stall_s=settings.stall_s,
+    )
+    if planned.ports is not None:
+        planned.ports.release()
+    return done
+
+
+def _stall_note(done: Supervised) -> str:
+    started = f"; the last thing started: {done.last_beat}" if done.last_beat else ""
+    return (
+        f"an attempt stalled after {done.duration_s:.0f} s: no progress for {done.stalled_s or 0:.0f} s{started}; "
+        "it was stopped and the run started again in a fresh process"
+    )
 
 
 def default_backtrace(admitted: Admission) -> Backtrace | None:

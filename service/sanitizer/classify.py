@@ -19,6 +19,9 @@ class RunEvidence:
     returncode: int | None
     timed_out: bool = False
     timeout_s: float | None = None
+    # The watchdog stopped it: seconds without progress, and what had last started (the heartbeat's line).
+    stalled_s: float | None = None
+    last_beat: str = ""
     xml_capped: bool = False
     cancelled: bool = False
     summary: SanitizerSummary | None = None
@@ -140,6 +143,13 @@ def classify(ev: RunEvidence) -> Classification:
     """Decide the outcome; every non-clean outcome carries a message saying what happened."""
     records = ev.parsed.records if ev.parsed else 0
     kept = f" ({records} sanitizer record(s) seen before the end are kept)" if records else ""
+    if ev.stalled_s is not None:
+        started = f" (the last thing started: {ev.last_beat})" if ev.last_beat else ""
+        return Classification(
+            Outcome.TIMEOUT,
+            f"stalled: no progress for {ev.stalled_s:.0f} s{started} — no new case, sanitizer record or output; the "
+            f"whole process group was killed{kept}",
+        )
     if ev.timed_out:
         return Classification(
             Outcome.TIMEOUT,

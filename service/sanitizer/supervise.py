@@ -1,5 +1,5 @@
-"""Run a command in its own process group with a wall-clock limit, output caps and an XML-size cap; when it ends,
-every process it started ends (probes.proctree)."""
+"""Run a command in its own process group with a wall-clock limit, output caps, an XML-size cap and a progress
+watchdog; when it ends, every process it started ends (probes.proctree)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ PR_SET_PDEATHSIG = 1
 TERM_GRACE_S = 2.0
 # A cancelled run is being thrown away: its group gets less time to flush before SIGKILL.
 CANCEL_GRACE_S = 0.5
+# How often the watchdog compares the run's progress (heartbeat file, XML size, output bytes) with the last look.
+PROGRESS_EVERY_S = 1.0
 
 
 class CappedStream:
@@ -91,6 +93,43 @@ class Supervised:
     # duration_s is reaping what it left behind and draining its output.
     spawned_s: float = 0.0
     exited_s: float = 0.0
+    # Set when the watchdog stopped it: seconds without progress, and the heartbeat's last line (what had started).
+    stalled_s: float | None = None
+    last_beat: str = ""
+
+
+class Watchdog:
+    """Progress of a run that beats: the heartbeat file's changes, the XML's size and the output's bytes. Armed by
+    the first beat (start-up before it is not judged); stalled when nothing moved for `stall_s`."""
+
+    def __init__(self, heartbeat: Path, stall_s: float, watched: list[Path], streams: list[CappedStream]) -> None:
+        self.heartbeat, self.stall_s, self.watched, self.streams = heartbeat, stall_s, watched, streams
+        self.seen: tuple[object, ...] | None = None
+        self.moved = self.checked = time.monotonic()
+
+    def look(self) -> float | None:
+        """Seconds without progress once that passes `stall_s`, else None (cheap: at most one look a second)."""
+        now = time.monotonic()
+        if now - self.checked < PROGRESS_EVERY_S:
+            return None
+        self.checked = now
+        try:
+            beat = self.heartbeat.stat()
+        except OSError:
+            self.moved = now  # not armed yet
+            return None
+        seen = (beat.st_mtime_ns, beat.st_size, *(_size(p) for p in self.watched), *(s.total for s in self.streams))
+        if seen != self.seen:
+            self.seen, self.moved = seen, now
+            return None
+        idle = now - self.moved
+        return idle if idle >= self.stall_s else None
+
+    def last_beat(self) -> str:
+        try:
+            return self.heartbeat.read_text(encoding="utf-8", errors="replace").strip()[:300]
+        except OSError:
+            return ""
 
 
 def supervise(
@@ -103,8 +142,11 @@ def supervise(
     xml_path: Path | None = None,
     max_xml_bytes: int | None = None,
     cancel: threading.Event | None = None,
+    heartbeat: Path | None = None,
+    stall_s: float = 0.0,
 ) -> Supervised:
-    """Run `cmd` to completion or until the limit, the XML cap or `cancel`; the whole group dies on any of them."""
+    """Run `cmd` to completion or until the limit, the XML cap, `cancel` or a stall (no progress for `stall_s` after
+    the first beat in `heartbeat`, when both are given); the whole group dies on any of them."""
     start = time.monotonic()
     proc = subprocess.Popen(
         list(cmd),
@@ -128,6 +170,12 @@ def supervise(
     for pump in pumps:
         pump.start()
     timed_out = xml_capped = cancelled = False
+    stalled: float | None = None
+    watchdog = (
+        Watchdog(heartbeat, stall_s, [xml_path] if xml_path else [], [out, err])
+        if heartbeat is not None and stall_s > 0
+        else None
+    )
     # Every process seen below the run: one that leaves the group is still killed when the run ends.
     known: set[Proc] = set()
     polls = 0
@@ -138,7 +186,9 @@ def supervise(
             xml_capped = True
         elif cancel is not None and cancel.is_set():
             cancelled = True
-        if timed_out or xml_capped or cancelled:
+        elif watchdog is not None:
+            stalled = watchdog.look()
+        if timed_out or xml_capped or cancelled or stalled is not None:
             stop_run(proc.pid, pgid, known, CANCEL_GRACE_S if cancelled else TERM_GRACE_S)
             break
         if polls % TREE_EVERY == 0:
@@ -154,7 +204,18 @@ def supervise(
     for pump in pumps:
         pump.join(timeout=5)
     return Supervised(
-        returncode, timed_out, xml_capped, cancelled, time.monotonic() - start, pgid, out, err, spawned, exited
+        returncode,
+        timed_out,
+        xml_capped,
+        cancelled,
+        time.monotonic() - start,
+        pgid,
+        out,
+        err,
+        spawned,
+        exited,
+        stalled_s=stalled,
+        last_beat=watchdog.last_beat() if watchdog is not None and stalled is not None else "",
     )
 
 

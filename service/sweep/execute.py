@@ -184,6 +184,7 @@ def assemble(
                 messages=[r.message for r in runs]
                 + ([f"{len(stray)} finding(s) in no case's allocations: {stray[0]}"] if stray else []),
                 durations_s=[r.duration_s for r in runs],
+                stalls=[len(r.stalls) for r in runs],
                 truncated=any(r.truncated for r in runs),
             )
         )

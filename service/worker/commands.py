@@ -59,15 +59,17 @@ def worker_commands(
     loglevel: str = "INFO",
     cpu: bool = True,
     gpu_slots: int = 0,
+    sanitizer: str | None = None,
 ) -> list[WorkerCommand]:
     """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker.
 
-    A GPU worker's concurrency is its K sanitizer slots (`gpu_slots`, or the default for this host)."""
+    A GPU worker's concurrency is its K sanitizer slots (`gpu_slots`, or the default for this host and the
+    `sanitizer` version its probes run under)."""
     python = python or sys.executable
     commands = []
     for device in devices:
         name = f"gpu{device.index}-{device.arch}"
-        k = slots_for(device, len(devices), gpu_slots)[0]
+        k = slots_for(device, len(devices), gpu_slots, sanitizer)[0]
         commands.append(
             WorkerCommand(
                 name=name,

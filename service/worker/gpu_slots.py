@@ -22,21 +22,27 @@ from pathlib import Path
 
 from service.config import Settings
 from service.probing.gpus import GpuDevice, visible_gpus
+from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
 GIB_PER_PROCESS = 8
-# Measured on an H200 with 16 cores (docs/sweep.md): the 48-case grid took 17.5, 13.1, 14.9 and 22.5 s at K = 1,
-# 2, 4 and 8, the 384-case grid 37.1 s at K = 1 and 25.3-26.8 s at K = 2 against 30.9 s at K = 4. Sanitizer
-# processes started together queue on a lock in the NVIDIA driver while they create their contexts (state D,
-# os_acquire_rwlock), so past two per GPU the start-up grows faster than the work divides. And every process more
-# is another chance of the hang seen at K > 1 (a target waiting in cuCtxSynchronize for a kernel the GPU is not
-# running). CUPROBE_GPU_SLOTS sets more.
-MAX_SLOTS = 2
+# Measured on an H200 with 16 cores and compute-sanitizer 2025.3.1.0 (docs/sweep.md): the 48-case grid took 19.2,
+# 13.8, 14.1 and 23.2 s at K = 1, 2, 4 and 8, the 384-case grid 40.1, 28.0, 21.4 and 26.9 s. Sanitizer processes
+# started together queue on a lock in the NVIDIA driver while they create their contexts (state D,
+# os_acquire_rwlock), so past four per GPU the start-up grows faster than the work divides. CUPROBE_GPU_SLOTS sets
+# more.
+MAX_SLOTS = 4
+# compute-sanitizer versions whose targets stall when several run on one GPU: the target waits in cuCtxSynchronize
+# for a kernel the GPU is not running, for good. Reproduced without cuprobe (tests/gpu/stall_repro.py, pycuda only,
+# H200, driver 580.159.04): 2026.4.0.0 stalled 5 of 8 processes at K = 4 and 13 of 16 at K = 8; 2025.3.1.0 none of
+# 8 at K = 4 and none of 8 at K = 8, nor in a sweep at K = 1-8. With such a version the default K is 1.
+STALLS_TOGETHER = {"2026.4.0.0"}
 
 
-def default_slots(cores: int, gpus: int, free_bytes: int | None) -> tuple[int, str]:
-    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by MAX_SLOTS."""
+def default_slots(cores: int, gpus: int, free_bytes: int | None, sanitizer: str | None = None) -> tuple[int, str]:
+    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by MAX_SLOTS; 1 with a
+    `sanitizer` version known to stall with several processes on one GPU."""
     per_gpu = max(1, cores // max(1, gpus))
     k, why = per_gpu, f"{cores} cores / {max(1, gpus)} GPU(s) = {per_gpu}"
     if free_bytes is not None:
@@ -45,6 +51,11 @@ def default_slots(cores: int, gpus: int, free_bytes: int | None) -> tuple[int, s
             k, why = by_memory, f"{free_bytes / (1 << 30):.0f} GiB free / {GIB_PER_PROCESS} GiB per process"
     if k > MAX_SLOTS:
         k, why = MAX_SLOTS, f"{why}, capped at {MAX_SLOTS}"
+    if k > 1 and sanitizer in STALLS_TOGETHER:
+        k, why = 1, (
+            f"{why}; 1, because compute-sanitizer {sanitizer} stalls when several of its processes share a GPU "
+            "(point CUPROBE_SANITIZER_PATH at another version, or set CUPROBE_GPU_SLOTS)"
+        )
     return k, why
 
 
@@ -106,11 +117,20 @@ def gpu_held(
         yield
 
 
-def slots_for(device: GpuDevice, gpus: int, setting: int) -> tuple[int, str]:
-    """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default."""
+def located_version(sanitizer_path: Path | None) -> str | None:
+    """The version of the compute-sanitizer runs here would use, or None (none found, or it does not answer)."""
+    try:
+        return sanitizer_version(find_sanitizer(sanitizer_path))
+    except SanitizerMissing:
+        return None
+
+
+def slots_for(device: GpuDevice, gpus: int, setting: int, sanitizer: str | None = None) -> tuple[int, str]:
+    """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default for this
+    `sanitizer` version."""
     if setting:
         return setting, "CUPROBE_GPU_SLOTS"
-    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes)
+    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes, sanitizer)
 
 
 def host_slots(settings: Settings) -> int:
@@ -118,4 +138,6 @@ def host_slots(settings: Settings) -> int:
     if settings.gpu_slots:
         return settings.gpu_slots
     devices = visible_gpus()
-    return slots_for(devices[0], len(devices), 0)[0] if devices else 1
+    if not devices:
+        return 1
+    return slots_for(devices[0], len(devices), 0, located_version(settings.sanitizer_path))[0]

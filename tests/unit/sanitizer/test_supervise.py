@@ -77,3 +77,37 @@ def test_a_group_is_alive_while_a_member_runs_after_its_leader_was_reaped() -> N
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert not group_alive(leader.pid)
+
+
+def _beating(beat: Path, beats: int, every_s: float, then_sleep_s: float) -> list[str]:
+    script = (
+        f"import time\nfor i in range({beats}):\n open({str(beat)!r},'w').write(f'{{i}} case c{{i}}\\n')"
+        f"\n time.sleep({every_s})\ntime.sleep({then_sleep_s})"
+    )
+    return [sys.executable, "-c", script]
+
+
+def test_the_watchdog_stops_a_run_whose_heartbeat_stopped(tmp_path: Path) -> None:
+    beat = tmp_path / "heartbeat"
+    done = supervise(
+        _beating(beat, 3, 0.1, 600), timeout_s=120, max_output_bytes=1024, heartbeat=beat, stall_s=2.0
+    )
+    assert done.stalled_s is not None and done.stalled_s >= 2.0 and not done.timed_out
+    assert done.last_beat == "2 case c2" and done.duration_s < 60
+    assert not group_alive(done.pgid)
+
+
+def test_the_watchdog_leaves_a_beating_run_and_one_that_never_beat(tmp_path: Path) -> None:
+    beat = tmp_path / "heartbeat"
+    # Beats every 0.2 s for 4 s, twice the allowed silence: progress all along.
+    done = supervise(_beating(beat, 20, 0.2, 0), timeout_s=120, max_output_bytes=1024, heartbeat=beat, stall_s=2.0)
+    assert done.returncode == 0 and done.stalled_s is None
+    # Never beats (start-up is not judged): quiet for 3 s with a 1 s window, still not stopped.
+    quiet = supervise(
+        [sys.executable, "-c", "import time; time.sleep(3)"],
+        timeout_s=120,
+        max_output_bytes=1024,
+        heartbeat=tmp_path / "never",
+        stall_s=1.0,
+    )
+    assert quiet.returncode == 0 and quiet.stalled_s is None

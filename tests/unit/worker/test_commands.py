@@ -48,17 +48,31 @@ def test_gpu_worker_concurrency_is_its_sanitizer_slots() -> None:
 
 
 def test_default_slots_from_cores_per_gpu_and_free_memory() -> None:
-    assert default_slots(16, 1, 140 << 30) == (2, "16 cores / 1 GPU(s) = 16, capped at 2")
-    assert default_slots(16, 2, 140 << 30)[0] == 2
-    assert default_slots(32, 8, 140 << 30)[0] == 2
+    assert default_slots(16, 1, 140 << 30) == (4, "16 cores / 1 GPU(s) = 16, capped at 4")
+    assert default_slots(16, 2, 140 << 30)[0] == 4
+    assert default_slots(32, 8, 140 << 30)[0] == 4
     assert default_slots(8, 8, 140 << 30) == (1, "8 cores / 8 GPU(s) = 1")
     # 12 GiB free leaves room for one 8 GiB process
     assert default_slots(16, 1, 12 << 30) == (1, "12 GiB free / 8 GiB per process")
     assert default_slots(2, 1, None) == (2, "2 cores / 1 GPU(s) = 2")
-    assert default_slots(3, 1, None) == (2, "3 cores / 1 GPU(s) = 3, capped at 2")
+    assert default_slots(3, 1, None) == (3, "3 cores / 1 GPU(s) = 3")
+    assert default_slots(6, 1, None) == (4, "6 cores / 1 GPU(s) = 6, capped at 4")
     assert default_slots(1, 4, None)[0] == 1
     # the A100 above has 12,000 MiB free: one slot; the H200 as many as the cores allow
     h200, a100 = DEVICES
     assert a100.free_bytes == 12000 << 20
     assert slots_for(a100, 2, 0)[0] == 1
     assert slots_for(h200, 2, 3) == (3, "CUPROBE_GPU_SLOTS")
+
+
+def test_a_sanitizer_that_stalls_with_company_gets_one_slot_and_says_why() -> None:
+    k, why = default_slots(16, 1, 140 << 30, "2026.4.0.0")
+    assert k == 1
+    assert "compute-sanitizer 2026.4.0.0 stalls when several of its processes share a GPU" in why
+    assert "CUPROBE_SANITIZER_PATH" in why and "CUPROBE_GPU_SLOTS" in why
+    assert default_slots(16, 1, 140 << 30, "2025.3.1.0")[0] == 4  # the version measured without the stall
+    h200 = DEVICES[0]
+    assert slots_for(h200, 1, 0, "2026.4.0.0")[0] == 1
+    assert slots_for(h200, 1, 3, "2026.4.0.0") == (3, "CUPROBE_GPU_SLOTS")  # the operator's setting still wins
+    (gpu,) = worker_commands([h200], python="/py", cpu=False, sanitizer="2026.4.0.0")
+    assert _option(gpu.argv, "--concurrency") == "1"
