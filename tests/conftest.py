@@ -20,7 +20,15 @@ VERSIONS = ("2025.3.1.0", "2026.4.0.0")
 # variables through (workers started by the integration tests inherit this too).
 os.environ.setdefault(
     "CUPROBE_PROBE_ENV_PASS",
-    json.dumps(["CUPROBE_REPLAY_CASE", "CUPROBE_REPLAY_TARGET", "CUPROBE_REPLAY_MAP", "CUPROBE_REPLAY_XML_FIRST"]),
+    json.dumps(
+        [
+            "CUPROBE_REPLAY_CASE",
+            "CUPROBE_REPLAY_TARGET",
+            "CUPROBE_REPLAY_MAP",
+            "CUPROBE_REPLAY_XML_FIRST",
+            "CUPROBE_REPLAY_STALL_ONCE",
+        ]
+    ),
 )
 
 
@@ -31,6 +39,19 @@ def capture(version: str, case: str) -> Path:
 def xml_of(case: Path) -> Path:
     plain = case / "run.xml"
     return plain if plain.exists() else case / "run.xml.gz"
+
+
+def replaying(monkeypatch: pytest.MonkeyPatch, case: Path, *, target: bool) -> None:
+    """Runs here replay `case` (captured on the H200, whose GPU facts they report; the only mock), running the
+    target program itself when `target`."""
+    from service.probing import runner
+    from service.probing.environment import GpuFacts
+    from service.sanitizer.locate import _version
+
+    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+    _version.cache_clear()  # one stand-in binary answers with each capture's version
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(case))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1" if target else "0")
 
 
 @pytest.fixture

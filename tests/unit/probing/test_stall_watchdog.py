@@ -15,21 +15,15 @@ from probes.contract import Tool
 from probes.selftest import STALLED_MARK
 from service.config import Settings
 from service.models import Outcome, ProbeRequest
-from service.probing import runner
-from service.probing.environment import GpuFacts
 from service.probing.runner import run_probe
-from service.sanitizer.locate import _version
-from tests.conftest import VERSIONS, capture
+from tests.conftest import VERSIONS, capture, replaying
 
 STALL_S = 2.0
 
 
 @pytest.fixture
 def sanitizer_running_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
-    _version.cache_clear()
-    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(VERSIONS[1], "initcheck_ok")))
-    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
+    replaying(monkeypatch, capture(VERSIONS[1], "initcheck_ok"), target=True)
 
 
 def _request(behaviour: str) -> ProbeRequest:

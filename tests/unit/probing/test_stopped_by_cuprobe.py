@@ -14,14 +14,11 @@ import pytest
 from probes.contract import Tool
 from service.config import Settings
 from service.models import Outcome, ProbeRequest
-from service.probing import runner
-from service.probing.environment import GpuFacts
 from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
-from service.sanitizer.locate import _version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import read_summary
-from tests.conftest import BOX_ROOT, VERSIONS, capture, xml_of
+from tests.conftest import BOX_ROOT, VERSIONS, capture, replaying, xml_of
 
 SLEEPING = ProbeRequest(probe="selftest", tool=Tool.INITCHECK, params={"behaviour": "sleep", "seconds": 30})
 
@@ -29,10 +26,7 @@ SLEEPING = ProbeRequest(probe="selftest", tool=Tool.INITCHECK, params={"behaviou
 @pytest.fixture
 def sanitizer_writing_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stand-in writes the captured 300-record initcheck XML first, then runs the sleeping probe."""
-    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
-    _version.cache_clear()
-    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(VERSIONS[1], "initcheck_many")))
-    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
+    replaying(monkeypatch, capture(VERSIONS[1], "initcheck_many"), target=True)
     monkeypatch.setenv("CUPROBE_REPLAY_XML_FIRST", "1")
 
 
@@ -70,10 +64,7 @@ def test_cancel_with_records_seen_is_findings_truncated(
 def test_cancel_before_any_record_is_cancelled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_settings: Settings
 ) -> None:
-    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
-    _version.cache_clear()
-    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(VERSIONS[1], "initcheck_ok")))
-    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
+    replaying(monkeypatch, capture(VERSIONS[1], "initcheck_ok"), target=True)
     cancel = threading.Event()
     threading.Timer(3.0, cancel.set).start()
     result = run_probe(SLEEPING, workdir=tmp_path, settings=replay_settings, cancel_event=cancel)

@@ -170,6 +170,21 @@ def test_the_beat_entry_comes_from_settings() -> None:
         make_celery(Settings(sweep_schedule="nightly"))
 
 
+def test_a_stalled_batch_is_run_again_and_the_report_counts_it(
+    on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    plain = replayed_sweep(monkeypatch, tmp_path / "plain", "2026.4.0.0")
+    monkeypatch.setenv("CUPROBE_REPLAY_STALL_ONCE", str(tmp_path))  # the first sanitizer process hangs
+    stalled = replayed_sweep(monkeypatch, tmp_path / "stalled", "2026.4.0.0", stall_s=2.0)
+    assert (tmp_path / "stalled-once").exists()
+    (process,) = stalled.processes
+    assert process.stalls == [1] and process.outcomes == [Outcome.FINDINGS]
+    assert "stalled after" in process.messages[0]
+    seen = [[(c.key, c.outcome, c.records) for c in sweep.cases] for sweep in (stalled, plain)]
+    assert seen[0] == seen[1]
+    assert "<th>stalled attempts</th>" in html(stalled, None)
+
+
 def test_a_result_without_its_control_is_could_not_run(on_h200: None, tmp_path: Path) -> None:
     (process,) = plan(parse_definition(CAPTURED))
     broken = RunResult(probe="narrow-matmul", tool=process.tool, outcome=Outcome.CLEAN, message="0 errors")
