@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -85,6 +86,15 @@ class Run:
     ended: float | None = None
 
 
+def _steady_ms(path: Path) -> float | None:
+    """Milliseconds per case from the first finished case to the last (start-up left out), from the timestamps."""
+    try:
+        stamps = [float(line.split()[2]) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, IndexError, ValueError):
+        return None
+    return (stamps[-1] - stamps[0]) / (len(stamps) - 1) * 1e3 if len(stamps) > 1 else None
+
+
 def _lines(path: Path) -> int:
     try:
         return path.read_bytes().count(b"\n")
@@ -135,6 +145,7 @@ def _children(pid: int) -> list[int]:
 def one_round(k: int, round_no: int, args: argparse.Namespace, sanitizer: str) -> list[Run]:
     out: Path = args.out / f"k{k}-r{round_no}"
     out.mkdir(parents=True, exist_ok=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     runs = []
     for i in range(k):
         progress, xml = out / f"progress-{i}.txt", Path(args.xml_dir) / f"k{k}-r{round_no}-{i}.xml"
@@ -176,6 +187,11 @@ def one_round(k: int, round_no: int, args: argparse.Namespace, sanitizer: str) -
         state = "STALLED" if run.stalled else f"exit {run.proc.returncode}"
         print(f"  k={k} round={round_no} process {run.index}: {run.lines}/{args.iters} cases, "
               f"{run.ended - run.started:.1f} s, {state}", flush=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # every process of the round, sanitizer and target
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    wall = max(r.ended or 0.0 for r in runs) - min(r.started for r in runs)
+    print(f"  k={k} round={round_no}: {cpu:.1f} CPU s in {wall:.1f} s = {cpu / wall:.1f} cores busy on average",
+          flush=True)
     return runs
 
 
@@ -201,12 +217,19 @@ def main() -> int:
     table = []
     for k in (int(v) for v in args.procs.split(",")):
         runs = [run for r in range(args.rounds) for run in one_round(k, r, args, args.sanitizer)]
-        healthy = [r.ended - r.started for r in runs if not r.stalled and r.lines == args.iters and r.ended]
-        table.append((k, len(runs), sum(r.stalled for r in runs), statistics.median(healthy) if healthy else None))
-    print(f"\n{'K':>3} {'processes':>10} {'stalled':>8} {'median s (healthy)':>19}")
-    for k, count, stalled, median in table:
-        print(f"{k:>3} {count:>10} {stalled:>8} {median if median is None else round(median, 1)!s:>19}")
-    return 1 if any(stalled for _, _, stalled, _ in table) else 0
+        whole = [r for r in runs if not r.stalled and r.lines == args.iters and r.ended]
+        healthy = [r.ended - r.started for r in whole if r.ended]
+        steady = [ms for r in whole if (ms := _steady_ms(r.progress)) is not None]
+        table.append((k, len(runs), sum(r.stalled for r in runs), healthy, steady))
+    # steady ms/case: one process's time per case once started; K processes together finish K cases in that time.
+    print(f"\n{'K':>3} {'processes':>10} {'stalled':>8} {'median s (healthy)':>19} {'steady ms/case':>15} "
+          f"{'cases/s, all K':>15}")
+    for k, count, stalled, healthy, steady in table:
+        median = f"{statistics.median(healthy):.1f}" if healthy else "-"
+        ms = statistics.median(steady) if steady else None
+        rate = f"{k / ms * 1e3:.1f}" if ms else "-"
+        print(f"{k:>3} {count:>10} {stalled:>8} {median:>19} {ms if ms is None else round(ms, 1)!s:>15} {rate:>15}")
+    return 1 if any(row[2] for row in table) else 0
 
 
 if __name__ == "__main__":
