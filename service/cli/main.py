@@ -33,7 +33,7 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import is_text_log, read_summary
-from service.worker.gpu_slots import located_version, slots_for
+from service.worker.gpu_slots import located_version, slots_for, steadier_sanitizer
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -341,6 +341,12 @@ def doctor() -> None:
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
+    if devices and not settings.gpu_slots and (other := steadier_sanitizer(settings.sanitizer_path)):
+        k = slots_for(devices[0], len(devices), 0, other[1])[0]
+        console.print(
+            f"  another compute-sanitizer here ({other[1]}) has no such stall: CUPROBE_SANITIZER_PATH={other[0]} "
+            f"gives {k} process(es) per GPU"
+        )
     for source, path in candidates(settings.sanitizer_path):
         here = path.is_file()
         version = sanitizer_version(path) if here else None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from service.config import Settings
 from service.probing.gpus import GpuDevice, visible_gpus
-from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
+from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
@@ -123,6 +123,18 @@ def located_version(sanitizer_path: Path | None) -> str | None:
         return sanitizer_version(find_sanitizer(sanitizer_path))
     except SanitizerMissing:
         return None
+
+
+def steadier_sanitizer(sanitizer_path: Path | None) -> tuple[Path, str] | None:
+    """Another compute-sanitizer found here, without the stall of the one cuprobe would use (when that one is in
+    STALLS_TOGETHER and no path was set): its path and version, or None."""
+    if sanitizer_path is not None or located_version(None) not in STALLS_TOGETHER:
+        return None
+    for _, path in candidates(None):
+        version = sanitizer_version(path) if path.is_file() else None
+        if version is not None and version not in STALLS_TOGETHER:
+            return path, version
+    return None
 
 
 def slots_for(device: GpuDevice, gpus: int, setting: int, sanitizer: str | None = None) -> tuple[int, str]:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli import main as cli_main
 from service.probing.gpus import GpuDevice
+from service.sanitizer import locate
+from service.sanitizer.locate import _version
+from service.worker import gpu_slots
 from service.worker.commands import worker_commands
-from service.worker.gpu_slots import default_slots, slots_for
+from service.worker.gpu_slots import default_slots, located_version, slots_for, steadier_sanitizer
+from tests.conftest import CAPTURES
 
 DEVICES = [
     GpuDevice(0, "GPU-aaaa", "NVIDIA H200", "9.0", 143000 << 20),
@@ -76,3 +86,32 @@ def test_a_sanitizer_that_stalls_with_company_gets_one_slot_and_says_why() -> No
     assert slots_for(h200, 1, 3, "2026.4.0.0") == (3, "CUPROBE_GPU_SLOTS")  # the operator's setting still wins
     (gpu,) = worker_commands([h200], python="/py", cpu=False, sanitizer="2026.4.0.0")
     assert _option(gpu.argv, "--concurrency") == "1"
+
+
+def _banner_sanitizer(where: Path, version: str) -> Path:
+    """A stand-in that answers `--version` with a real captured banner (the CPU machine has no compute-sanitizer)."""
+    where.mkdir(parents=True)
+    path = where / "compute-sanitizer"
+    banner = (CAPTURES / version / "version.txt").read_text()
+    path.write_text(f"#!/bin/sh\ncat <<'EOF'\n{banner}EOF\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_doctor_names_another_installed_sanitizer_without_the_stall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stalls = _banner_sanitizer(tmp_path / "wheel", "2026.4.0.0")
+    steady = _banner_sanitizer(tmp_path / "toolkit", "2025.3.1.0")
+    monkeypatch.setattr(locate, "_wheel_binaries", lambda: [stalls])
+    monkeypatch.setenv("PATH", f"{steady.parent}:/usr/bin:/bin")
+    _version.cache_clear()
+    assert located_version(None) == "2026.4.0.0"  # the wheel is preferred, as on the H200
+    assert steadier_sanitizer(None) == (steady, "2025.3.1.0")
+    assert steadier_sanitizer(steady) is None  # a path the operator set is never second-guessed
+    monkeypatch.setattr(gpu_slots, "visible_gpus", lambda: [DEVICES[0]])
+    monkeypatch.setattr(cli_main, "visible_gpus", lambda: [DEVICES[0]])
+    out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400"}).stdout
+    assert "gpu0: 1 sanitizer process(es) at once" in out
+    k = slots_for(DEVICES[0], 1, 0, "2025.3.1.0")[0]  # this machine's cores decide it
+    assert k > 1 and f"CUPROBE_SANITIZER_PATH={steady} gives {k} process(es) per GPU" in out
