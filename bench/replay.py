@@ -9,7 +9,9 @@ every mode alike. On the
 CPU replay digests each tensor when it is recorded; on a GPU it batches them (a few launches per batch, one host
 copy per step); on the CPU the batched path is timed too (`replay, batched`). `hooks only` records every tensor
 without digesting it: the cost of the hooks alone. `digests, grad hooks` takes the gradients of module outputs
-through a Python hook per output (`output_grads: hooks`) instead of asking autograd to keep them (the default).
+through a Python hook per output (`output_grads: hooks`) instead of asking autograd to keep them (the default);
+`no output grads` records module outputs, parameter gradients and parameters but not the gradients of module
+outputs (`output_grads: none`).
 Reports the median wall time per step of each mode and its ratio
 to the bare program (the goal: under 1.2x for `replay digests`); on the CPU also the median process CPU time per step
 and its ratio, which other processes on a shared machine disturb far less than the wall time (with `--threads 1`:
@@ -75,6 +77,7 @@ def main() -> int:
     modes: dict[str, Callable[[], Tape | None]] = {
         "bare": lambda: None, "hooks only": hooks_only, "replay digests": Tape,
         "digests, grad hooks": lambda: Tape(output_grads="hooks"),
+        "no output grads": lambda: Tape(output_grads="none"),
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)

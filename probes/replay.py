@@ -53,10 +53,11 @@ class ReplayParams(BaseModel):
     second_opinion: bool = Field(
         False, description="on a divergence, replay again with deterministic algorithms on and label the finding"
     )
-    output_grads: Literal["retain", "hooks"] = Field(
+    output_grads: Literal["retain", "hooks", "none"] = Field(
         "retain",
         description="how module outputs' gradients are taken: retain (autograd keeps them until the optimizer "
-        "step; no Python during backward) or hooks (a Python hook per output; less memory held, slower)",
+        "step; no Python during backward), hooks (a Python hook per output; less memory held, slower) or none "
+        "(not recorded: backward is seen through the parameters' gradients only; the cheapest)",
     )
     persistent_autotune: bool = Field(False, description="TRITON_CACHE_AUTOTUNING=1 in every process")
     triton_cache_dir: str | None = Field(None, description="default: a fresh directory shared by this run's processes")

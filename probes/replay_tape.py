@@ -34,7 +34,7 @@ def _tensors(value: Any, role: str) -> Iterator[tuple[str, torch.Tensor]]:
 # A record while its step is open: [phase, module path, role, shape, dtype, digest, max |x|, late]. Dicts are made
 # only when `records` is read (after the program), so the hooks stay cheap on a launch-bound step.
 PHASE, PATH, ROLE, SHAPE, DTYPE, DIGEST, MAGNITUDE, LATE = range(8)
-OUTPUT_GRADS = ("retain", "hooks")
+OUTPUT_GRADS = ("retain", "hooks", "none")
 UNCHECKED = -1  # the version of a held tensor that nothing can change before its batch is launched
 
 
@@ -53,7 +53,9 @@ class Tape:
     output first — the order in which autograd computes them; each step's output gradients are then held until
     that point, and those cuprobe asked for are released (`.grad = None`) once recorded. `hooks` records each as
     autograd computes it, through a Python hook per output (memory bounded by `batch_bytes`; slower on a
-    launch-bound step, where a hook's cost adds straight to the step's time).
+    launch-bound step, where a hook's cost adds straight to the step's time). `none` records no output gradients:
+    the backward phase is then seen only through the parameters' gradients (the cheapest; a divergence born in
+    backward is named by the first parameter gradient it reaches, not by the module output where it began).
     """
 
     def __init__(self, capture: int | None = None, capture_path: Path | None = None,
@@ -62,6 +64,7 @@ class Tape:
         if output_grads not in OUTPUT_GRADS:
             raise ValueError(f"output_grads must be one of {', '.join(OUTPUT_GRADS)}, not {output_grads!r}")
         self._retain = output_grads == "retain"
+        self._output_grads = output_grads != "none"
         # outputs whose gradient autograd keeps for us: (tensor, its names, whether cuprobe asked for it)
         self._retained: list[tuple[torch.Tensor, list[tuple[str, str]], bool]] = []
         self.step = 1
@@ -130,7 +133,7 @@ class Tape:
         outputs = (("output", output),) if isinstance(output, torch.Tensor) else _tensors(output, "output")
         for role, tensor in outputs:
             self._record(FORWARD, path, role, tensor)
-            if tensor.requires_grad:
+            if tensor.requires_grad and self._output_grads:
                 self._on_grad(tensor, path, "grad_" + role)
 
     def _on_grad(self, tensor: torch.Tensor, path: str, role: str) -> None:

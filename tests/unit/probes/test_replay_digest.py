@@ -165,6 +165,16 @@ def test_a_batched_tape_records_what_the_per_tensor_tape_records(batch_bytes: in
     assert not any(r.get("late") for r in batched)
 
 
+def test_output_grads_none_keeps_every_other_record_and_drops_only_module_output_gradients() -> None:
+    full, lean = _records(Tape()), _records(Tape(output_grads="none"))
+    kept = [r for r in full if not r["role"].startswith("grad_")]
+    assert len(kept) < len(full)  # the full tape had module output gradients to drop
+    assert not any(r["role"].startswith("grad_") for r in lean)
+    key = ("step", "phase", "module", "role", "digest")
+    assert [tuple(r[k] for k in key) for r in lean] == [tuple(r[k] for k in key) for r in kept]
+    assert any(r["role"] == "weight.grad" for r in lean)  # backward is still seen through parameter gradients
+
+
 class AddsInPlace(torch.nn.Module):
     """Returns its input plus one, and then adds 100 to its previous output in place (after it was recorded)."""
 
