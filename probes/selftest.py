@@ -44,15 +44,9 @@ class Selftest(Probe[SelftestParams]):
             case.observations["cuda_devices"] = cuda_device_count()
         if params.behaviour == "sleep":
             time.sleep(params.seconds)
-        elif params.behaviour == "hang":
+        elif params.behaviour == "hang" or (params.behaviour == "stall-once" and _first_in(recorder)):
             while True:
                 time.sleep(1)
-        elif params.behaviour == "stall-once":
-            mark = (recorder.artifacts_dir or Path.cwd()) / STALLED_MARK
-            if not mark.exists():
-                mark.write_text(f"{os.getpid()}\n", encoding="utf-8")
-                while True:
-                    time.sleep(1)
         elif params.behaviour == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
         elif params.behaviour == "segv":
@@ -64,3 +58,12 @@ class Selftest(Probe[SelftestParams]):
             os._exit(0)
         elif params.behaviour == "violate":
             case.violations.append("selftest: expectation violated on request")
+
+
+def _first_in(recorder: Recorder) -> bool:
+    """Whether this is the first `stall-once` run in the run's folder (it leaves STALLED_MARK there)."""
+    mark = (recorder.artifacts_dir or Path.cwd()) / STALLED_MARK
+    if mark.exists():
+        return False
+    mark.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    return True

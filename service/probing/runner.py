@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -92,18 +93,12 @@ def run_probe(
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
     stages = stages if stages is not None else Stages()
+    plan = partial(plan_run, request, workdir=workdir, settings=settings, trusted=trusted)
     with stages.stage("prepare"):
-        planned = plan_run(request, workdir=workdir, settings=settings, trusted=trusted)
+        planned = plan()
     if isinstance(planned, RunResult):
         return planned.model_copy(update={"timing": stages.rounded()})
-    return _run_planned(
-        request,
-        planned,
-        settings,
-        cancel_event,
-        stages,
-        replan=lambda: plan_run(request, workdir=workdir, settings=settings, trusted=trusted),
-    )
+    return _run_planned(request, planned, settings, cancel_event, stages, replan=plan)
 
 
 class PlannedRun(NamedTuple):
@@ -175,21 +170,13 @@ def _run_planned(
     settings: Settings,
     cancel_event: threading.Event | None,
     stages: Stages,
-    replan: Callable[[], PlannedRun | RunResult] | None = None,
+    replan: Callable[[], PlannedRun | RunResult],
 ) -> RunResult:
     """Run the planned command, then read, parse, classify and confirm what it left; a run the watchdog stopped
     is planned again by `replan` and run once more."""
-    tool, params = planned.admitted.tool, planned.admitted.params
-    workdir, xml, result_path, sanitizer, version = (
-        planned.workdir,
-        planned.xml,
-        planned.result_path,
-        planned.sanitizer,
-        planned.version,
-    )
     done = _supervised(request, planned, settings, cancel_event, stages)
     stalls: list[str] = []
-    if done.stalled_s is not None and replan is not None and not (cancel_event and cancel_event.is_set()):
+    if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
         # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
         stalls.append(_stall_note(done))
         stages.add("stalled", done.duration_s)
@@ -198,6 +185,14 @@ def _run_planned(
             return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
         planned = again
         done = _supervised(request, planned, settings, cancel_event, stages)
+    tool, params = planned.admitted.tool, planned.admitted.params
+    workdir, xml, result_path, sanitizer, version = (
+        planned.workdir,
+        planned.xml,
+        planned.result_path,
+        planned.sanitizer,
+        planned.version,
+    )
     stages.add("spawn", done.spawned_s)
     stages.add("run", done.exited_s - done.spawned_s)
     stages.add("reap", done.duration_s - done.exited_s)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from fastapi import Request
 
 from service.config import Settings
@@ -9,6 +12,8 @@ from service.db.id_prefix import Ambiguous, by_id_prefix
 from service.db.store import Job, Store
 from service.db.sweeps import SweepStore
 from service.models.sweep import Sweep
+
+Found = TypeVar("Found")
 
 
 class PageNotFound(Exception):
@@ -29,22 +34,24 @@ def settings_of(request: Request) -> Settings:
     return settings
 
 
-def job_or_missing(store: Store, job_id: str) -> Job:
-    """The job `job_id` names (a full id or a unique prefix); PageNotFound otherwise."""
-    found = by_id_prefix(job_id, store.get, store.ids_starting)
+def _named_or_missing(
+    kind: str, given: str, get: Callable[[str], Found | None], ids_starting: Callable[[str, int], list[str]]
+) -> Found:
+    """The `kind` (job, sweep) `given` names (a full id or a unique prefix); PageNotFound otherwise."""
+    found = by_id_prefix(given, get, ids_starting)
     if isinstance(found, Ambiguous):
         said = ", ".join(found.matches)
-        raise PageNotFound(f"job id {job_id} is ambiguous: it starts {said}; give more characters", 409)
+        raise PageNotFound(f"{kind} id {given} is ambiguous: it starts {said}; give more characters", 409)
     if found is None:
-        raise PageNotFound(f"no job {job_id}")
+        raise PageNotFound(f"no {kind} {given}")
     return found
+
+
+def job_or_missing(store: Store, job_id: str) -> Job:
+    """The job `job_id` names (a full id or a unique prefix); PageNotFound otherwise."""
+    return _named_or_missing("job", job_id, store.get, store.ids_starting)
 
 
 def sweep_or_missing(sweeps: SweepStore, sweep_id: str) -> Sweep:
     """The sweep `sweep_id` names (a full id or a unique prefix); PageNotFound otherwise."""
-    found = by_id_prefix(sweep_id, sweeps.get, sweeps.ids_starting)
-    if isinstance(found, Ambiguous):
-        raise PageNotFound(f"sweep id {sweep_id} is ambiguous: it starts {', '.join(found.matches)}", 409)
-    if found is None:
-        raise PageNotFound(f"no sweep {sweep_id}")
-    return found
+    return _named_or_missing("sweep", sweep_id, sweeps.get, sweeps.ids_starting)
