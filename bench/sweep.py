@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,11 +24,14 @@ sys.path.insert(0, str(ROOT))
 
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
+from service.probing.runner import start_spare  # noqa: E402
+from service.probing.spares import Spares  # noqa: E402
 from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
-from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, run_sweep  # noqa: E402
+from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, requests_of, run_sweep  # noqa: E402
+from service.sweep.plan import plan  # noqa: E402
 from service.worker.gpu_slots import host_slots  # noqa: E402
 
 GRID = """
@@ -43,15 +47,39 @@ grid = {{ n = {{ first = 1, last = {last} }}, variants = ["unguarded", "guarded"
 Cases = dict[str, tuple[str, tuple[tuple[str, int], ...]]]
 
 
-def timed(name: str, last: int, batch: bool, workdir: Path, settings: Settings, slots: int) -> tuple[Sweep, float]:
+def timed(
+    name: str, last: int, batch: bool, workdir: Path, settings: Settings, slots: int, primed: bool = False
+) -> tuple[Sweep, float]:
+    """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
+    spares are warm from its last run of this kind); they serve the first K processes."""
     definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
+    spares = None
+    if primed:
+        planned = plan(definition, slots)
+        spares = Spares(workdir / name / "spares", slots, budget=max(0, len(planned) - slots))
+        request = requests_of(planned)[0][1]
+        for _ in range(slots):
+            spares.ask(partial(start_spare, request, settings, False, spares.root), lambda: True)
+        ready = spares.wait_ready(slots, 300)
+        print(f"  {name}: {ready} of {slots} spares ready before the clock starts", file=sys.stderr, flush=True)
     start = time.monotonic()
-    sweep = run_sweep(
-        definition,
-        LocalRunner(workdir / name, settings, slots),
-        progress=lambda done, total, what: print(f"  {name}: {done}/{total} {what}", file=sys.stderr, flush=True),
-    )
-    return sweep, time.monotonic() - start
+    try:
+        sweep = run_sweep(
+            definition,
+            LocalRunner(workdir / name, settings, slots, spares),
+            progress=lambda done, total, what: print(
+            f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
+        ),
+        )
+        return sweep, time.monotonic() - start
+    finally:
+        if spares is not None:
+            spares.close()
+
+
+def warm_starts(sweep: Sweep) -> str:
+    """How many of the sweep's runs were handed to a spare (their result's probe context says so)."""
+    return f"{sum(1 for p in sweep.processes for w in p.warm if w)}/{sum(len(p.warm) for p in sweep.processes)}"
 
 
 def per_case(sweep: Sweep) -> Cases:
@@ -78,6 +106,10 @@ def main() -> int:
     parser.add_argument("--slots", default="1,2,4,8", help="K values to run, comma separated (plus the default)")
     parser.add_argument("--out", type=Path, default=Path("build/sweep-bench"))
     parser.add_argument("--render", type=Path, help="only write the report of a sweep saved as JSON")
+    parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows (batched with spares ready)")
+    parser.add_argument(
+        "--per-case-warm", action="store_true", help="also run one process per case with warm starts (slow)"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.render:
@@ -91,40 +123,67 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
     ok = True
     last: Sweep | None = None
+    cold = settings.model_copy(update={"warm_starts": False})
+    warm = [] if args.no_warm else [True]
     if not args.skip_compare:
-        base, t_base = timed("bench48-per-case", 16, False, work, settings, 1)
+        # The baseline is one process per case, one at a time, each started cold (as before warm starts).
+        base, t_base = timed("bench48-per-case", 16, False, work, cold, 1)
         reference = per_case(base)
         ok &= all(c.outcome.ran for c in base.cases)
-        rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-", stalls(base))]
-        first: Cases | None = None
+        rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-", stalls(base), warm_starts(base))]
+        runs: list[tuple[str, bool, Settings, int, bool]] = [
+            ("per-case, K=1, warm starts", False, settings, 1, False) for _ in warm if args.per_case_warm
+        ]
         for k in ks:
-            sweep, wall = timed(f"bench48-batched-k{k}", 16, True, work, settings, k)
+            runs.append((f"batched, K={k}", True, cold, k, False))
+            runs += [(f"batched, K={k}, spares ready", True, settings, k, True) for _ in warm]
+        first: Cases | None = None
+        header = (
+            f"{'run':<32}{'procs':>6}{'wall_s':>9}{'vs baseline':>13}{'same findings':>15}{'stalled':>9}{'warm':>8}"
+        )
+        print(f"\n48-case sweep ({len(reference)} cases), each row as it finishes\n{header}")
+        print(_row48(rows[0], t_base), flush=True)
+        for label, batch, chosen, k, primed in runs:
+            name = f"bench48-{'batched' if batch else 'per-case'}-k{k}{'-primed' if primed else ''}"
+            if not batch:
+                name += "-warm"
+            sweep, wall = timed(name, 16, batch, work, chosen, k, primed)
             cases = per_case(sweep)
-            first = first if first is not None else cases
-            diffs = differences(first, cases) + differences(reference, cases)
+            first = first if first is not None or not batch else cases
+            diffs = differences(first or reference, cases) + differences(reference, cases)
             ok &= not diffs and all(c.outcome.ran for c in sweep.cases)
-            rows.append((f"batched, K={k}", len(sweep.processes), wall, "yes" if not diffs else "NO", stalls(sweep)))
+            same = "yes" if not diffs else "NO"
+            rows.append((label, len(sweep.processes), wall, same, stalls(sweep), warm_starts(sweep)))
             for line in diffs:
-                print(f"  DIFFERS K={k} {line}")
+                print(f"  DIFFERS {label}: {line}")
+            print(_row48(rows[-1], t_base), flush=True)
             last = sweep
-        print(f"\n48-case sweep ({len(reference)} cases)")
-        print(f"{'run':<28}{'procs':>6}{'wall_s':>9}{'vs baseline':>13}{'same findings':>15}{'stalled':>9}")
-        for label, procs, wall, same_findings, stalled in rows:
-            print(f"{label:<28}{procs:>6}{wall:>9.1f}{t_base / wall:>12.1f}x{same_findings:>15}{stalled:>9}")
+        print(f"\n48-case sweep ({len(reference)} cases)\n{header}")
+        for row in rows:
+            print(_row48(row, t_base))
     if args.full:
-        print(f"\n384-case grid, batched\n{'K':>3}{'procs':>7}{'wall_s':>9}{'cases/GPU-hour':>16}{'same as K=1':>13}"
-              f"{'stalled':>9}")
+        print(
+            f"\n384-case grid, batched\n{'K':>3}{'spares':>8}{'procs':>7}{'wall_s':>9}{'cases/GPU-hour':>16}"
+            f"{'same as K=1':>13}{'stalled':>9}{'warm':>8}"
+        )
         first = None
         for k in ks:
-            full, wall = timed(f"nightly-narrow-matmul-k{k}", 128, True, work, settings, k)
-            cases = per_case(full)
-            first = first if first is not None else cases
-            same = not differences(first, cases)
-            ok &= same and all(c.outcome.ran for c in full.cases)
-            n = len(cases)
-            print(f"{k:>3}{len(full.processes):>7}{wall:>9.1f}{n / wall * 3600:>16,.0f}{'yes' if same else 'NO':>13}"
-                  f"{stalls(full):>9}")
-            last = full
+            for primed in [False, *warm]:
+                full, wall = timed(
+                    f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}", 128, True, work,
+                    settings if primed else cold, k, primed,
+                )
+                cases = per_case(full)
+                first = first if first is not None else cases
+                agrees = not differences(first, cases)
+                ok &= agrees and all(c.outcome.ran for c in full.cases)
+                n = len(cases)
+                print(
+                    f"{k:>3}{'ready' if primed else 'none':>8}{len(full.processes):>7}{wall:>9.1f}"
+                    f"{n / wall * 3600:>16,.0f}{'yes' if agrees else 'NO':>13}{stalls(full):>9}{warm_starts(full):>8}",
+                    flush=True,
+                )
+                last = full
     if last is None:
         return 0
     (args.out / "sweep.json").write_text(last.model_dump_json())
@@ -133,6 +192,11 @@ def main() -> int:
     except ImportError as exc:  # the GPU box may lack matplotlib: render from sweep.json elsewhere
         print(f"no report here ({exc}); render it with: python bench/sweep.py --render {args.out / 'sweep.json'}")
     return 0 if ok else 1
+
+
+def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:
+    label, procs, wall, same_findings, stalled, warmed = row
+    return f"{label:<32}{procs:>6}{wall:>9.1f}{t_base / wall:>12.1f}x{same_findings:>15}{stalled:>9}{warmed:>8}"
 
 
 def write_report(sweep: Sweep, out: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -23,16 +24,21 @@ from probes.contract import (
     Tool,
 )
 from probes.poison import PoisonPlan
+from probes.warm import WARM_LEVELS, Warmed, read_params, warm_up
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__)
     parser.add_argument("name", help="probe name")
     parser.add_argument("--params", default="{}", help="parameters as a JSON object")
-    parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
     parser.add_argument(
-        "--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool]
+        "--params-from",
+        type=Path,
+        help="warm start: get ready first (--warm), then read the parameters (JSON) from this FIFO",
     )
+    parser.add_argument("--warm", default="import", choices=WARM_LEVELS, help="what to do before the parameters come")
+    parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
+    parser.add_argument("--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool])
     parser.add_argument(
         "--poison",
         default="none",
@@ -40,9 +46,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         help="fill every fresh allocation with 0xFF, 0x00 or the 0xA5 sentinel (the confirmer's bare re-runs)",
     )
     parser.add_argument("--watch", default="{}", help="JSON: case id -> buffers to snapshot before their reader")
-    parser.add_argument(
-        "--confirm-control", action="store_true", help="also run the confirmer's planted control cases"
-    )
+    parser.add_argument("--confirm-control", action="store_true", help="also run the confirmer's planted control cases")
     return parser.parse_args(argv)
 
 
@@ -65,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     tool = Tool(args.tool)
     bare = ProbeResult(probe=args.name, tool=tool)
+    warmed: Warmed | None = None
     try:
         probe = registry.get(args.name)
+        if args.params_from is not None:
+            warmed = warm_up(args.warm)
+            args.params = read_params(args.params_from, warmed)
         params = probe.Params.model_validate(json.loads(args.params))
     except (registry.UnknownProbe, ValidationError, json.JSONDecodeError) as exc:
         bare.error = f"bad parameters for probe {args.name}: {exc}"
@@ -88,6 +96,16 @@ def main(argv: list[str] | None = None) -> int:
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     recorder = Recorder(probe.name, tool, params, plan)
+    if warmed is not None:
+        recorder.result.context["warm_start"] = warmed.report()
+    try:
+        return _run(args, probe, params, tool, recorder)
+    finally:
+        if warmed is not None:
+            warmed.release()
+
+
+def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder: Recorder) -> int:
     recorder.artifacts_dir = args.out.resolve().parent
     if probe.beats and os.environ.get(HEARTBEAT_ENV):
         recorder.heartbeat = Path(os.environ[HEARTBEAT_ENV])

@@ -82,6 +82,9 @@ class Probe(ABC, Generic[P]):
     # retry a run that stops making progress (a stalled sanitizer process) long before its time limit. Probes that
     # run the user's code or one long case leave it False: only their time limit applies.
     beats: ClassVar[bool] = False
+    # Probes that run their cases in their own process (not the user's program): the runner may hand a run to a
+    # spare process that got ready before its parameters were known (probes/warm.py, service/probing/spares.py).
+    warms: ClassVar[bool] = False
 
     def gpu_needed(self, params: P) -> bool:
         """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""

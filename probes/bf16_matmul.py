@@ -55,6 +55,7 @@ class Bf16Matmul(Probe[Bf16MatmulParams]):
     Params = Bf16MatmulParams
     tools = (Tool.NONE, Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
+    warms = True  # its cases run in its own process: a spare can get ready before its parameters come
     needs_gpu = False
     poisonable = True
 

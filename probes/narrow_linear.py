@@ -41,6 +41,7 @@ class NarrowLinear(Probe[NarrowLinearParams]):
     Params = NarrowLinearParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.NONE)
     beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
+    warms = True  # its cases run in its own process: a spare can get ready before its parameters come
     poisonable = True
 
     def uses_torch(self, params: NarrowLinearParams) -> bool:

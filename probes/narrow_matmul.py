@@ -91,6 +91,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
     Params = NarrowMatmulParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
     beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
+    warms = True  # its cases run in its own process: a spare can get ready before its parameters come
     poisonable = True
 
     def uses_torch(self, params: NarrowMatmulParams) -> bool:

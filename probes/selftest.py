@@ -33,6 +33,7 @@ class Selftest(Probe[SelftestParams]):
     Params = SelftestParams
     tools = (Tool.NONE, Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK)
     beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
+    warms = True  # its cases run in its own process: a spare can get ready before its parameters come
     needs_gpu = False
 
     def run(self, params: SelftestParams, tool: Tool, recorder: Recorder) -> None:

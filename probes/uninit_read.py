@@ -33,6 +33,7 @@ class UninitRead(Probe[UninitReadParams]):
     Params = UninitReadParams
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
     beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
+    warms = True  # its cases run in its own process: a spare can get ready before its parameters come
     poisonable = True
 
     def expectation(self, params: UninitReadParams, tool: Tool) -> Expectation:

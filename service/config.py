@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,
     # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").
     stall_s: float = 120.0
+    # Warm starts (docs/sweep.md, "Warm starts"): a sweep with more processes than slots starts the next processes'
+    # sanitizer and CUDA context while earlier ones run, and hands each its parameters when its turn comes.
+    warm_starts: bool = True
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.

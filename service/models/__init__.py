@@ -268,6 +268,9 @@ class RunResult(BaseModel):
     signal: int | None = None
     duration_s: float = 0.0
     probe_context: dict[str, Any] = Field(default_factory=dict)
+    warm_start: bool = Field(
+        False, description="run by a spare process started ahead of it, under the same command (a warm start)"
+    )
     stalls: list[str] = Field(
         default_factory=list,
         description="attempts the progress watchdog stopped before this one (the run is started again once)",

@@ -65,6 +65,9 @@ class ProcessRecord(BaseModel):
     outcomes: list[Outcome] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
     durations_s: list[float] = Field(default_factory=list)
+    warm: list[bool] = Field(
+        default_factory=list, description="per run: handed to a spare process that was started ahead (a warm start)"
+    )
     stalls: list[int] = Field(
         default_factory=list, description="per repeat: attempts the progress watchdog stopped before the one kept"
     )

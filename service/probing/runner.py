@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -21,6 +25,7 @@ from service.probing.confirm import confirm_findings, confirming, control_option
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
+from service.probing.spares import FIFO_NAME, Spare, Spares, hand_over, move_artifacts, spare_command, warm_key
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -30,7 +35,7 @@ from service.sanitizer.parse import ParseResult, parse_xml
 from service.sanitizer.ports import PortLease
 from service.sanitizer.ports import lease as lease_ports
 from service.sanitizer.summary import read_summary
-from service.sanitizer.supervise import Supervised, supervise
+from service.sanitizer.supervise import Supervised, start, watch
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME, HEARTBEAT_NAME = "exit_code", "heartbeat"
@@ -47,9 +52,7 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
     )
 
 
-def _preflight(
-    request: ProbeRequest, admitted: Admission, settings: Settings
-) -> tuple[Path | None, RunResult | None]:
+def _preflight(request: ProbeRequest, admitted: Admission, settings: Settings) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
     tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
@@ -82,6 +85,7 @@ def run_probe(
     cancel_event: threading.Event | None = None,
     trusted: bool = False,
     stages: Stages | None = None,
+    spares: Spares | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
@@ -90,6 +94,8 @@ def run_probe(
     the probe gets the allowlisted environment and suppressions are names.
     `stages`: where the wall time of each stage goes (a worker passes its own, holding its claim); the result
     carries them as `timing`.
+    `spares`: warm starts (service/probing/spares.py): the run goes to a matching spare process if one is ready,
+    and asks for one for the next run like it.
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
     stages = stages if stages is not None else Stages()
@@ -98,7 +104,12 @@ def run_probe(
         planned = plan()
     if isinstance(planned, RunResult):
         return planned.model_copy(update={"timing": stages.rounded()})
-    return _run_planned(request, planned, settings, cancel_event, stages, replan=plan)
+    ended = threading.Event()
+    spare = _spare_for(request, planned, settings, trusted, spares, ended)
+    try:
+        return _run_planned(request, planned, settings, cancel_event, stages, replan=plan, spare=spare)
+    finally:
+        ended.set()
 
 
 class PlannedRun(NamedTuple):
@@ -171,10 +182,11 @@ def _run_planned(
     cancel_event: threading.Event | None,
     stages: Stages,
     replan: Callable[[], PlannedRun | RunResult],
+    spare: Spare | None = None,
 ) -> RunResult:
-    """Run the planned command, then read, parse, classify and confirm what it left; a run the watchdog stopped
-    is planned again by `replan` and run once more."""
-    done = _supervised(request, planned, settings, cancel_event, stages)
+    """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
+    the watchdog stopped is planned again by `replan` and run once more, in a fresh process."""
+    done = _supervised(request, planned, settings, cancel_event, stages, spare)
     stalls: list[str] = []
     if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
         # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
@@ -257,6 +269,7 @@ def _run_planned(
             outcome=verdict.outcome,
             message="; ".join([m for m in (verdict.message, *stalls) if m]),
             stalls=stalls,
+            warm_start=done.warm,
             records=parsed.records if parsed else 0,
             summary_count=summary.errors if summary else None,
             truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
@@ -287,28 +300,90 @@ def _supervised(
     settings: Settings,
     cancel_event: threading.Event | None,
     stages: Stages,
+    spare: Spare | None = None,
 ) -> Supervised:
-    """One run of the planned command from clean files, under the time limit, the caps and the watchdog."""
-    heartbeat = planned.workdir / HEARTBEAT_NAME
+    """One run of the planned command from clean files, under the time limit, the caps and the watchdog; in
+    `spare` (which then holds the command's files until it ends) when one was taken and is still alive."""
+    since = time.monotonic()
     with stages.stage("prepare"):
         planned.workdir.mkdir(parents=True, exist_ok=True)
-        for stale in (planned.xml, planned.result_path, heartbeat):
+        for stale in (planned.xml, planned.result_path, planned.workdir / HEARTBEAT_NAME):
             stale.unlink(missing_ok=True)
-    done = supervise(
-        planned.cmd,
+    if spare is not None:
+        limit = since + (request.timeout_s or settings.timeout_s)
+
+        def give_up() -> bool:
+            return time.monotonic() > limit or bool(cancel_event and cancel_event.is_set())
+
+        with stages.stage("hand_over"):
+            handed = hand_over(spare, json.dumps(planned.admitted.params, sort_keys=True), give_up)
+        if not handed:  # it died (or hung) warming up: this run starts cold instead
+            spare.discard()
+            spare = None
+    running = spare.planned if spare is not None else planned
+    if spare is None:
+        started = start(planned.cmd, max_output_bytes=settings.max_output_bytes, env=planned.env, cwd=PROJECT_ROOT)
+        since = started.start
+    else:
+        started = spare.started
+        if planned.ports is not None:
+            planned.ports.release()  # the spare brought its own block
+    heartbeat = running.workdir / HEARTBEAT_NAME
+    done = watch(
+        started,
+        since=since,
         timeout_s=request.timeout_s or settings.timeout_s,
-        max_output_bytes=settings.max_output_bytes,
-        env=planned.env,
-        cwd=PROJECT_ROOT,
-        xml_path=planned.xml if planned.sanitizer else None,
+        xml_path=running.xml if running.sanitizer else None,
         max_xml_bytes=settings.max_xml_bytes,
         cancel=cancel_event,
-        heartbeat=heartbeat if planned.admitted.probe.beats else None,
+        heartbeat=heartbeat if running.admitted.probe.beats else None,
         stall_s=settings.stall_s,
     )
-    if planned.ports is not None:
-        planned.ports.release()
+    if running.ports is not None:
+        running.ports.release()
+    if spare is not None:
+        move_artifacts(spare.planned.workdir, planned.workdir)
+        done.warm = True
     return done
+
+
+def _spare_for(
+    request: ProbeRequest,
+    planned: PlannedRun,
+    settings: Settings,
+    trusted: bool,
+    spares: Spares | None,
+    ended: threading.Event,
+) -> Spare | None:
+    """A ready spare for this run, if any; and a spare asked for the next run like it, started once this run has
+    begun its cases (its first heartbeat) or `ended`."""
+    key = warm_key(planned) if spares is not None else None
+    if spares is None or key is None:
+        return None
+    spare = spares.take(key)
+    running = spare.planned if spare is not None else planned
+    heartbeat = running.workdir / HEARTBEAT_NAME
+    make = partial(start_spare, request, settings, trusted, spares.root)
+    spares.ask(make, lambda: ended.is_set() or heartbeat.exists())
+    return spare
+
+
+def start_spare(request: ProbeRequest, settings: Settings, trusted: bool, root: Path) -> Spare | None:
+    """A spare for runs like `request`, in a fresh folder under `root`; None when such a run cannot warm-start."""
+    root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="spare-", dir=root))
+    planned = plan_run(request, workdir=folder, settings=settings, trusted=trusted)
+    key = warm_key(planned) if isinstance(planned, PlannedRun) else None
+    if not isinstance(planned, PlannedRun) or key is None:
+        if isinstance(planned, PlannedRun) and planned.ports is not None:
+            planned.ports.release()
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    fifo = folder / FIFO_NAME
+    os.mkfifo(fifo, 0o600)
+    cmd = spare_command(planned)
+    started = start(cmd, max_output_bytes=settings.max_output_bytes, env=planned.env, cwd=PROJECT_ROOT)
+    return Spare(key, planned, fifo, started)
 
 
 def _stall_note(done: Supervised) -> str:

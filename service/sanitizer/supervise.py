@@ -96,6 +96,8 @@ class Supervised:
     # Set when the watchdog stopped it: seconds without progress, and the heartbeat's last line (what had started).
     stalled_s: float | None = None
     last_beat: str = ""
+    # The process was started ahead of its run (a spare, service/probing/spares.py) and handed the run.
+    warm: bool = False
 
 
 class Watchdog:
@@ -132,6 +134,64 @@ class Watchdog:
             return ""
 
 
+@dataclass
+class Started:
+    """A command running in its own process group, its output being read (capped) by two threads."""
+
+    proc: subprocess.Popen[bytes]
+    start: float  # monotonic, just before the fork
+    spawned_s: float
+    exit_fd: int | None
+    stdout: CappedStream
+    stderr: CappedStream
+    pumps: list[threading.Thread]
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid  # start_new_session makes the child a group leader
+
+    def kill(self) -> None:
+        """End the whole group now (a spare nobody took) and reap it."""
+        stop_run(self.proc.pid, self.pgid, set(), CANCEL_GRACE_S)
+        self.proc.wait()
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+            self.exit_fd = None
+        for pump in self.pumps:
+            pump.join(timeout=5)
+
+
+def start(
+    cmd: Sequence[str],
+    *,
+    max_output_bytes: int,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Started:
+    """Start `cmd` in its own process group (it dies with this thread), its output read into capped buffers."""
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        list(cmd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+    spawned = time.monotonic() - began
+    out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = [
+        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
+    ]
+    for pump in pumps:
+        pump.start()
+    return Started(proc, began, spawned, _pidfd(proc.pid), out, err, pumps)
+
+
 def supervise(
     cmd: Sequence[str],
     *,
@@ -147,28 +207,33 @@ def supervise(
 ) -> Supervised:
     """Run `cmd` to completion or until the limit, the XML cap, `cancel` or a stall (no progress for `stall_s` after
     the first beat in `heartbeat`, when both are given); the whole group dies on any of them."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        list(cmd),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else None,
-        cwd=cwd,
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
+    return watch(
+        start(cmd, max_output_bytes=max_output_bytes, env=env, cwd=cwd),
+        timeout_s=timeout_s,
+        xml_path=xml_path,
+        max_xml_bytes=max_xml_bytes,
+        cancel=cancel,
+        heartbeat=heartbeat,
+        stall_s=stall_s,
     )
-    spawned = time.monotonic() - start
-    pgid = proc.pid  # start_new_session makes the child a group leader
-    exit_fd = _pidfd(proc.pid)
-    out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)
-    assert proc.stdout is not None and proc.stderr is not None
-    pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
-    ]
-    for pump in pumps:
-        pump.start()
+
+
+def watch(
+    started: Started,
+    *,
+    timeout_s: float,
+    since: float | None = None,
+    xml_path: Path | None = None,
+    max_xml_bytes: int | None = None,
+    cancel: threading.Event | None = None,
+    heartbeat: Path | None = None,
+    stall_s: float = 0.0,
+) -> Supervised:
+    """Watch a started command to its end (see supervise). `since`: the monotonic time the run counts from, its
+    limit included (a spare started earlier counts from when it was handed its run); the start by default."""
+    proc, pgid, exit_fd, out, err = started.proc, started.pgid, started.exit_fd, started.stdout, started.stderr
+    start = started.start if since is None else since
+    spawned = max(0.0, started.start + started.spawned_s - start)
     timed_out = xml_capped = cancelled = False
     stalled: float | None = None
     watchdog = (
@@ -199,9 +264,10 @@ def supervise(
     exited = time.monotonic() - start
     if exit_fd is not None:
         os.close(exit_fd)
+        started.exit_fd = None
     if group_alive(pgid) or any(alive(p) for p in known):  # what the probe left behind goes with it
         stop_run(proc.pid, pgid, known, TERM_GRACE_S)
-    for pump in pumps:
+    for pump in started.pumps:
         pump.join(timeout=5)
     return Supervised(
         returncode,

@@ -15,6 +15,7 @@ from service.models import Backtrace, ProbeRequest, RunResult, Tool
 from service.models.queues import Lane
 from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from service.probing.runner import run_probe
+from service.probing.spares import Spares
 from service.queue.waiting import ended, job_fields, poll, result_of_job
 from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
@@ -33,22 +34,39 @@ class ProcessRunner(Protocol):
 
 
 class LocalRunner:
-    """Up to `slots` processes at once on this machine (one GPU's K sanitizer slots), each with the record cap."""
+    """Up to `slots` processes at once on this machine (one GPU's K sanitizer slots), each with the record cap.
 
-    def __init__(self, workdir: Path, settings: Settings | None = None, slots: int = 1) -> None:
+    Warm starts (settings.warm_starts): with more processes than slots, spare processes get ready while earlier
+    ones run (service/probing/spares.py); `spares` is a pool the caller keeps (warm from earlier sweeps), else the
+    runner keeps one for the sweep, starting no more spares than there are processes after the first K."""
+
+    def __init__(
+        self, workdir: Path, settings: Settings | None = None, slots: int = 1, spares: Spares | None = None
+    ) -> None:
         settings = settings or get_settings()
         self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
-        self.workdir, self.slots = workdir, max(1, slots)
+        self.workdir, self.slots, self.spares = workdir, max(1, slots), spares
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
-        def run(slot: int) -> RunResult:
-            return run_probe(requests[slot], workdir=self.workdir / f"slot{slot:04d}", settings=self.settings)
+        spares = self.spares
+        own = spares is None and self.settings.warm_starts and len(requests) > self.slots
+        if own:
+            spares = Spares(self.workdir / "spares", self.slots, budget=len(requests) - self.slots)
 
-        # Threads suffice: each waits on its own probe subprocess.
-        with ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot") as pool:
-            futures = {pool.submit(run, slot): slot for slot in range(len(requests))}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+        def run(slot: int) -> RunResult:
+            return run_probe(
+                requests[slot], workdir=self.workdir / f"slot{slot:04d}", settings=self.settings, spares=spares
+            )
+
+        try:
+            # Threads suffice: each waits on its own probe subprocess.
+            with ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot") as pool:
+                futures = {pool.submit(run, slot): slot for slot in range(len(requests))}
+                for future in as_completed(futures):
+                    yield futures[future], future.result()
+        finally:
+            if own and spares is not None:
+                spares.close()
 
 
 class ServiceRunner:
@@ -185,6 +203,7 @@ def assemble(
                 + ([f"{len(stray)} finding(s) in no case's allocations: {stray[0]}"] if stray else []),
                 durations_s=[r.duration_s for r in runs],
                 stalls=[len(r.stalls) for r in runs],
+                warm=[r.warm_start for r in runs],
                 truncated=any(r.truncated for r in runs),
             )
         )

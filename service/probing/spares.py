@@ -1,0 +1,241 @@
+"""Warm starts: spare probe processes, started under the sanitizer before their run is known.
+
+Most of a short sanitizer run is its start-up: the sanitizer attaching, Python and torch imports, the CUDA context
+under instrumentation (docs/sweep.md). A spare is the exact sanitizer command of an earlier run of the same kind
+(probe, tool, options, backtraces, environment), whose target gets ready (probes/warm.py) and then waits for its
+parameters on a FIFO. The runner hands the next matching run to it instead of starting a fresh process; the spare
+runs that one request and exits, so every run still has a process, a sanitizer session and an XML file of its own.
+
+A spare waits until the run that asked for it has begun its cases (or a short while), so spares do not queue in
+the driver with the start-ups of the runs they are meant to follow. The pool starts spares from one long-lived
+thread: a spare dies with the thread that started it (PR_SET_PDEATHSIG), and with the pool when it is closed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from probes.warm import READY_NAME, WarmLevel
+from service.sanitizer.supervise import Started
+
+if TYPE_CHECKING:
+    from service.probing.runner import PlannedRun
+
+FIFO_NAME = "params.fifo"
+# How long a spare waits for its run's first case before it starts anyway.
+FOLLOW_AFTER_S = 20.0
+# How often the starter thread looks at what it was asked to start, and a hand-over at a spare still warming up.
+LOOK_S = 0.05
+HAND_OVER_LOOK_S = 0.005
+
+Key = tuple[object, ...]
+
+
+@dataclass
+class Spare:
+    """A started sanitizer process whose target waits for its parameters; its files are in its own folder."""
+
+    key: Key
+    planned: PlannedRun  # planned in the spare's folder: its XML, result, heartbeat and port block
+    fifo: Path
+    started: Started
+    born: float = field(default_factory=time.monotonic)
+
+    def alive(self) -> bool:
+        return self.started.proc.poll() is None
+
+    def ready(self) -> bool:
+        """Its warm-up is done: it waits for parameters."""
+        return (self.planned.workdir / READY_NAME).exists()
+
+    def discard(self) -> None:
+        self.started.kill()
+        if self.planned.ports is not None:
+            self.planned.ports.release()
+        shutil.rmtree(self.planned.workdir, ignore_errors=True)
+
+
+def warm_level(planned: PlannedRun) -> WarmLevel:
+    probe, model = planned.admitted.probe, planned.admitted.model
+    if probe.uses_torch(model):
+        return "torch"
+    return "gpu" if probe.gpu_needed(model) else "import"
+
+
+def warm_key(planned: PlannedRun) -> Key | None:
+    """What a spare must share with a run to take it (the command and environment, less the run's own folder,
+    parameters and ports); None for runs that never warm-start (bare runs; probes that run the user's code)."""
+    if planned.sanitizer is None or not planned.admitted.probe.warms:
+        return None
+    folder = str(planned.workdir)
+    cmd = [part.replace(folder, "{dir}") for part in planned.cmd]
+    cmd[_params_at(cmd)] = "{params}"
+    for flag in ("--port", "--max-connections"):
+        if flag in cmd:
+            cmd[cmd.index(flag) + 1] = "{port}"
+    env = tuple(sorted((name, value.replace(folder, "{dir}")) for name, value in planned.env.items()))
+    return (tuple(cmd), env, warm_level(planned))
+
+
+def spare_command(planned: PlannedRun) -> list[str]:
+    """The planned command with `--params JSON` replaced by: get ready, then read the parameters from the FIFO."""
+    cmd = list(planned.cmd)
+    at = _params_at(cmd)
+    cmd[at - 1 : at + 1] = ["--params-from", str(planned.workdir / FIFO_NAME), "--warm", warm_level(planned)]
+    return cmd
+
+
+def _params_at(cmd: list[str]) -> int:
+    """Index of the probe's --params value in a `... -m probes NAME --params JSON ...` command."""
+    for i in range(len(cmd) - 3):
+        if cmd[i : i + 2] == ["-m", "probes"] and cmd[i + 3] == "--params":
+            return i + 4
+    raise ValueError("not a probe command: no `-m probes NAME --params`")
+
+
+def hand_over(spare: Spare, params_json: str, give_up: Callable[[], bool]) -> bool:
+    """Give the spare its run's parameters (waiting while it still warms up); False when it died first or
+    `give_up()` said to stop waiting (the run's time limit, a cancel)."""
+    while True:
+        try:
+            fd = os.open(spare.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet, the target is still getting ready
+                raise
+        if not spare.alive() or give_up():
+            return False
+        time.sleep(HAND_OVER_LOOK_S)
+    os.set_blocking(fd, True)
+    try:
+        os.write(fd, params_json.encode("utf-8"))
+    except BrokenPipeError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def move_artifacts(source: Path, target: Path) -> None:
+    """Everything the spare's run left in its folder, moved into the run's own folder (same names)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        if entry.name in (FIFO_NAME, READY_NAME):
+            entry.unlink(missing_ok=True)
+            continue
+        dest = target / entry.name
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        shutil.move(str(entry), str(dest))  # a rename on one file system
+    shutil.rmtree(source, ignore_errors=True)
+
+
+class Spares:
+    """Spare processes by key. `size`: at most this many alive (the oldest goes); `budget`: at most this many ever
+    started (None: no limit), so a sweep that knows how many runs are left starts no spare it cannot use."""
+
+    def __init__(self, root: Path, size: int, budget: int | None = None) -> None:
+        self.root, self.size, self.budget = root, max(1, size), budget
+        self._ready: list[Spare] = []
+        self._asked: list[tuple[Callable[[], Spare | None], Callable[[], bool], float]] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self.started = self.taken = 0
+        self._thread = threading.Thread(target=self._starter, name="cuprobe-spares", daemon=True)
+        self._thread.start()
+
+    def take(self, key: Key) -> Spare | None:
+        """A live spare started for `key` (the oldest), or None."""
+        with self._lock:
+            for spare in list(self._ready):
+                if spare.key != key:
+                    continue
+                self._ready.remove(spare)
+                if spare.alive():
+                    self.taken += 1
+                    return spare
+                _discard_later(spare)
+        return None
+
+    def ask(self, make: Callable[[], Spare | None], after: Callable[[], bool]) -> bool:
+        """Start a spare with `make` once `after()` holds (or FOLLOW_AFTER_S passed); False when the budget is spent."""
+        with self._lock:
+            if self._closed or (self.budget is not None and self.budget <= 0):
+                return False
+            if self.budget is not None:
+                self.budget -= 1
+            self._asked.append((make, after, time.monotonic() + FOLLOW_AFTER_S))
+        self._wake.set()
+        return True
+
+    def wait_ready(self, count: int, timeout_s: float) -> int:
+        """Wait until `count` spares are ready (or `timeout_s` passed); how many are."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                ready = sum(1 for s in self._ready if s.ready())
+            if ready >= count or time.monotonic() > deadline:
+                return ready
+            time.sleep(LOOK_S)
+
+    def close(self) -> None:
+        """Stop starting spares and end every spare not taken."""
+        with self._lock:
+            self._closed = True
+            self._asked.clear()
+        self._wake.set()
+        self._thread.join(timeout=30)
+        with self._lock:
+            left, self._ready = self._ready, []
+        for spare in left:
+            spare.discard()
+
+    def _starter(self) -> None:
+        while True:
+            self._wake.wait(LOOK_S)
+            self._wake.clear()
+            with self._lock:
+                if self._closed:
+                    return
+                now = time.monotonic()
+                due = [a for a in self._asked if a[2] <= now or _holds(a[1])]
+                self._asked = [a for a in self._asked if a not in due]
+            for make, _, _ in due:
+                self._start(make)
+
+    def _start(self, make: Callable[[], Spare | None]) -> None:
+        try:
+            spare = make()
+        except Exception:  # a spare is an optimisation: its run starts cold instead
+            return
+        if spare is None:
+            return
+        with self._lock:
+            if self._closed:
+                _discard_later(spare)
+                return
+            self.started += 1
+            self._ready.append(spare)
+            while len(self._ready) > self.size:
+                _discard_later(self._ready.pop(0))
+
+
+def _holds(check: Callable[[], bool]) -> bool:
+    try:
+        return check()
+    except Exception:  # a check that fails lets the spare start
+        return True
+
+
+def _discard_later(spare: Spare) -> None:
+    """End a spare without holding up the caller (killing waits up to the grace period)."""
+    threading.Thread(target=spare.discard, name="cuprobe-spare-discard", daemon=True).start()
