@@ -56,10 +56,11 @@ def timed(
     spares = None
     if primed:
         planned = plan(definition, slots)
-        spares = Spares(workdir / name / "spares", slots, budget=max(0, len(planned) - slots))
+        spares = Spares(workdir / name / "spares", slots)
         request = requests_of(planned)[0][1]
         for _ in range(slots):
             spares.ask(partial(start_spare, request, settings, False, spares.root), lambda: True)
+        spares.budget = max(0, len(planned) - slots)  # then as the sweep's own pool: no spare it cannot use
         ready = spares.wait_ready(slots, 300)
         print(f"  {name}: {ready} of {slots} spares ready before the clock starts", file=sys.stderr, flush=True)
     start = time.monotonic()

@@ -149,7 +149,7 @@ class Spares:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
-        self.started = self.taken = 0
+        self.started = self.taken = self._making = 0
         self._thread = threading.Thread(target=self._starter, name="cuprobe-spares", daemon=True)
         self._thread.start()
 
@@ -178,12 +178,13 @@ class Spares:
         return True
 
     def wait_ready(self, count: int, timeout_s: float) -> int:
-        """Wait until `count` spares are ready (or `timeout_s` passed); how many are."""
+        """Wait until `count` spares are ready, `timeout_s` passed, or no more can come; how many are ready."""
         deadline = time.monotonic() + timeout_s
         while True:
             with self._lock:
                 ready = sum(1 for s in self._ready if s.ready())
-            if ready >= count or time.monotonic() > deadline:
+                coming = len(self._asked) + self._making + sum(1 for s in self._ready if s.alive() and not s.ready())
+            if ready >= count or not coming or time.monotonic() > deadline:
                 return ready
             time.sleep(LOOK_S)
 
@@ -209,8 +210,13 @@ class Spares:
                 now = time.monotonic()
                 due = [a for a in self._asked if a[2] <= now or _holds(a[1])]
                 self._asked = [a for a in self._asked if a not in due]
+                self._making += len(due)
             for make, _, _ in due:
-                self._start(make)
+                try:
+                    self._start(make)
+                finally:
+                    with self._lock:
+                        self._making -= 1
 
     def _start(self, make: Callable[[], Spare | None]) -> None:
         try:
