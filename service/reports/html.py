@@ -47,7 +47,8 @@ def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
             parts += [f"<h2>{title}</h2>", svg]
     parts.append(
         "<h2>Processes</h2><table><tr><th>#</th><th>probe</th><th>tool</th><th>cases</th><th>batched</th>"
-        "<th>control fired</th><th>outcomes</th><th>seconds</th><th>stalled attempts</th><th>why one case</th></tr>"
+        "<th>control fired</th><th>outcomes</th><th>seconds</th><th>warm start</th><th>stalled attempts</th>"
+        "<th>why one case</th></tr>"
     )
     for p in sweep.processes:
         fired = "/".join("yes" if f else "NO" for f in p.control_fired) or "-"
@@ -62,6 +63,7 @@ def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
                     fired,
                     " ".join(o.value for o in p.outcomes),
                     " ".join(f"{d:.1f}" for d in p.durations_s),
+                    " ".join("yes" if w else "no" for w in p.warm) if any(p.warm) else "",
                     " ".join(str(n) for n in p.stalls) if any(p.stalls) else "",
                     p.reason,
                 ],

@@ -26,6 +26,7 @@ from service.models.options import SanitizerOptions
 from service.models.sweep import Sweep
 from service.probing.runner import run_probe, start_spare
 from service.probing.spares import FIFO_NAME, Spare, Spares
+from service.reports.html import html
 from service.sweep.definition import parse_definition
 from service.sweep.execute import LocalRunner, requests_of, run_sweep
 from service.sweep.plan import plan
@@ -115,6 +116,8 @@ def test_a_warm_start_replays_the_same_findings_as_a_cold_one(
         assert process.outcomes == [Outcome.FINDINGS] * 3 and process.control_fired == [True] * 3
         assert sum(c.records for c in sweep.cases) == 6624 and not any(c.flaky for c in sweep.cases)
     assert _seen(cold) == _seen(warm)
+    shown = " ".join("yes" if w else "no" for w in warm.processes[0].warm)  # starts with "yes": the primed run
+    assert "<th>warm start</th>" in html(warm, None) and f"<td>{shown}</td>" in html(warm, None)
 
 
 def _seen(sweep: Sweep) -> list[tuple[object, ...]]:
