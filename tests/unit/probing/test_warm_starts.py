@@ -9,7 +9,6 @@ parameters came.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
@@ -24,9 +23,10 @@ from service.config import Settings
 from service.models import Outcome, ProbeRequest, RunResult
 from service.models.options import SanitizerOptions
 from service.models.sweep import Sweep
-from service.probing.runner import run_probe, start_spare
-from service.probing.spares import FIFO_NAME, Spare, Spares
+from service.probing.runner import PlannedRun, plan_run, run_probe, start_spare
+from service.probing.spares import FIFO_NAME, Spare, Spares, warm_key
 from service.reports.html import html
+from service.sanitizer.supervise import start
 from service.sweep.definition import parse_definition
 from service.sweep.execute import LocalRunner, requests_of, run_sweep
 from service.sweep.plan import plan
@@ -148,19 +148,30 @@ def test_a_spare_that_died_waiting_sends_the_run_to_a_cold_start(
 
 
 def test_a_spare_hung_in_its_warm_up_costs_the_run_its_time_limit_not_more(
-    tmp_path: Path, running_target: None, replay_settings: Settings, spares: Spares, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, running_target: None, replay_settings: Settings, spares: Spares
 ) -> None:
-    _run(_selftest(), tmp_path / "first", replay_settings, spares)
-    (spare,) = [s for s in spares._ready]
-    os.killpg(spare.started.pgid, signal.SIGSTOP)  # alive, never reading its FIFO
-    try:
-        began = time.monotonic()
-        second = _run(_selftest().model_copy(update={"timeout_s": 3}), tmp_path / "second", replay_settings, spares)
-        assert time.monotonic() - began < 30
-        assert second.outcome is Outcome.CLEAN and not second.warm_start  # then ran cold
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # the runner gave up on it and ended it
-            os.killpg(spare.started.pgid, signal.SIGCONT)
+    request = _selftest().model_copy(update={"timeout_s": 3})
+    # A spare for exactly this run whose target never gets to its FIFO (a warm-up that hangs).
+    spares.ask(partial(_hung_spare, request, replay_settings, tmp_path / "hung"), lambda: True)
+    deadline = time.monotonic() + 60
+    while not spares._ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert spares._ready, "the hung spare was never started"
+    began = time.monotonic()
+    second = _run(request, tmp_path / "second", replay_settings, spares)
+    assert time.monotonic() - began < 30
+    assert second.outcome is Outcome.CLEAN and not second.warm_start  # it gave up on the spare and ran cold
+    assert second.timing["hand_over"] >= 3  # after the run's own time limit, not later
+
+
+def _hung_spare(request: ProbeRequest, settings: Settings, folder: Path) -> Spare:
+    folder.mkdir(parents=True)
+    planned = plan_run(request, workdir=folder, settings=settings)
+    assert isinstance(planned, PlannedRun)
+    key = warm_key(planned)
+    assert key is not None
+    os.mkfifo(folder / FIFO_NAME)
+    return Spare(key, planned, folder / FIFO_NAME, start(["sleep", "600"], max_output_bytes=1024))
 
 
 def test_a_spare_serves_only_runs_with_its_exact_sanitizer_command(
