@@ -69,8 +69,8 @@ def timed(
             definition,
             LocalRunner(workdir / name, settings, slots, spares),
             progress=lambda done, total, what: print(
-            f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
-        ),
+                f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
+            ),
         )
         return sweep, time.monotonic() - start
     finally:
@@ -79,7 +79,7 @@ def timed(
 
 
 def warm_starts(sweep: Sweep) -> str:
-    """How many of the sweep's runs were handed to a spare (their result's probe context says so)."""
+    """How many of the sweep's runs were handed to a spare (RunResult.warm_start), of all its runs."""
     return f"{sum(1 for p in sweep.processes for w in p.warm if w)}/{sum(len(p.warm) for p in sweep.processes)}"
 
 
@@ -125,19 +125,19 @@ def main() -> int:
     ok = True
     last: Sweep | None = None
     cold = settings.model_copy(update={"warm_starts": False})
-    warm = [] if args.no_warm else [True]
     if not args.skip_compare:
         # The baseline is one process per case, one at a time, each started cold (as before warm starts).
         base, t_base = timed("bench48-per-case", 16, False, work, cold, 1)
         reference = per_case(base)
         ok &= all(c.outcome.ran for c in base.cases)
         rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-", stalls(base), warm_starts(base))]
-        runs: list[tuple[str, bool, Settings, int, bool]] = [
-            ("per-case, K=1, warm starts", False, settings, 1, False) for _ in warm if args.per_case_warm
-        ]
+        runs: list[tuple[str, bool, Settings, int, bool]] = []
+        if args.per_case_warm:
+            runs.append(("per-case, K=1, warm starts", False, settings, 1, False))
         for k in ks:
             runs.append((f"batched, K={k}", True, cold, k, False))
-            runs += [(f"batched, K={k}, spares ready", True, settings, k, True) for _ in warm]
+            if not args.no_warm:
+                runs.append((f"batched, K={k}, spares ready", True, settings, k, True))
         first: Cases | None = None
         header = (
             f"{'run':<32}{'procs':>6}{'wall_s':>9}{'vs baseline':>13}{'same findings':>15}{'stalled':>9}{'warm':>8}"
@@ -150,8 +150,9 @@ def main() -> int:
                 name += "-warm"
             sweep, wall = timed(name, 16, batch, work, chosen, k, primed)
             cases = per_case(sweep)
-            first = first if first is not None or not batch else cases
-            diffs = differences(first or reference, cases) + differences(reference, cases)
+            if batch and first is None:
+                first = cases  # the first batched run: every later one is compared with it and the baseline
+            diffs = differences(reference, cases) + (differences(first, cases) if first is not None else [])
             ok &= not diffs and all(c.outcome.ran for c in sweep.cases)
             same = "yes" if not diffs else "NO"
             rows.append((label, len(sweep.processes), wall, same, stalls(sweep), warm_starts(sweep)))
@@ -169,7 +170,7 @@ def main() -> int:
         )
         first = None
         for k in ks:
-            for primed in [False, *warm]:
+            for primed in [False] if args.no_warm else [False, True]:
                 full, wall = timed(
                     f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}", 128, True, work,
                     settings if primed else cold, k, primed,

@@ -38,7 +38,9 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--warm", default="import", choices=WARM_LEVELS, help="what to do before the parameters come")
     parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
-    parser.add_argument("--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool])
+    parser.add_argument(
+        "--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool]
+    )
     parser.add_argument(
         "--poison",
         default="none",
@@ -46,7 +48,9 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         help="fill every fresh allocation with 0xFF, 0x00 or the 0xA5 sentinel (the confirmer's bare re-runs)",
     )
     parser.add_argument("--watch", default="{}", help="JSON: case id -> buffers to snapshot before their reader")
-    parser.add_argument("--confirm-control", action="store_true", help="also run the confirmer's planted control cases")
+    parser.add_argument(
+        "--confirm-control", action="store_true", help="also run the confirmer's planted control cases"
+    )
     return parser.parse_args(argv)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -25,7 +24,16 @@ from service.probing.confirm import confirm_findings, confirming, control_option
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
-from service.probing.spares import FIFO_NAME, Spare, Spares, hand_over, move_artifacts, spare_command, warm_key
+from service.probing.spares import (
+    FIFO_NAME,
+    Spare,
+    Spares,
+    hand_over,
+    move_artifacts,
+    params_json,
+    spare_command,
+    warm_key,
+)
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
@@ -52,7 +60,9 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
     )
 
 
-def _preflight(request: ProbeRequest, admitted: Admission, settings: Settings) -> tuple[Path | None, RunResult | None]:
+def _preflight(
+    request: ProbeRequest, admitted: Admission, settings: Settings
+) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
     tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
@@ -316,7 +326,7 @@ def _supervised(
             return time.monotonic() > limit or bool(cancel_event and cancel_event.is_set())
 
         with stages.stage("hand_over"):
-            handed = hand_over(spare, json.dumps(planned.admitted.params, sort_keys=True), give_up)
+            handed = hand_over(spare, params_json(planned), give_up)
         if not handed:  # it died (or hung) warming up: this run starts cold instead
             spare.discard()
             spare = None
@@ -373,8 +383,8 @@ def start_spare(request: ProbeRequest, settings: Settings, trusted: bool, root: 
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="spare-", dir=root))
     planned = plan_run(request, workdir=folder, settings=settings, trusted=trusted)
-    key = warm_key(planned) if isinstance(planned, PlannedRun) else None
-    if not isinstance(planned, PlannedRun) or key is None:
+    key = None if isinstance(planned, RunResult) else warm_key(planned)
+    if key is None or isinstance(planned, RunResult):
         if isinstance(planned, PlannedRun) and planned.ports is not None:
             planned.ports.release()
         shutil.rmtree(folder, ignore_errors=True)

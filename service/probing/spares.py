@@ -19,7 +19,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,6 @@ class Spare:
     planned: PlannedRun  # planned in the spare's folder: its XML, result, heartbeat and port block
     fifo: Path
     started: Started
-    born: float = field(default_factory=time.monotonic)
 
     def alive(self) -> bool:
         return self.started.proc.poll() is None
@@ -83,6 +82,11 @@ def warm_key(planned: PlannedRun) -> Key | None:
             cmd[cmd.index(flag) + 1] = "{port}"
     env = tuple(sorted((name, value.replace(folder, "{dir}")) for name, value in planned.env.items()))
     return (tuple(cmd), env, warm_level(planned))
+
+
+def params_json(planned: PlannedRun) -> str:
+    """The parameters exactly as the planned (cold) command carries them: what a spare is handed instead."""
+    return planned.cmd[_params_at(planned.cmd)]
 
 
 def spare_command(planned: PlannedRun) -> list[str]:
@@ -149,7 +153,7 @@ class Spares:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
-        self.started = self.taken = self._making = 0
+        self.taken = self._making = 0
         self._thread = threading.Thread(target=self._starter, name="cuprobe-spares", daemon=True)
         self._thread.start()
 
@@ -229,7 +233,6 @@ class Spares:
             if self._closed:
                 _discard_later(spare)
                 return
-            self.started += 1
             self._ready.append(spare)
             while len(self._ready) > self.size:
                 _discard_later(self._ready.pop(0))

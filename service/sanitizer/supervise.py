@@ -154,6 +154,10 @@ class Started:
         """End the whole group now (a spare nobody took) and reap it."""
         stop_run(self.proc.pid, self.pgid, set(), CANCEL_GRACE_S)
         self.proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        """Once it has exited: stop watching for its exit and let its output be read to the end."""
         if self.exit_fd is not None:
             os.close(self.exit_fd)
             self.exit_fd = None
@@ -231,7 +235,7 @@ def watch(
 ) -> Supervised:
     """Watch a started command to its end (see supervise). `since`: the monotonic time the run counts from, its
     limit included (a spare started earlier counts from when it was handed its run); the start by default."""
-    proc, pgid, exit_fd, out, err = started.proc, started.pgid, started.exit_fd, started.stdout, started.stderr
+    proc, pgid, out, err = started.proc, started.pgid, started.stdout, started.stderr
     start = started.start if since is None else since
     spawned = max(0.0, started.start + started.spawned_s - start)
     timed_out = xml_capped = cancelled = False
@@ -259,16 +263,12 @@ def watch(
         if polls % TREE_EVERY == 0:
             known |= descendants([proc.pid])
         polls += 1
-        _wait_exit(exit_fd, POLL_S)
+        _wait_exit(started.exit_fd, POLL_S)
     returncode = proc.wait()
     exited = time.monotonic() - start
-    if exit_fd is not None:
-        os.close(exit_fd)
-        started.exit_fd = None
     if group_alive(pgid) or any(alive(p) for p in known):  # what the probe left behind goes with it
         stop_run(proc.pid, pgid, known, TERM_GRACE_S)
-    for pump in started.pumps:
-        pump.join(timeout=5)
+    started.close()
     return Supervised(
         returncode,
         timed_out,
