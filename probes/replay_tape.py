@@ -38,6 +38,52 @@ OUTPUT_GRADS = ("retain", "hooks", "none")
 UNCHECKED = -1  # the version of a held tensor that nothing can change before its batch is launched
 
 
+class Group:
+    """One phase's optimizer tensors in one step (its parameters, or their gradients), all on one device, held and
+    digested as one entry: their names come from the optimizer's cached plan, so a step adds one object, not a row
+    per tensor. The tensors are let go when the step closes; their shapes and dtypes are kept."""
+
+    __slots__ = ("late", "metas", "names", "phase", "tensors", "values", "versions")
+
+    def __init__(self, phase: str, names: list[tuple[str, str]], tensors: list[torch.Tensor],
+                 versions: list[int] | None) -> None:
+        self.phase, self.names, self.tensors, self.versions = phase, names, tensors, versions
+        self.metas: list[tuple[torch.Size, torch.dtype]] = []
+        self.values: list[tuple[int, float]] | None = None  # (digest, max |x|) per tensor, once resolved
+        self.late: set[int] = set()  # positions the program changed in place before their batch was launched
+
+    def release(self) -> None:
+        if self.tensors:
+            self.metas = [(t.shape, t.dtype) for t in self.tensors]
+            self.tensors = []
+
+    def rows(self) -> Iterator[list[Any]]:
+        values = self.values or [(0, 0.0)] * len(self.metas)
+        for i, ((path, role), (shape, dtype), (bits, peak)) in enumerate(
+            zip(self.names, self.metas, values, strict=True)
+        ):
+            yield [self.phase, path, role, shape, dtype, bits, peak, i in self.late]
+
+
+class Plan:
+    """An optimizer's parameters in its order, with their records' names: cached until its parameter lists change."""
+
+    __slots__ = ("grad_names", "key", "names", "params")
+
+    def __init__(self, key: tuple[tuple[int, int], ...], params: list[torch.Tensor],
+                 names: list[tuple[str, str]]) -> None:
+        self.key, self.params, self.names = key, params, names
+        self.grad_names = [(path, role + ".grad") for path, role in names]
+
+
+def _rows(items: list[list[Any] | Group]) -> Iterator[list[Any]]:
+    for item in items:
+        if isinstance(item, Group):
+            yield from item.rows()
+        else:
+            yield item
+
+
 class Tape:
     """Records every tensor of a step; digests CPU tensors at once and others in batches, one host copy per step.
 
@@ -69,12 +115,12 @@ class Tape:
         self._retained: list[tuple[torch.Tensor, list[tuple[str, str]], bool]] = []
         self.step = 1
         self._count = 0  # records so far, the open step's included
-        self._done: list[tuple[int, list[list[Any]]]] = []  # closed steps not yet made into dicts
+        self._done: list[tuple[int, list[list[Any] | Group]]] = []  # closed steps not yet made into dicts
         self._records: list[dict[str, Any]] = []
-        self._open: list[list[Any]] = []  # this step's records, in program order
-        self._held: list[tuple[list[Any], torch.Tensor, int]] = []  # (record, tensor, version when recorded)
+        self._open: list[list[Any] | Group] = []  # this step's records, in program order
+        self._held: list[tuple[list[Any], torch.Tensor, int] | Group] = []  # (record, tensor, version) or a group
         self._held_bytes = 0
-        self._launched: list[tuple[list[list[Any]], replay_batch.Launched]] = []
+        self._launched: list[tuple[list[list[Any] | Group], replay_batch.Launched]] = []
         self._at_once: set[tuple[str, str, str]] = set()
         self._recent: list[tuple[torch.Tensor, int, list[Any]]] = []  # (tensor, version, its record)
         self._hooked: list[tuple[torch.Tensor, list[tuple[str, str]]]] = []  # outputs whose gradient is hooked
@@ -82,7 +128,7 @@ class Tape:
         self._copies: list[tuple[list[Any], list[Any]]] = []  # (record, the record it repeats)
         self._batch_bytes, self._batch_cpu, self._digests = batch_bytes, batch_cpu, digests
         self._names: dict[int, str] = {}
-        self._plans: dict[int, tuple[Any, list[tuple[str, str, str, torch.Tensor]]]] = {}  # per optimizer
+        self._plans: dict[int, Plan] = {}  # per optimizer
         self._roots: list[nn.Module] = []
         self._depth = 0
         self._updating = 0  # optimizer steps entered and not yet left
@@ -94,8 +140,8 @@ class Tape:
     def records(self) -> list[dict[str, Any]]:
         """Every closed step's records, as dicts (index, step, phase, module, role, shape, dtype, digest,
         magnitude and, where it applies, late)."""
-        for step, rows in self._done:
-            for row in rows:
+        for step, items in self._done:
+            for row in _rows(items):
                 record = {"index": len(self._records), "step": step, "phase": row[PHASE], "module": row[PATH],
                           "role": row[ROLE], "shape": list(row[SHAPE]), "dtype": dtype_name(row[DTYPE]),
                           "digest": row[DIGEST], "magnitude": row[MAGNITUDE]}
@@ -128,7 +174,8 @@ class Tape:
         self._depth += 1
 
     def _leave(self, module: nn.Module, _inputs: Any, output: Any) -> None:
-        self._depth = max(self._depth - 1, 0)
+        if self._depth:
+            self._depth -= 1
         path = self._names.get(id(module)) or self._name_of(module)
         outputs = (("output", output),) if isinstance(output, torch.Tensor) else _tensors(output, "output")
         for role, tensor in outputs:
@@ -176,10 +223,15 @@ class Tape:
         if self._updating > 1:
             return
         self._take_grads()
-        grads = [(path, grad_role, p.grad) for path, _, grad_role, p in self._plan(optimizer) if p.grad is not None]
+        plan = self._plan(optimizer)
+        grads = [p.grad for p in plan.params]
+        names = plan.grad_names
+        if any(g is None for g in grads):
+            names = [name for name, g in zip(names, grads, strict=True) if g is not None]
+            grads = [g for g in grads if g is not None]
         # Launched with the step's other records, a gradient changed by then is `late`; once that happened, they
         # are launched before every update.
-        self._record_all(BACKWARD, grads, checked=self._grads_checked)
+        self._record_all(BACKWARD, names, grads, checked=self._grads_checked)  # type: ignore[arg-type]
         if not self._grads_checked:
             self._launch()
 
@@ -187,15 +239,17 @@ class Tape:
         self._updating = max(self._updating - 1, 0)
         if self._updating:
             return
-        self._record_all(UPDATE, [(path, role, p) for path, role, _, p in self._plan(optimizer)])
+        plan = self._plan(optimizer)
+        self._record_all(UPDATE, plan.names, plan.params)
         self.boundary()
 
     def mark_step(self) -> None:
         """The user's step marker (no optimizer): digest the parameters and their gradients, then close the step."""
         self._take_grads()
         params = [(path, role, p) for path, role, p in self._root_params() if p.requires_grad]
-        self._record_all(BACKWARD, [(path, role + ".grad", p.grad) for path, role, p in params if p.grad is not None])
-        self._record_all(UPDATE, params)
+        grads = [((path, role + ".grad"), p.grad) for path, role, p in params if p.grad is not None]
+        self._record_all(BACKWARD, [name for name, _ in grads], [g for _, g in grads])
+        self._record_all(UPDATE, [(path, role) for path, role, _ in params], [p for _, _, p in params])
         self.boundary()
 
     # --- naming ------------------------------------------------------------------------------------------
@@ -222,20 +276,20 @@ class Tape:
                         out.append((self._name_of(module), leaf, param))
         return out
 
-    def _plan(self, optimizer: torch.optim.Optimizer) -> list[tuple[str, str, str, torch.Tensor]]:
-        """(module path, role, gradient's role, parameter) for each of the optimizer's parameters, in its order;
-        cached until its parameter lists change."""
+    def _plan(self, optimizer: torch.optim.Optimizer) -> Plan:
+        """The optimizer's parameters in its order and their records' names; cached until its parameter lists
+        change."""
         key = tuple((id(group["params"]), len(group["params"])) for group in optimizer.param_groups)
         cached = self._plans.get(id(optimizer))
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None and cached.key == key:
+            return cached
         known = {id(p): (path, role) for path, role, p in self._root_params()}
-        plan = []
+        params, names = [], []
         for g, group in enumerate(optimizer.param_groups):
             for i, param in enumerate(group["params"]):
-                path, role = known.get(id(param), ("<optimizer>", f"param_groups[{g}][{i}]"))
-                plan.append((path, role, role + ".grad", param))
-        self._plans[id(optimizer)] = (key, plan)
+                params.append(param)
+                names.append(known.get(id(param), ("<optimizer>", f"param_groups[{g}][{i}]")))
+        plan = self._plans[id(optimizer)] = Plan(key, params, names)
         return plan
 
     # --- records -----------------------------------------------------------------------------------------
@@ -264,22 +318,26 @@ class Tape:
         if self._held_bytes >= self._batch_bytes or (self._at_once and (phase, path, role) in self._at_once):
             self._launch()
 
-    def _record_all(self, phase: str, items: list[tuple[str, str, torch.Tensor]], checked: bool = False) -> None:
-        """Records of the optimizer's tensors: digested once each (no repeats to look for); `checked`: their batch
-        may be launched after the program could change them (a change marks them `late`)."""
+    def _record_all(self, phase: str, names: list[tuple[str, str]], tensors: list[torch.Tensor],
+                    checked: bool = False) -> None:
+        """Records of the optimizer's tensors, as one group: digested once each (no repeats to look for);
+        `checked`: their batch may be launched after the program could change them (a change marks them `late`)."""
+        if not tensors:
+            return
         first = self._count
         capture = self._capture
-        at_once = not self._batch_cpu and any(t.is_cpu for _, _, t in items)
-        if at_once or (capture is not None and first <= capture < first + len(items)):
-            for path, role, tensor in items:  # the general path: CPU digests at once, the capture
+        at_once = not self._batch_cpu and any(t.is_cpu for t in tensors)
+        one_device = len({t.device for t in tensors}) == 1
+        if at_once or not one_device or (capture is not None and first <= capture < first + len(tensors)):
+            # CPU digests at once, a model across devices (one batch per device), the capture: a row each
+            for (path, role), tensor in zip(names, tensors, strict=True):
                 self._record(phase, path, role, tensor)
             return
-        rows = [[phase, path, role, t.shape, t.dtype, 0, 0.0, False] for path, role, t in items]
-        self._count = first + len(rows)
-        self._open += rows
-        self._held += [(row, t, t._version if checked else UNCHECKED)
-                       for row, (_, _, t) in zip(rows, items, strict=True)]
-        self._held_bytes += sum(t.nbytes for _, _, t in items)
+        group = Group(phase, names, tensors, [t._version for t in tensors] if checked else None)
+        self._count = first + len(tensors)
+        self._open.append(group)
+        self._held.append(group)
+        self._held_bytes += sum(t.nbytes for t in tensors)
         if self._held_bytes >= self._batch_bytes:
             self._launch()
 
@@ -287,31 +345,61 @@ class Tape:
         """Queue the digests of the held tensors, per device; they are no longer held."""
         if not self._held:
             return
-        by_device: dict[torch.device, list[tuple[list[Any], torch.Tensor, int]]] = {}
+        by_device: dict[torch.device, tuple[list[list[Any] | Group], list[torch.Tensor]]] = {}
         for item in self._held:
-            by_device.setdefault(item[1].device, []).append(item)
-        for items in by_device.values():
-            for row, tensor, version in items:
-                if version != UNCHECKED and tensor._version != version:  # changed in place since it was recorded
-                    row[LATE] = True
-                    if row[PHASE] == BACKWARD and row[ROLE].endswith(".grad"):
-                        self._grads_checked = False  # the optimizer changes gradients: digest them before it runs
-                    else:
-                        self._at_once.add((row[PHASE], row[PATH], row[ROLE]))
-            if self._digests:
-                batch = replay_batch.launch([tensor for _, tensor, _ in items])
-                self._launched.append(([row for row, _, _ in items], batch))
+            if isinstance(item, Group):
+                self._check_group(item)
+                items, tensors = by_device.setdefault(item.tensors[0].device, ([], []))
+                items.append(item)
+                tensors += item.tensors
+                continue
+            row, tensor, version = item
+            if version != UNCHECKED and tensor._version != version:  # changed in place since it was recorded
+                self._mark_late(row)
+            items, tensors = by_device.setdefault(tensor.device, ([], []))
+            items.append(row)
+            tensors.append(tensor)
+        if self._digests:
+            for items, tensors in by_device.values():
+                self._launched.append((items, replay_batch.launch(tensors)))
         self._held, self._held_bytes = [], 0
+
+    def _mark_late(self, row: list[Any]) -> None:
+        row[LATE] = True
+        if row[PHASE] == BACKWARD and row[ROLE].endswith(".grad"):
+            self._grads_checked = False  # the optimizer changes gradients: digest them before it runs
+        else:
+            self._at_once.add((row[PHASE], row[PATH], row[ROLE]))
+
+    def _check_group(self, group: Group) -> None:
+        if group.versions is None:
+            return
+        now = [t._version for t in group.tensors]
+        if now != group.versions:
+            group.late.update(i for i, (a, b) in enumerate(zip(now, group.versions, strict=True)) if a != b)
+            if group.phase == BACKWARD:
+                self._grads_checked = False
+            else:
+                self._at_once.update((group.phase, *group.names[i]) for i in group.late)
 
     def _flush(self) -> None:
         """Every record of the step gets its digest: the step's one host copy (per device)."""
         self._launch()
         if self._launched:
             values = replay_batch.resolve([batch for _, batch in self._launched])
-            rows = [row for group, _ in self._launched for row in group]
-            for row, (bits, peak) in zip(rows, values, strict=True):
-                row[DIGEST], row[MAGNITUDE] = bits, peak
+            at = 0
+            for items, _ in self._launched:
+                for item in items:
+                    if isinstance(item, Group):
+                        n = len(item.tensors)
+                        item.values, at = values[at : at + n], at + n
+                    else:
+                        item[DIGEST], item[MAGNITUDE] = values[at]
+                        at += 1
             self._launched = []
+        for item in self._open:
+            if isinstance(item, Group):
+                item.release()
         for row, same in self._copies:
             row[DIGEST], row[MAGNITUDE], row[LATE] = same[DIGEST], same[MAGNITUDE], same[LATE]
         self._done.append((self.step, self._open))
@@ -328,7 +416,7 @@ class Tape:
     def finish(self) -> int:
         """Flush what the program recorded after its last step boundary; returns how many records that was."""
         self._take_grads()
-        tail = len(self._open)
+        tail = sum(len(item.tensors) if isinstance(item, Group) else 1 for item in self._open)
         self._flush()
         return tail
 

@@ -247,3 +247,42 @@ def test_gradients_an_optimizer_changes_in_place_are_late_once_then_digested_bef
     assert [bool(r.get("late")) for r in batched] == [True, True, False, False, False, False]
     assert [r["digest"] for r in batched[2:]] == [r["digest"] for r in eager[2:]]  # as the backward left them
     assert all(b["digest"] != e["digest"] for b, e in zip(batched[:2], eager[:2], strict=True))
+
+
+class WithUnused(torch.nn.Module):
+    """A linear layer and a parameter the forward never uses: it has no gradient, and is still a parameter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used = torch.nn.Linear(4, 2)
+        self.spare = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.used(x)
+        return out
+
+
+def test_a_parameter_without_a_gradient_is_recorded_as_a_parameter_and_not_as_a_gradient() -> None:
+    def run(tape: Tape) -> list[dict[str, Any]]:
+        torch.manual_seed(0)
+        net = WithUnused()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+        tape.install()
+        try:
+            for _ in range(2):
+                optimizer.zero_grad()
+                net(x).sum().backward()  # type: ignore[no-untyped-call]
+                optimizer.step()
+        finally:
+            tape.remove()
+        tape.finish()
+        return tape.records
+
+    eager, batched = run(Tape()), run(Tape(batch_cpu=True))
+    assert _comparable(batched) == _comparable(eager)
+    step1 = [(r["phase"], r["module"], r["role"]) for r in batched if r["step"] == 1]
+    assert ("update", "WithUnused", "spare") in step1 and ("backward", "WithUnused", "spare.grad") not in step1
+    assert ("backward", "used", "weight.grad") in step1 and ("backward", "used", "bias.grad") in step1
+    assert [r["index"] for r in batched] == list(range(len(batched)))
+    assert [r["shape"] for r in batched if r["role"] == "spare"] == [[3], [3]]
