@@ -1,10 +1,11 @@
 """Where replay's per-step time goes on a GPU: the example transformer's step under cProfile, bare and with the tape.
 
-    python3 tests/gpu/replay_profile.py [--device cuda] [--steps 40]
+    python3 tests/gpu/replay_profile.py [--device cuda] [--steps 40] [--output-grads retain|hooks|none]
 
 Prints, for the bare step and for the step with replay's tape installed, the functions with the most own time
 (cProfile inflates Python-heavy code, so read the shares, not the absolute times), and the per-step wall time of
-the tape's parts: hooks that record nothing, records without digests, and the full tape.
+the tape's parts: global hooks that do nothing (torch's own dispatch), the tape's hooks recording nothing, records
+without digests, and the full tape — all with the tape's `output_grads` setting.
 """
 
 from __future__ import annotations
@@ -16,16 +17,32 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
+import torch.nn.modules.module as module_hooks
 
-from bench.replay import hooks_only
 from probes.replay_example import build, train_step
 from probes.replay_tape import Tape
+
+
+class NoOp:
+    """Global forward hooks (before and after) that do nothing: torch's own cost of calling hooks per module."""
+
+    def __init__(self) -> None:
+        self.handles: list[Any] = []
+
+    def install(self) -> None:
+        self.handles = [module_hooks.register_module_forward_pre_hook(lambda m, i: None),
+                        module_hooks.register_module_forward_hook(lambda m, i, o: None)]
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
 
 
 class Dispatch(Tape):
@@ -34,11 +51,12 @@ class Dispatch(Tape):
     def _record(self, phase: str, path: str, role: str, tensor: torch.Tensor) -> None:
         return None
 
-    def _record_all(self, phase: str, items: list[tuple[str, str, torch.Tensor]], checked: bool = False) -> None:
+    def _record_all(self, phase: str, names: list[tuple[str, str]], tensors: list[torch.Tensor],
+                    checked: bool = False) -> None:
         return None
 
 
-def steps(parts: tuple[Any, ...], tape: Tape | None, n: int, device: str) -> list[float]:
+def steps(parts: tuple[Any, ...], tape: Tape | NoOp | None, n: int, device: str) -> list[float]:
     out = []
     if tape is not None:
         tape.install()
@@ -61,10 +79,19 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--output-grads", default="retain", choices=["retain", "hooks", "none"])
     args = parser.parse_args()
     torch.manual_seed(0)
     parts = build(args.device, "none")
-    modes = {"bare": lambda: None, "dispatch only": Dispatch, "records, no digests": hooks_only, "full tape": Tape}
+    grads = args.output_grads
+    modes: dict[str, Callable[[], Tape | NoOp | None]] = {
+        "bare": lambda: None,
+        "no-op global hooks": NoOp,
+        "dispatch only": lambda: Dispatch(output_grads=grads),
+        "records, no digests": lambda: Tape(output_grads=grads, digests=False),
+        "full tape": lambda: Tape(output_grads=grads),
+    }
+    print(f"output_grads = {grads}; {torch.cuda.get_device_name() if args.device == 'cuda' else 'CPU'}")
     tapes = {name: make() for name, make in modes.items()}
     for tape in tapes.values():
         steps(parts, tape, 3, args.device)
