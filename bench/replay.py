@@ -5,11 +5,12 @@
 One process: the model (2 layers, d_model 256, 4 heads, sequence 128, batch 8, AdamW) trains `rounds` x `steps`
 steps in each mode — bare, and with replay's hooks installed (every module output, output gradient, parameter
 gradient and parameter digested) — one step of each mode after the other, so that load from other processes hits
-every mode alike. On the
-CPU replay digests each tensor when it is recorded; on a GPU it batches them (a few launches per batch, one host
-copy per step); on the CPU the batched path is timed too (`replay, batched`). `hooks only` records every tensor
-without digesting it: the cost of the hooks alone. `digests, grad hooks` takes the gradients of module outputs
-through a Python hook per output (`output_grads: hooks`) instead of asking autograd to keep them (the default);
+every mode alike. On the CPU replay digests each tensor when it is recorded; on a GPU it batches them (one host copy
+per step; with Triton, one kernel per dtype reads the tensors where they lie, and the `staging` rows time the same
+tapes through the staging buffer instead); on the CPU the batched path is timed too (`replay, batched`).
+`hooks only` records every tensor without digesting it: the cost of the hooks alone. `digests, grad hooks` takes
+the gradients of module outputs through a Python hook per output (`output_grads: hooks`) instead of asking autograd
+to keep them (the default);
 `no output grads` records module outputs, parameter gradients and parameters but not the gradients of module
 outputs (`output_grads: none`).
 Reports the median wall time per step of each mode and its ratio
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
+from probes import replay_triton
 from probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
 from probes.replay_tape import Tape
 
@@ -45,8 +47,10 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _step(device: str, parts: tuple[object, ...], tape: Tape | None) -> tuple[float, float]:
-    """(wall, process CPU) seconds of one training step, with `tape` installed around it when given."""
+def _step(device: str, parts: tuple[object, ...], tape: Tape | None, staging: bool = False) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one training step, with `tape` installed around it when given; `staging`:
+    the GPU digests go through the staging buffer, not the Triton kernel."""
+    replay_triton.USE = not staging
     if tape is not None:
         tape.install()
     try:
@@ -58,6 +62,7 @@ def _step(device: str, parts: tuple[object, ...], tape: Tape | None) -> tuple[fl
     finally:
         if tape is not None:
             tape.remove()
+        replay_triton.USE = True
 
 
 def main() -> int:
@@ -81,14 +86,19 @@ def main() -> int:
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)
+    staged = set()
+    if args.device == "cuda" and replay_triton.available():  # the same two modes with the staging path's digests
+        modes["replay, staging"] = Tape
+        modes["no out grads, staging"] = lambda: Tape(output_grads="none")
+        staged = {"replay, staging", "no out grads, staging"}
     tapes = {name: make() for name, make in modes.items()}
     for _ in range(3):  # warm-up: allocator, kernels, AdamW state, staging buffers
-        for tape in tapes.values():
-            _step(args.device, parts, tape)
+        for name, tape in tapes.items():
+            _step(args.device, parts, tape, name in staged)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
     for _ in range(args.rounds * args.steps):  # mode after mode, step by step: load from elsewhere hits them alike
         for name, tape in tapes.items():
-            times[name].append(_step(args.device, parts, tape))
+            times[name].append(_step(args.device, parts, tape, name in staged))
     records = len(tapes["replay digests"].records) // (args.rounds * args.steps + 3)
     cpu_time = args.device == "cpu"  # on a GPU the process waits for the device: its CPU time says little
     bare = statistics.median(w for w, _ in times["bare"])
@@ -98,11 +108,15 @@ def main() -> int:
           f"batch {BATCH}, AdamW; {name}; torch {torch.__version__}")
     print(f"{args.rounds} x {args.steps} steps per mode, modes alternating step by step; {records} tensors digested "
           "per step")
-    header = f"{'mode':<18}{'median ms/step':>16}{'min ms/step':>14}{'ratio':>8}"
+    if args.device == "cuda":
+        why = replay_triton.FAILED or "no Triton"
+        how = "Triton kernel" if replay_triton.available() else f"staging buffer ({why})"
+        print(f"GPU digests: {how}; the `staging` rows take the staging buffer")
+    header = f"{'mode':<24}{'median ms/step':>16}{'min ms/step':>14}{'ratio':>8}"
     print(header + (f"{'CPU ms/step':>14}{'CPU ratio':>11}" if cpu_time else ""))
     for mode, samples in times.items():
         median = statistics.median(w for w, _ in samples)
-        line = f"{mode:<18}{median * 1e3:>16.2f}{min(w for w, _ in samples) * 1e3:>14.2f}{median / bare:>8.2f}"
+        line = f"{mode:<24}{median * 1e3:>16.2f}{min(w for w, _ in samples) * 1e3:>14.2f}{median / bare:>8.2f}"
         if cpu_time:
             cpu = statistics.median(c for _, c in samples)
             line += f"{cpu * 1e3:>14.2f}{cpu / bare_cpu:>11.2f}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from probes import replay_triton
 from probes.replay_digest import FLOATS, ROW, flat, row_weights, rows_of, word_weights
 
 PLAIN = {torch.bool, torch.complex32, torch.complex64, torch.complex128}  # dtypes `flat` reinterprets
@@ -31,8 +32,20 @@ class Layout:
     float_runs: list[tuple[torch.dtype, int, int]]  # rows [start, stop) that hold one float dtype
     owner: torch.Tensor  # per row: the batch position of its tensor (CPU int64)
     row_weight: torch.Tensor  # per row: its weight within its tensor (CPU int64)
+    spans: dict[torch.dtype, tuple[int, int]]  # dtype -> its rows [start, stop)
+    sizes32: list[int]  # per tensor: its size in 4-byte units (what the Triton kernel reads)
     targets: dict[torch.dtype, list[torch.Tensor]] = field(default_factory=dict)  # views into `buffer`
     buffer: torch.Tensor | None = None
+    tables: dict[torch.device, Tables] = field(default_factory=dict)
+
+
+@dataclass
+class Tables:
+    """A layout's per-tensor and per-row tables on one device, for the Triton kernel."""
+
+    sizes32: torch.Tensor
+    owner: torch.Tensor
+    starts: torch.Tensor
 
 
 def nbytes_of(entry: tuple[torch.dtype, torch.Size]) -> int:
@@ -44,6 +57,7 @@ def _layout(key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
     for i, (dtype, _) in enumerate(key):
         groups.setdefault(dtype, []).append(i)  # one dtype per run of rows: one norm per float dtype
     starts, owner, weights, runs, row = [0] * len(key), [], [], [], 0
+    spans: dict[torch.dtype, tuple[int, int]] = {}
     for dtype, positions in groups.items():
         first = row
         for i in positions:
@@ -53,6 +67,7 @@ def _layout(key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
             row += count
         if dtype.is_floating_point and row > first:
             runs.append((dtype, first, row))
+        spans[dtype] = (first, row)
     return Layout(
         rows=row,
         starts=starts,
@@ -60,7 +75,20 @@ def _layout(key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
         float_runs=runs,
         owner=torch.tensor(owner, dtype=torch.int64),
         row_weight=torch.cat(weights) if weights else torch.zeros(0, dtype=torch.int64),
+        spans=spans,
+        sizes32=[nbytes_of(entry) // 4 for entry in key],
     )
+
+
+def device_tables(layout: Layout, device: torch.device) -> Tables:
+    found = layout.tables.get(device)
+    if found is None:
+        found = layout.tables[device] = Tables(
+            sizes32=torch.tensor(layout.sizes32, dtype=torch.int64).to(device),
+            owner=layout.owner.to(device),
+            starts=torch.tensor(layout.starts, dtype=torch.int64).to(device),
+        )
+    return found
 
 
 class Stager:
@@ -102,6 +130,7 @@ class Launched:
     layout: Layout
     size: int
     result: torch.Tensor  # int64: the row sums, then the rows' max |x| as float64 bits
+    keep: object = None  # what must stay alive until `result` is read (the Triton path's pinned pointer table)
 
 
 _STAGERS: dict[torch.device, Stager] = {}
@@ -112,7 +141,17 @@ def launch(tensors: list[torch.Tensor]) -> Launched:
     entries = [t if t.dtype not in PLAIN and t.is_contiguous() else flat(t) for t in tensors]
     device = entries[0].device
     stager = _STAGERS.get(device) or _STAGERS.setdefault(device, Stager(device))
-    layout = stager.layout(tuple((e.dtype, e.shape) for e in entries))
+    key = tuple((e.dtype, e.shape) for e in entries)
+    if device.type == "cuda" and replay_triton.available() and all(replay_triton.qualifies(e) for e in entries):
+        layout = stager.layouts.pop(key, None) or _layout(key)  # no staging buffer: the kernel reads the tensors
+        stager.layouts[key] = layout
+        try:
+            result, keep = replay_triton.rows(entries, layout, device_tables(layout, device))
+        except Exception as exc:  # a Triton that cannot build or launch here: the staging path, from now on
+            replay_triton.give_up(exc)
+        else:
+            return Launched(layout, len(tensors), result, keep)
+    layout = stager.layout(key)
     rows = stager.buffer[: layout.rows]
     with torch.no_grad():
         if stager.last is not layout:

@@ -1,0 +1,94 @@
+"""The Triton digest kernel gives every tensor the digest of the documented function, as the staging path does.
+
+On a machine with CUDA and Triton (tests/gpu/replay.sh) the batch goes through replay_batch.launch's Triton path;
+elsewhere, where Triton is installed, the kernel runs in Triton's interpreter on the CPU (a subprocess: the
+interpreter is chosen when Triton is imported); with no Triton at all there is no kernel to test.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from probes import replay_batch, replay_triton
+from probes.replay_digest import ROW, digest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def tensors(device: str) -> list[torch.Tensor]:
+    """Every kind of tensor the kernel takes: several rows, partial words (4 bytes), NaN, inf, past float32's
+    range, half and bfloat16, integers, an empty tensor."""
+    gen = torch.Generator().manual_seed(7)
+    made = [
+        torch.randn(3000, generator=gen),
+        torch.randn(5, 8, generator=gen).bfloat16(),
+        torch.tensor(3.5),
+        torch.zeros(0),
+        torch.arange(2000, dtype=torch.int64) * (1 << 40),
+        torch.tensor([float("nan"), 1.0, -2.0]),
+        torch.tensor([float("-inf"), 1.0]).half(),
+        torch.randn(ROW * 2 + 6, generator=gen).double() * 1e300,
+        torch.randn(2, 4, generator=gen).half(),
+        torch.randint(-100, 100, (37,), dtype=torch.int32, generator=gen),
+    ]
+    return [t.to(device) for t in made]
+
+
+def same(a: tuple[int, float], b: tuple[int, float]) -> bool:
+    return a[0] == b[0] and (a[1] == b[1] or (math.isnan(a[1]) and math.isnan(b[1])))
+
+
+INTERPRETED = """
+import sys, math, torch
+import triton.language as tl
+sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+from probes import replay_batch, replay_triton
+from probes.replay_digest import ROW, digest, word_weights
+from test_replay_triton import tensors, same
+ts = tensors("cpu")
+layout = replay_batch._layout(tuple((t.dtype, t.shape) for t in ts))
+ptrs = torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64)
+result = torch.empty(2 * layout.rows, dtype=torch.int64)
+sums, peaks = result[: layout.rows], result[layout.rows :].view(torch.float64)
+types = {{torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32, torch.float64: tl.float64}}
+for dtype, (first, stop) in layout.spans.items():
+    if stop > first:
+        replay_triton._kernel()[(stop - first,)](
+            ptrs, torch.tensor(layout.sizes32), layout.owner, torch.tensor(layout.starts), word_weights("cpu"),
+            sums, peaks, first, ROW_WORDS=ROW, ELEMENT=types.get(dtype, tl.int32), FLOAT=dtype.is_floating_point)
+got = replay_batch._fold(replay_batch.Launched(layout, len(ts), result), result)
+bad = [str(t.dtype) for t, g in zip(ts, got) if not same(g, digest(t))]
+print("differ:", bad)
+sys.exit(1 if bad else 0)
+"""
+
+
+def test_the_kernel_gives_every_tensor_its_documented_digest() -> None:
+    if torch.cuda.is_available() and replay_triton.available():
+        ts = tensors("cuda")
+        assert all(replay_triton.qualifies(t) for t in ts)
+        batch = replay_batch.launch(ts)
+        assert batch.keep is not None  # the Triton path took it, not the staging buffer
+        got = replay_batch.resolve([batch])
+        assert all(same(g, digest(t.cpu())) for t, g in zip(ts, got, strict=True)), got
+        return
+    pytest.importorskip("triton", reason="no Triton here: no kernel to run (it runs on a GPU box, tests/gpu)")
+    pytest.importorskip("numpy", reason="Triton's interpreter needs numpy")
+    script = INTERPRETED.format(root=str(ROOT), tests=str(Path(__file__).parent))
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "TRITON_INTERPRET": "1"},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_tensors_the_kernel_cannot_read_go_to_the_staging_path() -> None:
+    assert not replay_triton.qualifies(torch.tensor([True, False]))  # bool: bytes, not a plain dtype
+    assert not replay_triton.qualifies(torch.randn(4, 4)[:, 1])  # not contiguous
+    assert not replay_triton.qualifies(torch.randn(3).half())  # 6 bytes: not whole 4-byte units
+    assert not replay_triton.qualifies(torch.randn(4))  # on the CPU
