@@ -46,6 +46,7 @@ class Tables:
     sizes32: torch.Tensor
     owner: torch.Tensor
     starts: torch.Tensor
+    row_weight: torch.Tensor
 
 
 def nbytes_of(entry: tuple[torch.dtype, torch.Size]) -> int:
@@ -87,6 +88,7 @@ def device_tables(layout: Layout, device: torch.device) -> Tables:
             sizes32=torch.tensor(layout.sizes32, dtype=torch.int64).to(device),
             owner=layout.owner.to(device),
             starts=torch.tensor(layout.starts, dtype=torch.int64).to(device),
+            row_weight=layout.row_weight.to(device),
         )
     return found
 
@@ -129,8 +131,9 @@ class Launched:
 
     layout: Layout
     size: int
-    result: torch.Tensor  # int64: the row sums, then the rows' max |x| as float64 bits
+    result: torch.Tensor  # int64: the row sums, then the rows' max |x| as float64 bits (folded: per tensor)
     keep: object = None  # what must stay alive until `result` is read (the Triton path's pinned pointer table)
+    folded: bool = False  # `result` holds one hash and one max |x| per tensor already (the Triton path)
 
 
 _STAGERS: dict[torch.device, Stager] = {}
@@ -138,19 +141,25 @@ _STAGERS: dict[torch.device, Stager] = {}
 
 def launch(tensors: list[torch.Tensor]) -> Launched:
     """Queue the digests of `tensors` (all on one device): no host copy, no synchronisation."""
-    entries = [t if t.dtype not in PLAIN and t.is_contiguous() else flat(t) for t in tensors]
-    device = entries[0].device
+    device = tensors[0].device
     stager = _STAGERS.get(device) or _STAGERS.setdefault(device, Stager(device))
+    if device.type == "cuda" and replay_triton.available():
+        read = replay_triton.read(tensors)
+        if read is not None:
+            key, ptrs = read
+            layout = stager.layouts.get(key)
+            if layout is None:
+                layout = stager.layouts[key] = _layout(key)
+                while len(stager.layouts) > LAYOUTS_KEPT:
+                    stager.layouts.popitem(last=False)
+            try:
+                result, keep = replay_triton.digests(ptrs, layout, device_tables(layout, device), device)
+            except Exception as exc:  # a Triton that cannot build or launch here: the staging path, from now on
+                replay_triton.give_up(exc)
+            else:
+                return Launched(layout, len(tensors), result, keep, folded=True)
+    entries = [t if t.dtype not in PLAIN and t.is_contiguous() else flat(t) for t in tensors]
     key = tuple((e.dtype, e.shape) for e in entries)
-    if device.type == "cuda" and replay_triton.available() and all(replay_triton.qualifies(e) for e in entries):
-        layout = stager.layouts.pop(key, None) or _layout(key)  # no staging buffer: the kernel reads the tensors
-        stager.layouts[key] = layout
-        try:
-            result, keep = replay_triton.rows(entries, layout, device_tables(layout, device))
-        except Exception as exc:  # a Triton that cannot build or launch here: the staging path, from now on
-            replay_triton.give_up(exc)
-        else:
-            return Launched(layout, len(tensors), result, keep)
     layout = stager.layout(key)
     rows = stager.buffer[: layout.rows]
     with torch.no_grad():
@@ -187,7 +196,8 @@ def resolve(batches: list[Launched]) -> list[tuple[int, float]]:
     for i, batch in enumerate(batches):
         by_device.setdefault(batch.result.device, []).append(i)
     for positions in by_device.values():
-        host = torch.cat([batches[i].result for i in positions]).cpu()  # the one transfer
+        results = [batches[i].result for i in positions]
+        host = (torch.cat(results) if len(results) > 1 else results[0]).cpu()  # the one transfer
         offset = 0
         for i in positions:
             hosts[i] = host[offset : offset + batches[i].result.numel()]
@@ -200,6 +210,8 @@ def resolve(batches: list[Launched]) -> list[tuple[int, float]]:
 
 def _fold(batch: Launched, host: torch.Tensor) -> list[tuple[int, float]]:
     """Row results to one (hash, max |x|) per tensor; on the CPU, where int64 arithmetic wraps the same way."""
+    if batch.folded:
+        return list(zip(host[: batch.size].tolist(), host[batch.size :].view(torch.float64).tolist(), strict=True))
     layout, rows = batch.layout, batch.layout.rows
     sums, magnitudes = host[:rows], host[rows:].view(torch.float64)
     hashes = torch.zeros(batch.size, dtype=torch.int64).index_add_(0, layout.owner, sums * layout.row_weight)

@@ -1,11 +1,12 @@
-"""Replay's per-row digest results in one Triton kernel per dtype, read straight from the tensors (no staging copy).
+"""Replay's digests in one Triton kernel per dtype, read straight from the tensors: no staging copy, no host fold.
 
-probes/replay_batch.py lays a batch out in rows of ROW words (each tensor starting on a row) and computes, per row,
-the weighted word sum and max |x|. On a GPU its way costs a copy of every tensor into a staging buffer, a product
-of the same size and three reductions: several launches and passes over the data on a launch-bound step. This
-kernel computes the same two numbers per row in one pass, reading each tensor where it lies through a table of
-data pointers; replay_batch.launch uses it when Triton is there and every tensor of the batch qualifies
-(`qualifies`), and folds its rows exactly as before.
+probes/replay_batch.py lays a batch out in rows of ROW words (each tensor starting on a row), computes per row the
+weighted word sum and max |x|, and folds the rows into one (hash, max |x|) per tensor on the host. On a GPU that
+costs a copy of every tensor into a staging buffer, a product of the same size, three reductions and a fold on the
+host after the copy: host time on a launch-bound step. This kernel computes the same per tensor in one pass per
+dtype, reading each tensor where it lies through a table of data pointers and folding on the device (an atomic
+add of each weighted row sum, which wraps modulo 2**64 in any order; an atomic max of |x|'s bits); the host copies
+two numbers per tensor. replay_batch.launch uses it when Triton is there and every tensor of the batch qualifies.
 
 A tensor qualifies when it is contiguous, on a CUDA device, of a dtype read as plain bits (no bool or complex, no
 narrow float), with a 4-byte aligned start and a byte size that is a multiple of 4: its bytes are then read as
@@ -22,6 +23,7 @@ import torch
 from probes.replay_digest import FLOATS, ROW, word_weights
 
 INTEGERS = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
+KERNEL_DTYPES = frozenset(FLOATS + INTEGERS)
 
 
 FAILED: list[str] = []  # why the kernel could not run in this process, once it could not
@@ -50,14 +52,7 @@ def give_up(exc: BaseException) -> None:
 
 
 def qualifies(tensor: torch.Tensor) -> bool:
-    dtype = tensor.dtype
-    return (
-        (dtype in FLOATS or dtype in INTEGERS)
-        and tensor.is_cuda
-        and tensor.is_contiguous()
-        and tensor.data_ptr() % 4 == 0
-        and (tensor.numel() * tensor.element_size()) % 4 == 0
-    )
+    return tensor.is_cuda and read([tensor]) is not None
 
 
 @functools.cache
@@ -66,7 +61,7 @@ def _kernel() -> Any:
     import triton.language as tl
 
     @triton.jit  # type: ignore[untyped-decorator]
-    def rows_kernel(ptrs, sizes32, owner, starts, weights, sums, peaks, first_row,  # type: ignore[no-untyped-def]
+    def digest_rows(ptrs, sizes32, owner, starts, weights, row_weights, out, count, first_row,  # type: ignore[no-untyped-def]
                     ROW_WORDS: tl.constexpr, ELEMENT: tl.constexpr, FLOAT: tl.constexpr):
         row = first_row + tl.program_id(0)
         tensor = tl.load(owner + row)
@@ -78,19 +73,19 @@ def _kernel() -> Any:
         lo = tl.load(base + 2 * word, mask=2 * word < n32, other=0).to(tl.int64) & 0xFFFFFFFF
         hi = tl.load(base + 2 * word + 1, mask=2 * word + 1 < n32, other=0).to(tl.int64)
         w = tl.load(weights + tl.arange(0, ROW_WORDS))
-        tl.store(sums + row, tl.sum((lo | (hi << 32)) * w, axis=0))
+        row_sum = tl.sum((lo | (hi << 32)) * w, axis=0)
+        tl.atomic_add(out + tensor, row_sum * tl.load(row_weights + row))  # wraps modulo 2**64: any order
         if FLOAT:
             per_row: tl.constexpr = ROW_WORDS * 64 // ELEMENT.primitive_bitwidth
-            count = n32 * 4 // (ELEMENT.primitive_bitwidth // 8)
+            elements = n32 * 4 // (ELEMENT.primitive_bitwidth // 8)
             index = j * per_row + tl.arange(0, per_row)
-            x = tl.load(address.to(tl.pointer_type(ELEMENT)) + index, mask=index < count, other=0).to(tl.float64)
+            x = tl.load(address.to(tl.pointer_type(ELEMENT)) + index, mask=index < elements, other=0).to(tl.float64)
             nan = tl.max((x != x).to(tl.int32), axis=0)
-            peak = tl.max(tl.abs(x), axis=0)
-            tl.store(peaks + row, tl.where(nan > 0, float("nan"), peak))
-        else:
-            tl.store(peaks + row, 0.0)
+            peak = tl.where(nan > 0, float("nan"), tl.max(tl.abs(x), axis=0))
+            # |x| >= 0 (and a NaN here is positive): as int64 bits these order as the values do, NaN above inf
+            tl.atomic_max(out + count + tensor, peak.to(tl.int64, bitcast=True))
 
-    return rows_kernel
+    return digest_rows
 
 
 _TRITON_TYPES: dict[torch.dtype, str] = {
@@ -98,24 +93,38 @@ _TRITON_TYPES: dict[torch.dtype, str] = {
 }
 
 
-def rows(entries: list[torch.Tensor], layout: Any, tables: Any) -> tuple[torch.Tensor, Any]:
-    """The per-row results of `layout` (row sums, then the rows' max |x| as float64 bits: replay_batch's result) and
-    what must stay alive until they are read (the pinned pointer table). `tables`: the layout's on the device."""
+def read(tensors: list[torch.Tensor]) -> tuple[tuple[tuple[torch.dtype, torch.Size], ...], list[int]] | None:
+    """The batch's layout key and data pointers, or None when a tensor does not qualify (one pass over them)."""
+    key, ptrs = [], []
+    for t in tensors:
+        dtype = t.dtype
+        if dtype not in KERNEL_DTYPES or not t.is_contiguous():
+            return None
+        address = t.data_ptr()
+        if address & 3 or t.nbytes & 3:
+            return None
+        ptrs.append(address)
+        key.append((dtype, t.shape))
+    return tuple(key), ptrs
+
+
+def digests(ptrs: list[int], layout: Any, tables: Any, device: torch.device) -> tuple[torch.Tensor, Any]:
+    """Every tensor's (hash, max |x| as float64 bits), on the device: the hashes, then the bits (int64), and what
+    must stay alive until they are read (the pinned pointer table). `tables`: the layout's on the device."""
     import triton.language as tl
 
-    device = entries[0].device
-    host = torch.tensor([t.data_ptr() for t in entries], dtype=torch.int64).pin_memory()
-    ptrs = host.to(device, non_blocking=True)
-    result = torch.empty(2 * layout.rows, dtype=torch.int64, device=device)
-    sums, peaks = result[: layout.rows], result[layout.rows :].view(torch.float64)
+    host = torch.tensor(ptrs, dtype=torch.int64, pin_memory=True)
+    count = len(ptrs)
+    out = torch.zeros(2 * count, dtype=torch.int64, device=device)
     kernel = _kernel()
+    on_device = host.to(device, non_blocking=True)
     for dtype, (first, stop) in layout.spans.items():
         if stop <= first:
             continue
         floating = dtype.is_floating_point
-        element = getattr(tl, _TRITON_TYPES[dtype]) if floating else tl.int32
         kernel[(stop - first,)](
-            ptrs, tables.sizes32, tables.owner, tables.starts, word_weights(device), sums, peaks, first,
-            ROW_WORDS=ROW, ELEMENT=element, FLOAT=floating,
+            on_device, tables.sizes32, tables.owner, tables.starts, word_weights(device), tables.row_weight, out,
+            count, first, ROW_WORDS=ROW, ELEMENT=getattr(tl, _TRITON_TYPES[dtype]) if floating else tl.int32,
+            FLOAT=floating,
         )
-    return result, host
+    return out, host

@@ -53,17 +53,17 @@ from probes import replay_batch, replay_triton
 from probes.replay_digest import ROW, digest, word_weights
 from test_replay_triton import tensors, same
 ts = tensors("cpu")
-layout = replay_batch._layout(tuple((t.dtype, t.shape) for t in ts))
-ptrs = torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64)
-result = torch.empty(2 * layout.rows, dtype=torch.int64)
-sums, peaks = result[: layout.rows], result[layout.rows :].view(torch.float64)
+key, ptrs = replay_triton.read(ts)
+layout = replay_batch._layout(key)
+out = torch.zeros(2 * len(ts), dtype=torch.int64)
 types = {{torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32, torch.float64: tl.float64}}
 for dtype, (first, stop) in layout.spans.items():
     if stop > first:
         replay_triton._kernel()[(stop - first,)](
-            ptrs, torch.tensor(layout.sizes32), layout.owner, torch.tensor(layout.starts), word_weights("cpu"),
-            sums, peaks, first, ROW_WORDS=ROW, ELEMENT=types.get(dtype, tl.int32), FLOAT=dtype.is_floating_point)
-got = replay_batch._fold(replay_batch.Launched(layout, len(ts), result), result)
+            torch.tensor(ptrs), torch.tensor(layout.sizes32), layout.owner, torch.tensor(layout.starts),
+            word_weights("cpu"), layout.row_weight, out, len(ts), first, ROW_WORDS=ROW,
+            ELEMENT=types.get(dtype, tl.int32), FLOAT=dtype.is_floating_point)
+got = replay_batch._fold(replay_batch.Launched(layout, len(ts), out, folded=True), out)
 bad = [str(t.dtype) for t, g in zip(ts, got) if not same(g, digest(t))]
 print("differ:", bad)
 sys.exit(1 if bad else 0)
@@ -75,7 +75,7 @@ def test_the_kernel_gives_every_tensor_its_documented_digest() -> None:
         ts = tensors("cuda")
         assert all(replay_triton.qualifies(t) for t in ts)
         batch = replay_batch.launch(ts)
-        assert batch.keep is not None  # the Triton path took it, not the staging buffer
+        assert batch.folded  # the Triton path took it, not the staging buffer
         got = replay_batch.resolve([batch])
         assert all(same(g, digest(t.cpu())) for t, g in zip(ts, got, strict=True)), got
         return
@@ -92,3 +92,6 @@ def test_tensors_the_kernel_cannot_read_go_to_the_staging_path() -> None:
     assert not replay_triton.qualifies(torch.randn(4, 4)[:, 1])  # not contiguous
     assert not replay_triton.qualifies(torch.randn(3).half())  # 6 bytes: not whole 4-byte units
     assert not replay_triton.qualifies(torch.randn(4))  # on the CPU
+    assert replay_triton.read([torch.randn(4), torch.randn(3).half()]) is None  # one that cannot: none of them
+    key, ptrs = replay_triton.read([torch.randn(4), torch.arange(3)]) or ((), [])
+    assert [dtype for dtype, _ in key] == [torch.float32, torch.int64] and len(ptrs) == 2
