@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from probes import replay_triton
+from probes import replay_batch, replay_triton
 from probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
 from probes.replay_tape import Tape
 
@@ -99,7 +99,14 @@ def main() -> int:
     for _ in range(args.rounds * args.steps):  # mode after mode, step by step: load from elsewhere hits them alike
         for name, tape in tapes.items():
             times[name].append(_step(args.device, parts, tape, name in staged))
-    records = len(tapes["replay digests"].records) // (args.rounds * args.steps + 3)
+    replay_batch.PATHS.clear()
+    for name, tape in tapes.items():  # which path the timed tapes' batches took (the staging rows: by design)
+        if name not in staged and name != "bare":
+            _step(args.device, parts, tape)
+    paths = dict(replay_batch.PATHS)
+    digested = tapes["replay digests"]
+    assert digested is not None
+    records = len(digested.records) // (args.rounds * args.steps + 4)  # 3 warm-up steps, 1 after
     cpu_time = args.device == "cpu"  # on a GPU the process waits for the device: its CPU time says little
     bare = statistics.median(w for w, _ in times["bare"])
     bare_cpu = statistics.median(c for _, c in times["bare"])
@@ -111,7 +118,8 @@ def main() -> int:
     if args.device == "cuda":
         why = replay_triton.FAILED or "no Triton"
         how = "Triton kernel" if replay_triton.available() else f"staging buffer ({why})"
-        print(f"GPU digests: {how}; the `staging` rows take the staging buffer")
+        print(f"GPU digests: {how}; the `staging` rows take the staging buffer; batches of one more step of the"
+              f" other modes, per path: {paths}")
     header = f"{'mode':<24}{'median ms/step':>16}{'min ms/step':>14}{'ratio':>8}"
     print(header + (f"{'CPU ms/step':>14}{'CPU ratio':>11}" if cpu_time else ""))
     for mode, samples in times.items():

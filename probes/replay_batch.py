@@ -10,7 +10,7 @@ far, rounded up to whole rows per tensor); during a batch, one product of the sa
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 import torch
@@ -137,6 +137,7 @@ class Launched:
 
 
 _STAGERS: dict[torch.device, Stager] = {}
+PATHS: Counter[str] = Counter()  # batches launched per path ("kernel", "staging"), for the benchmark to report
 
 
 def launch(tensors: list[torch.Tensor]) -> Launched:
@@ -144,20 +145,22 @@ def launch(tensors: list[torch.Tensor]) -> Launched:
     device = tensors[0].device
     stager = _STAGERS.get(device) or _STAGERS.setdefault(device, Stager(device))
     if device.type == "cuda" and replay_triton.available():
-        read = replay_triton.read(tensors)
+        read = replay_triton.read(tensors)  # None: a tensor it cannot read (an odd byte size)
         if read is not None:
-            key, ptrs = read
+            key, ptrs, entries = read
             layout = stager.layouts.get(key)
             if layout is None:
                 layout = stager.layouts[key] = _layout(key)
                 while len(stager.layouts) > LAYOUTS_KEPT:
                     stager.layouts.popitem(last=False)
             try:
-                result, keep = replay_triton.digests(ptrs, layout, device_tables(layout, device), device)
+                result, keep = replay_triton.digests(ptrs, entries, layout, device_tables(layout, device), device)
             except Exception as exc:  # a Triton that cannot build or launch here: the staging path, from now on
                 replay_triton.give_up(exc)
             else:
+                PATHS["kernel"] += 1
                 return Launched(layout, len(tensors), result, keep, folded=True)
+    PATHS["staging"] += 1
     entries = [t if t.dtype not in PLAIN and t.is_contiguous() else flat(t) for t in tensors]
     key = tuple((e.dtype, e.shape) for e in entries)
     layout = stager.layout(key)

@@ -6,11 +6,11 @@ costs a copy of every tensor into a staging buffer, a product of the same size, 
 host after the copy: host time on a launch-bound step. This kernel computes the same per tensor in one pass per
 dtype, reading each tensor where it lies through a table of data pointers and folding on the device (an atomic
 add of each weighted row sum, which wraps modulo 2**64 in any order; an atomic max of |x|'s bits); the host copies
-two numbers per tensor. replay_batch.launch uses it when Triton is there and every tensor of the batch qualifies.
+two numbers per tensor. replay_batch.launch uses it when Triton is there and it can read every tensor of the batch.
 
-A tensor qualifies when it is contiguous, on a CUDA device, of a dtype read as plain bits (no bool or complex, no
-narrow float), with a 4-byte aligned start and a byte size that is a multiple of 4: its bytes are then read as
-int32 halves of the little-endian 64-bit words, the last word zero-padded, exactly as replay_digest.words does.
+A tensor is read as int32 halves of the little-endian 64-bit words of its bytes, the last word zero-padded, exactly
+as replay_digest.words reads it: contiguous, a dtype read as plain bits, 4-byte aligned, a whole number of 4-byte
+units (`read` makes a flat or aligned copy where the staging path would, and gives up on the rest).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from probes.replay_digest import FLOATS, ROW, word_weights
+from probes.replay_digest import FLOATS, ROW, flat, word_weights
 
 INTEGERS = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
 KERNEL_DTYPES = frozenset(FLOATS + INTEGERS)
@@ -49,10 +49,6 @@ def _importable() -> bool:
 def give_up(exc: BaseException) -> None:
     """The kernel failed to build or launch: every later batch of this process takes the staging path."""
     FAILED.append(f"{type(exc).__name__}: {exc}")
-
-
-def qualifies(tensor: torch.Tensor) -> bool:
-    return tensor.is_cuda and read([tensor]) is not None
 
 
 @functools.cache
@@ -93,24 +89,39 @@ _TRITON_TYPES: dict[torch.dtype, str] = {
 }
 
 
-def read(tensors: list[torch.Tensor]) -> tuple[tuple[tuple[torch.dtype, torch.Size], ...], list[int]] | None:
-    """The batch's layout key and data pointers, or None when a tensor does not qualify (one pass over them)."""
-    key, ptrs = [], []
+Key = tuple[tuple[torch.dtype, torch.Size], ...]
+
+
+def read(tensors: list[torch.Tensor]) -> tuple[Key, list[int], list[torch.Tensor]] | None:
+    """The batch's layout key, data pointers and the tensors read (one pass), or None when one cannot be read.
+
+    A tensor that is not contiguous, or of a dtype read through another (bool as bytes, complex as pairs of its
+    real type), is read from its contiguous flat copy, as the staging path reads it (replay_digest.flat); one
+    that starts off a 4-byte boundary from an aligned copy of itself. A byte size that is not a multiple of 4
+    cannot be read: the batch then takes the staging path."""
+    key, ptrs, entries = [], [], []
     for t in tensors:
-        dtype = t.dtype
-        if dtype not in KERNEL_DTYPES or not t.is_contiguous():
-            return None
+        if t.dtype not in KERNEL_DTYPES or not t.is_contiguous():
+            t = flat(t)
+            if t.dtype not in KERNEL_DTYPES:
+                return None
         address = t.data_ptr()
-        if address & 3 or t.nbytes & 3:
+        if address & 3:
+            t = t.clone()
+            address = t.data_ptr()
+        if t.nbytes & 3:
             return None
         ptrs.append(address)
-        key.append((dtype, t.shape))
-    return tuple(key), ptrs
+        key.append((t.dtype, t.shape))
+        entries.append(t)
+    return tuple(key), ptrs, entries
 
 
-def digests(ptrs: list[int], layout: Any, tables: Any, device: torch.device) -> tuple[torch.Tensor, Any]:
+def digests(ptrs: list[int], entries: list[torch.Tensor], layout: Any, tables: Any,
+            device: torch.device) -> tuple[torch.Tensor, Any]:
     """Every tensor's (hash, max |x| as float64 bits), on the device: the hashes, then the bits (int64), and what
-    must stay alive until they are read (the pinned pointer table). `tables`: the layout's on the device."""
+    must stay alive until they are read (the pinned pointer table, the copies read). `tables`: the layout's on the
+    device."""
     import triton.language as tl
 
     host = torch.tensor(ptrs, dtype=torch.int64, pin_memory=True)
@@ -127,4 +138,4 @@ def digests(ptrs: list[int], layout: Any, tables: Any, device: torch.device) -> 
             count, first, ROW_WORDS=ROW, ELEMENT=getattr(tl, _TRITON_TYPES[dtype]) if floating else tl.int32,
             FLOAT=floating,
         )
-    return out, host
+    return out, (host, entries)

@@ -79,6 +79,7 @@ def main() -> int:
 
     torch.Tensor.cpu = cpu  # type: ignore[method-assign,assignment]
     tape = Tape(output_grads=args.output_grads)
+    replay_batch.PATHS.clear()
     tape.install()
     try:
         for _ in range(5):
@@ -103,7 +104,8 @@ def main() -> int:
         tape.remove()
         torch.Tensor.cpu = orig_cpu  # type: ignore[method-assign]
     how = "staging buffer" if args.staging or not replay_triton.available() else "Triton kernel"
-    print(f"output_grads {args.output_grads}; digests through the {how}; {args.steps} steps; median per step")
+    print(f"output_grads {args.output_grads}; digests through the {how}; {args.steps} steps; median per step; "
+          f"batches per path: {dict(replay_batch.PATHS)}")
     for label, values in rows.items():
         print(f"{label:<42}{statistics.median(values) * 1e3:>8.3f} ms")
     return 0

@@ -37,6 +37,11 @@ def tensors(device: str) -> list[torch.Tensor]:
         torch.randn(ROW * 2 + 6, generator=gen).double() * 1e300,
         torch.randn(2, 4, generator=gen).half(),
         torch.randint(-100, 100, (37,), dtype=torch.int32, generator=gen),
+        torch.randn(4, 6, generator=gen)[:, 1],  # not contiguous: read from a copy
+        torch.randn(6, 8, generator=gen).t(),  # a transposed view (attention outputs are)
+        torch.randn(3, dtype=torch.complex64, generator=gen),  # read as pairs of float32
+        torch.tensor([True, False, True, True]),  # read as bytes
+        torch.randn(9, generator=gen)[1:],  # starts mid-word
     ]
     return [t.to(device) for t in made]
 
@@ -53,7 +58,7 @@ from probes import replay_batch, replay_triton
 from probes.replay_digest import ROW, digest, word_weights
 from test_replay_triton import tensors, same
 ts = tensors("cpu")
-key, ptrs = replay_triton.read(ts)
+key, ptrs, entries = replay_triton.read(ts)
 layout = replay_batch._layout(key)
 out = torch.zeros(2 * len(ts), dtype=torch.int64)
 types = {{torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32, torch.float64: tl.float64}}
@@ -73,7 +78,7 @@ sys.exit(1 if bad else 0)
 def test_the_kernel_gives_every_tensor_its_documented_digest() -> None:
     if torch.cuda.is_available() and replay_triton.available():
         ts = tensors("cuda")
-        assert all(replay_triton.qualifies(t) for t in ts)
+        assert replay_triton.read(ts) is not None
         batch = replay_batch.launch(ts)
         assert batch.folded  # the Triton path took it, not the staging buffer
         got = replay_batch.resolve([batch])
@@ -87,11 +92,9 @@ def test_the_kernel_gives_every_tensor_its_documented_digest() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_tensors_the_kernel_cannot_read_go_to_the_staging_path() -> None:
-    assert not replay_triton.qualifies(torch.tensor([True, False]))  # bool: bytes, not a plain dtype
-    assert not replay_triton.qualifies(torch.randn(4, 4)[:, 1])  # not contiguous
-    assert not replay_triton.qualifies(torch.randn(3).half())  # 6 bytes: not whole 4-byte units
-    assert not replay_triton.qualifies(torch.randn(4))  # on the CPU
-    assert replay_triton.read([torch.randn(4), torch.randn(3).half()]) is None  # one that cannot: none of them
-    key, ptrs = replay_triton.read([torch.randn(4), torch.arange(3)]) or ((), [])
-    assert [dtype for dtype, _ in key] == [torch.float32, torch.int64] and len(ptrs) == 2
+def test_a_batch_with_a_tensor_the_kernel_cannot_read_goes_to_the_staging_path() -> None:
+    assert replay_triton.read([torch.tensor([True, False])]) is None  # 2 bytes: not whole 4-byte units
+    assert replay_triton.read([torch.randn(4), torch.randn(3).half()]) is None  # 6 bytes: the whole batch
+    key, ptrs, entries = replay_triton.read([torch.randn(4), torch.arange(3), torch.randn(4, 4)[:, 1]]) or ((), [], [])
+    assert [dtype for dtype, _ in key] == [torch.float32, torch.int64, torch.float32] and len(ptrs) == 3
+    assert entries[2].is_contiguous() and entries[2].data_ptr() == ptrs[2]  # the copy that is read, kept alive
