@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 8, sixth GPU call: the Triton digest reads every tensor of the step (a flat copy of non-contiguous ones, as the
+# Session 8, fifth and sixth GPU calls: the Triton digest reads every tensor of the step (a flat copy of non-contiguous ones, as the
 # staging path does) and reports which path each batch took. (1) the digest tests on CUDA; (2) tests/gpu/replay_split.py
 # (where the digest's host time goes), output_grads none and retain; (3) bench/replay.py twice.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session8_e.sh

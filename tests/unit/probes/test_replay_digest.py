@@ -209,6 +209,23 @@ def test_a_tensor_changed_in_place_before_its_batch_is_marked_late_then_digested
     assert [r["digest"] for r in outputs[1:]] == [fresh] * 5  # later steps: digested when recorded
 
 
+def _trained(tape: Tape, net: torch.nn.Module, make: Any, steps: int) -> list[dict[str, Any]]:
+    """`steps` steps of `net` on a seeded input of 8 x 4, `make(net)` its optimizer, with `tape` installed; its
+    records."""
+    optimizer = make(net)
+    x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+    tape.install()
+    try:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            net(x).sum().backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+            optimizer.step()
+    finally:
+        tape.remove()
+    tape.finish()
+    return tape.records
+
+
 class HalvesGradients(torch.optim.SGD):
     """SGD that halves every gradient in place before its update, as gradient-rescaling optimizers do."""
 
@@ -228,19 +245,8 @@ def test_gradients_an_optimizer_changes_in_place_are_late_once_then_digested_bef
 
     def run(tape: Tape) -> list[dict[str, Any]]:
         torch.manual_seed(0)
-        net = torch.nn.Linear(4, 2)
-        optimizer = HalvesGradients(net.parameters(), lr=0.1)
-        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
-        tape.install()
-        try:
-            for _ in range(3):
-                optimizer.zero_grad()
-                net(x).sum().backward()  # type: ignore[no-untyped-call]
-                optimizer.step()
-        finally:
-            tape.remove()
-        tape.finish()
-        return [r for r in tape.records if r["role"].endswith(".grad")]
+        records = _trained(tape, torch.nn.Linear(4, 2), lambda net: HalvesGradients(net.parameters(), lr=0.1), 3)
+        return [r for r in records if r["role"].endswith(".grad")]
 
     eager, batched = run(Tape()), run(Tape(batch_cpu=True))
     assert [r["step"] for r in batched] == [1, 1, 2, 2, 3, 3]
@@ -265,19 +271,7 @@ class WithUnused(torch.nn.Module):
 def test_a_parameter_without_a_gradient_is_recorded_as_a_parameter_and_not_as_a_gradient() -> None:
     def run(tape: Tape) -> list[dict[str, Any]]:
         torch.manual_seed(0)
-        net = WithUnused()
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
-        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
-        tape.install()
-        try:
-            for _ in range(2):
-                optimizer.zero_grad()
-                net(x).sum().backward()  # type: ignore[no-untyped-call]
-                optimizer.step()
-        finally:
-            tape.remove()
-        tape.finish()
-        return tape.records
+        return _trained(tape, WithUnused(), lambda net: torch.optim.SGD(net.parameters(), lr=0.1), 2)
 
     eager, batched = run(Tape()), run(Tape(batch_cpu=True))
     assert _comparable(batched) == _comparable(eager)
