@@ -2,10 +2,14 @@
 
 One request (narrow-matmul, unguarded kernel, n = 1..16, m = k = tile = 32: 16 cases, 12,032 uninitialized reads)
 runs cold, one process at a time, with `--show-backtrace device` (what sweeps use for initcheck) and `no`, rounds
-alternating; then K processes at once (the 16 cases split K ways) with each setting. Prints each run's wall time,
+alternating; then one process with one K-th of the cases, and K processes at once (the 16 cases split K ways) with
+each setting: "at once / alone" near 1 means the K processes do not slow each other. Prints each run's wall time,
 records and findings, and says whether the findings (signature, count per case) are the same under every setting —
 the condition for a sweep to use the cheaper one. From the project root on a GPU machine:
-    python3 tests/gpu/record_cost.py [--rounds 2] [--k 4]
+    python3 tests/gpu/record_cost.py [--rounds 2] [--k 4] [--variants unguarded] [--backtraces device,no]
+
+With `--variants guarded` or `torch` (no records) it times what is left: the kernels alone, or torch and cuBLAS
+under the sanitizer, in one process and split K ways.
 """
 
 from __future__ import annotations
@@ -26,15 +30,15 @@ from service.config import get_settings  # noqa: E402
 from service.models import ProbeRequest, RunResult  # noqa: E402
 from service.probing.runner import run_probe  # noqa: E402
 
-SETTINGS = ("device", "no")
 N = list(range(1, 17))
+VARIANTS = ["unguarded"]
 
 
 def request(backtrace: str, n: list[int]) -> ProbeRequest:
     return ProbeRequest(
         probe="narrow-matmul",
         tool=Tool.INITCHECK,
-        params={"m": 32, "k": 32, "tile": 32, "n": n, "variants": ["unguarded"]},
+        params={"m": 32, "k": 32, "tile": 32, "n": n, "variants": VARIANTS},
         show_backtrace=backtrace,
         timeout_s=300,
     )
@@ -48,15 +52,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--variants", default="unguarded", help="narrow-matmul variants, comma separated")
+    parser.add_argument("--backtraces", default="device,no", help="--show-backtrace settings, comma separated")
     args = parser.parse_args()
+    VARIANTS[:] = args.variants.split(",")
+    settings_list = args.backtraces.split(",")
+    print(f"narrow-matmul n = 1..16, variants {VARIANTS}, initcheck", flush=True)
     settings = get_settings().model_copy(update={"confirm": False, "warm_starts": False})
     work = Path(tempfile.mkdtemp(prefix="cuprobe-record-cost-"))
-    walls: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    walls: dict[str, list[float]] = {s: [] for s in settings_list}
     seen: dict[str, list[tuple[str, str | None, int]]] = {}
     records: dict[str, int] = {}
     ok = True
     for r in range(args.rounds):
-        for backtrace in SETTINGS:
+        for backtrace in settings_list:
             began = time.monotonic()
             result = run_probe(request(backtrace, N), workdir=work / f"one-{backtrace}-{r}", settings=settings)
             walls[backtrace].append(time.monotonic() - began)
@@ -68,8 +77,15 @@ def main() -> int:
                 ok = False
                 print("  DIFFERS from this setting's first round")
     parts = [N[i :: args.k] for i in range(args.k)]
+    alone: dict[str, float] = {}  # one process with one part's cases: what each of the K would take with no other
+    for backtrace in settings_list:
+        began = time.monotonic()
+        run_probe(request(backtrace, parts[0]), workdir=work / f"part-{backtrace}", settings=settings)
+        alone[backtrace] = time.monotonic() - began
+        print(f"one process, {len(parts[0])} cases (one part) --show-backtrace {backtrace:<7} "
+              f"{alone[backtrace]:7.2f} s", flush=True)
     together: dict[str, tuple[float, list[float]]] = {}
-    for backtrace in SETTINGS:
+    for backtrace in settings_list:
         def one(i: int, backtrace: str = backtrace) -> tuple[float, RunResult]:
             began = time.monotonic()
             res = run_probe(request(backtrace, parts[i]), workdir=work / f"k-{backtrace}-{i}", settings=settings)
@@ -85,11 +101,14 @@ def main() -> int:
         print(f"K={args.k} --show-backtrace {backtrace:<7} {wall:7.2f} s wall; processes "
               f"{', '.join(f'{w:.1f}' for w, _ in done)} s; same findings as one process: {'yes' if same else 'NO'}",
               flush=True)
-    print(f"\n{'--show-backtrace':<18}{'one process, median s':>22}{'K=' + str(args.k) + ' wall s':>12}"
-          f"{'records':>9}")
-    for backtrace in SETTINGS:
-        print(f"{backtrace:<18}{statistics.median(walls[backtrace]):>22.2f}{together[backtrace][0]:>12.2f}"
-              f"{records[backtrace]:>9}")
+    print(f"\n{'--show-backtrace':<18}{'16 cases, one process':>22}{'one part alone':>16}"
+          f"{'K=' + str(args.k) + ' at once':>12}{'at once / alone':>17}{'records':>9}")
+    for backtrace in settings_list:
+        wall = together[backtrace][0]
+        print(f"{backtrace:<18}{statistics.median(walls[backtrace]):>22.2f}{alone[backtrace]:>16.2f}"
+              f"{wall:>12.2f}{wall / alone[backtrace]:>17.2f}{records[backtrace]:>9}")
+    if "device" not in walls or "no" not in walls:
+        return 0 if ok else 1
     base = statistics.median(walls["device"])
     print(f"'no' vs 'device', one process: {statistics.median(walls['no']) / base:.2f}x the time")
     same = seen["device"] == seen["no"]
