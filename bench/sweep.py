@@ -4,7 +4,8 @@ The 48-case grid (n = 1..16 x {unguarded, guarded, torch}, m = k = tile = 32) ru
 process per case, one at a time — then batched with K = 1, 2, 4, 8 and this host's default K, all in this one
 run; each batched run's per-case findings (outcome, signature, count) must equal K = 1's and the baseline's.
 With --full, the 384-case nightly grid (n = 1..128 x 3 variants) runs batched at each K: cases per GPU-hour.
-Prints a table of wall times and ratios. Writes report.html and summary.md of the last sweep to --out.
+Prints a table of wall times and ratios, and under each row where its slowest process spent its time (sanitizer
+run, parse, confirmation's bare re-runs...). Writes report.html and summary.md of the last sweep to --out.
     python bench/sweep.py [--full] [--slots 1,2,4,8] [--out DIR]
     python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
@@ -159,6 +160,7 @@ def main() -> int:
             for line in diffs:
                 print(f"  DIFFERS {label}: {line}")
             print(_row48(rows[-1], t_base), flush=True)
+            print(slowest(sweep), flush=True)
             last = sweep
         print(f"\n48-case sweep ({len(reference)} cases)\n{header}")
         for row in rows:
@@ -185,6 +187,7 @@ def main() -> int:
                     f"{n / wall * 3600:>16,.0f}{'yes' if agrees else 'NO':>13}{stalls(full):>9}{warm_starts(full):>8}",
                     flush=True,
                 )
+                print(slowest(full), flush=True)
                 last = full
     if last is None:
         return 0
@@ -194,6 +197,16 @@ def main() -> int:
     except ImportError as exc:  # the GPU box may lack matplotlib: render from sweep.json elsewhere
         print(f"no report here ({exc}); render it with: python bench/sweep.py --render {args.out / 'sweep.json'}")
     return 0 if ok else 1
+
+
+def slowest(sweep: Sweep) -> str:
+    """Where the slowest run of the sweep spent its time, per stage (the stages over 0.1 s)."""
+    runs = [(sum(stages.values()), stages) for p in sweep.processes for stages in p.stages]
+    if not runs:
+        return "  slowest process: no stage timing"
+    total, stages = max(runs, key=lambda run: run[0])
+    parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items() if seconds >= 0.1)
+    return f"  slowest process: {total:.1f} s ({parts})"
 
 
 def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:

@@ -71,6 +71,10 @@ class ProcessRecord(BaseModel):
     stalls: list[int] = Field(
         default_factory=list, description="per repeat: attempts the progress watchdog stopped before the one kept"
     )
+    stages: list[dict[str, float]] = Field(
+        default_factory=list,
+        description="per run: wall seconds per stage (prepare, run, parse, confirm...; service.models.timing)",
+    )
     truncated: bool = False
 
 

@@ -204,6 +204,7 @@ def assemble(
                 durations_s=[r.duration_s for r in runs],
                 stalls=[len(r.stalls) for r in runs],
                 warm=[r.warm_start for r in runs],
+                stages=[r.timing for r in runs],
                 truncated=any(r.truncated for r in runs),
             )
         )

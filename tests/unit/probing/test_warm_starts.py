@@ -111,6 +111,9 @@ def test_a_warm_start_replays_the_same_findings_as_a_cold_one(
     finally:
         pool.close()
     assert cold.processes[0].warm == [False] * 3 and warm.processes[0].warm[0] is True
+    # where each run's time went, per stage: what bench/sweep.py shows of a sweep's slowest process
+    assert all({"run", "parse"} <= set(stages) for stages in cold.processes[0].stages)
+    assert len(cold.processes[0].stages) == len(warm.processes[0].stages) == 3  # one per run
     for sweep in (cold, warm):
         (process,) = sweep.processes
         assert process.outcomes == [Outcome.FINDINGS] * 3 and process.control_fired == [True] * 3
