@@ -129,13 +129,14 @@ def digests(ptrs: list[int], entries: list[torch.Tensor], layout: Any, tables: A
     out = torch.zeros(2 * count, dtype=torch.int64, device=device)
     kernel = _kernel()
     on_device = host.to(device, non_blocking=True)
-    for dtype, (first, stop) in layout.spans.items():
-        if stop <= first:
-            continue
-        floating = dtype.is_floating_point
-        kernel[(stop - first,)](
-            on_device, tables.sizes32, tables.owner, tables.starts, word_weights(device), tables.row_weight, out,
-            count, first, ROW_WORDS=ROW, ELEMENT=getattr(tl, _TRITON_TYPES[dtype]) if floating else tl.int32,
-            FLOAT=floating,
-        )
+    with torch.cuda.device(device):  # Triton launches on the current device: the batch's, in a multi-GPU program
+        for dtype, (first, stop) in layout.spans.items():
+            if stop <= first:
+                continue
+            floating = dtype.is_floating_point
+            kernel[(stop - first,)](
+                on_device, tables.sizes32, tables.owner, tables.starts, word_weights(device), tables.row_weight, out,
+                count, first, ROW_WORDS=ROW, ELEMENT=getattr(tl, _TRITON_TYPES[dtype]) if floating else tl.int32,
+                FLOAT=floating,
+            )
     return out, (host, entries)
