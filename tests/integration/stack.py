@@ -61,6 +61,26 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process: a killed one may linger as a zombie until whoever adopted it reaps it
+    (its /proc entry stays, state Z), which is not running."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    state = next((line.split()[1] for line in status.splitlines() if line.startswith("State:")), "?")
+    return state not in ("Z", "X")
+
+
+def still_running(pids: list[int], within_s: float = 10.0) -> list[int]:
+    """The pids still running after waiting up to `within_s` for them to end (a SIGKILL is not instant on a
+    loaded machine)."""
+    deadline = time.monotonic() + within_s
+    while (left := [pid for pid in pids if running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 class Stack:
     """Settings, store, API server and worker of one test deployment."""
 

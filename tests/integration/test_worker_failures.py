@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.integration.conftest import Figures
-from tests.integration.stack import Stack, children, wait_for, wait_running
+from tests.integration.stack import Stack, children, still_running, wait_for, wait_running
 from tests.processes import processes_mentioning
 
 
@@ -51,8 +51,7 @@ def test_sigkill_of_pool_child_reruns_the_job_once(
     runs = postgres_stack.store.runs(job["id"])
     assert (done["outcome"], done["attempts"], len(runs)) == ("clean", 2, 2)
     assert [r.outcome for r in runs] == [None, "clean"]  # the killed attempt stored nothing
-    time.sleep(0.5)
-    orphans = [pid for pid in probe_pids if os.path.exists(f"/proc/{pid}")]
+    orphans = still_running(probe_pids)  # killed with the pool child (PR_SET_PDEATHSIG), reaped or a zombie
     figures.record(
         "pool child SIGKILL mid-job",
         outcome=done["outcome"],
