@@ -57,7 +57,7 @@ def _layout(key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
     groups: dict[torch.dtype, list[int]] = {}
     for i, (dtype, _) in enumerate(key):
         groups.setdefault(dtype, []).append(i)  # one dtype per run of rows: one norm per float dtype
-    starts, owner, weights, runs, row = [0] * len(key), [], [], [], 0
+    starts, owner, weights, row = [0] * len(key), [], [], 0
     spans: dict[torch.dtype, tuple[int, int]] = {}
     for dtype, positions in groups.items():
         first = row
@@ -66,9 +66,8 @@ def _layout(key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
             owner += [i] * count
             weights.append(row_weights(count))
             row += count
-        if dtype.is_floating_point and row > first:
-            runs.append((dtype, first, row))
         spans[dtype] = (first, row)
+    runs = [(dtype, a, b) for dtype, (a, b) in spans.items() if dtype.is_floating_point and b > a]
     return Layout(
         rows=row,
         starts=starts,
@@ -102,11 +101,17 @@ class Stager:
         self.layouts: OrderedDict[tuple[tuple[torch.dtype, torch.Size], ...], Layout] = OrderedDict()
         self.last: Layout | None = None  # the layout whose data the buffer holds: its padding is still zero
 
-    def layout(self, key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
+    def cached(self, key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
+        """The layout of `key`, made once and kept among the LAYOUTS_KEPT most recently used."""
         found = self.layouts.pop(key, None) or _layout(key)
         self.layouts[key] = found
         while len(self.layouts) > LAYOUTS_KEPT:
             self.layouts.popitem(last=False)
+        return found
+
+    def layout(self, key: tuple[tuple[torch.dtype, torch.Size], ...]) -> Layout:
+        """The layout of `key`, with its views into the staging buffer (grown to hold it)."""
+        found = self.cached(key)
         if found.rows > self.buffer.shape[0]:
             for cached in self.layouts.values():  # their views would keep the old buffer alive
                 cached.targets, cached.buffer = {}, None
@@ -148,11 +153,7 @@ def launch(tensors: list[torch.Tensor]) -> Launched:
         read = replay_triton.read(tensors)  # None: a tensor it cannot read (an odd byte size)
         if read is not None:
             key, ptrs, entries = read
-            layout = stager.layouts.get(key)
-            if layout is None:
-                layout = stager.layouts[key] = _layout(key)
-                while len(stager.layouts) > LAYOUTS_KEPT:
-                    stager.layouts.popitem(last=False)
+            layout = stager.cached(key)  # no staging buffer: the kernel reads the tensors where they lie
             try:
                 result, keep = replay_triton.digests(ptrs, entries, layout, device_tables(layout, device), device)
             except Exception as exc:  # a Triton that cannot build or launch here: the staging path, from now on
