@@ -47,7 +47,11 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         choices=["none", "ff", "zero", "sentinel"],
         help="fill every fresh allocation with 0xFF, 0x00 or the 0xA5 sentinel (the confirmer's bare re-runs)",
     )
-    parser.add_argument("--watch", default="{}", help="JSON: case id -> buffers to snapshot before their reader")
+    parser.add_argument(
+        "--watch",
+        default="{}",
+        help="JSON: case id -> buffers to snapshot before their reader; `all`: every buffer at every checkpoint",
+    )
     parser.add_argument(
         "--confirm-control", action="store_true", help="also run the confirmer's planted control cases"
     )
@@ -90,7 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     try:
-        plan = PoisonPlan(mode=args.poison, watch=json.loads(args.watch))
+        plan = (
+            PoisonPlan(mode=args.poison, watch_all=True)
+            if args.watch == "all"
+            else PoisonPlan(mode=args.poison, watch=json.loads(args.watch))
+        )
     except (ValidationError, json.JSONDecodeError) as exc:
         bare.error = f"bad --watch for probe {args.name}: {exc}"
         print(bare.error, file=sys.stderr)

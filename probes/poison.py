@@ -16,6 +16,9 @@ Poison = Literal["none", "ff", "zero", "sentinel"]
 FILL: dict[str, int | None] = {"none": None, "ff": 0xFF, "zero": 0x00, "sentinel": 0xA5}
 SENTINEL_BYTE = 0xA5
 DUMP_SUFFIX = ".poison.npz"
+# `--watch all` (a sentinel re-run started before the findings are known) snapshots every buffer at every
+# checkpoint, up to this many bytes in all; past it, snapshots are left out and the index says so.
+WATCH_ALL_MAX_BYTES = 256 << 20
 
 Reader = Callable[[], Any]  # returns a numpy array (or something np.asarray takes); called only when needed
 
@@ -29,6 +32,7 @@ class PoisonPlan(BaseModel):
     watch: dict[str, list[str]] = Field(
         default_factory=dict, description="case id -> buffer names to snapshot at their checkpoint (sentinel mode)"
     )
+    watch_all: bool = Field(False, description="snapshot every buffer at every checkpoint (up to WATCH_ALL_MAX_BYTES)")
 
     @property
     def fill(self) -> int | None:
@@ -52,6 +56,8 @@ class PoisonLog:
         self.plan = plan or PoisonPlan()
         self.outputs: dict[str, dict[str, np.ndarray[Any, Any]]] = {}
         self.snapshots: dict[str, dict[str, tuple[str, np.ndarray[Any, Any]]]] = {}
+        self.snapshot_bytes = 0
+        self.snapshots_left_out = 0  # watch-all snapshots past WATCH_ALL_MAX_BYTES
 
     @property
     def active(self) -> bool:
@@ -68,14 +74,21 @@ class PoisonLog:
             return
         watched = set(self.plan.watch.get(case_id, ()))
         for name, read in buffers.items():
-            if name in watched and name not in self.snapshots.get(case_id, {}):
+            if (self.plan.watch_all or name in watched) and name not in self.snapshots.get(case_id, {}):
                 raw = np.ascontiguousarray(np.asarray(read())).view(np.uint8).reshape(-1)
+                if self.plan.watch_all and self.snapshot_bytes + raw.size > WATCH_ALL_MAX_BYTES:
+                    self.snapshots_left_out += 1
+                    continue
+                self.snapshot_bytes += raw.size
                 self.snapshots.setdefault(case_id, {})[name] = (label, raw.copy())
 
     def write(self, out: Path) -> dict[str, Any]:
         """Write the arrays beside result.json; returns the index that result.json carries."""
         arrays: dict[str, np.ndarray[Any, Any]] = {}
         index: dict[str, Any] = {"mode": self.plan.mode, "fill": self.plan.fill, "outputs": {}, "snapshots": {}}
+        if self.plan.watch_all:
+            index["watch_all"] = True
+            index["snapshots_left_out"] = self.snapshots_left_out
         for case_id, named in self.outputs.items():
             index["outputs"][case_id] = {"digest": digest(named), "arrays": {}}
             for name, array in named.items():

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     warm_starts: bool = True
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
+    # Start the confirmation's bare re-runs beside the sanitizer run instead of after it (docs/confirmation.md,
+    # "When the re-runs start"): they do not depend on what the sanitizer finds; a run without findings ends them.
+    confirm_early: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = 10_000
     max_xml_bytes: int = 512 * 1024 * 1024

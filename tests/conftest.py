@@ -14,6 +14,7 @@ DATA = Path(__file__).parent / "data"
 CAPTURES = DATA / "captures"
 RUNS = DATA / "runs"
 REPLAY = Path(__file__).parent / "replay" / "compute-sanitizer"
+REPLAY_PYTHON = Path(__file__).parent / "replay" / "python-bare"
 BOX_ROOT = "/work/main"  # the project root on the GPU box when the captures were made
 VERSIONS = ("2025.3.1.0", "2026.4.0.0")
 # The replay stand-in runs where compute-sanitizer would, with the probe's allowlisted environment: let its own
@@ -27,6 +28,12 @@ os.environ.setdefault(
             "CUPROBE_REPLAY_MAP",
             "CUPROBE_REPLAY_XML_FIRST",
             "CUPROBE_REPLAY_STALL_ONCE",
+            "CUPROBE_REPLAY_WAIT_BARE",
+            "CUPROBE_REPLAY_BARE",
+            "CUPROBE_REPLAY_BARE_LOG",
+            "CUPROBE_REPLAY_BARE_SLEEP",
+            "CUPROBE_REPLAY_BARE_DROP",
+            "CUPROBE_REPLAY_PYTHON",
         ]
     ),
 )

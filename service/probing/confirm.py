@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -58,20 +59,25 @@ def confirmation_summary(findings: list[Finding]) -> str:
     return "confirmed: " + ", ".join(f"{n} {c.value}" for c, n in counts.items())
 
 
+Watch = dict[str, list[str]] | None  # case id -> buffers to snapshot; None: every buffer (`--watch all`)
+
+
 def _bare_run(
     request: ProbeRequest,
     params: dict[str, object],
     label: str,
     mode: str,
-    watch: dict[str, list[str]],
+    watch: Watch,
     settings: Settings,
     workdir: Path,
+    cancel: threading.Event,
 ) -> BareRun:
     out = workdir / CONFIRM_DIR / label.replace("#", "-") / "result.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     cmd = probe_command(request.probe, params, out, Tool.NONE, settings.python)
-    cmd += ["--poison", mode, "--watch", json.dumps(watch, sort_keys=True), "--confirm-control"]
+    cmd += ["--poison", mode, "--watch", "all" if watch is None else json.dumps(watch, sort_keys=True)]
+    cmd += ["--confirm-control"]
     limit = request.timeout_s or settings.timeout_s
     done = supervise(
         cmd,
@@ -79,18 +85,88 @@ def _bare_run(
         max_output_bytes=settings.max_output_bytes,
         env=probe_environment(Tool.NONE, settings),
         cwd=PROJECT_ROOT,
+        cancel=cancel,
     )
     (out.parent / "stdout.txt").write_text(done.stdout.text())
     (out.parent / "stderr.txt").write_text(done.stderr.text())
     probe, unreadable = read_probe_result(out)
     why = None
-    if done.timed_out:
+    if done.cancelled:
+        why = "cancelled"
+    elif done.timed_out:
         why = f"timed out after {limit:g} s"
     elif done.returncode != 0:
         said = (probe.unavailable or probe.error) if probe else None
         tail = [line for line in done.stderr.tail_text().splitlines() if line.strip()]
         why = f"exited {done.returncode}: {said or (tail[-1] if tail else unreadable or 'no message')}"
     return load_bare_run(label, mode, probe, why or unreadable, out, done.duration_s)
+
+
+class Reruns:
+    """Bare re-runs of a run's cases with poisoned memory, running side by side in their own threads (each process
+    dies with the thread that started it). They are independent bare processes and no timing is read from them, so
+    their wall time is the slowest one's (mostly interpreter and library start-up).
+
+    Started `early` (beside the sanitizer run, before its findings are known: docs/confirmation.md), the sentinel
+    run snapshots every buffer (`watch=None`); started late, only the flagged ones."""
+
+    def __init__(
+        self,
+        request: ProbeRequest,
+        params: dict[str, object],
+        watch: Watch,
+        settings: Settings,
+        workdir: Path,
+        runs: tuple[tuple[str, str], ...] = POISON_RUNS,
+    ) -> None:
+        self.started = time.monotonic()
+        self.ended = self.started
+        self._cancel = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
+        self._pending = {
+            label: self._pool.submit(
+                self._timed, request, params, label, mode, watch, settings, workdir, self._cancel
+            )
+            for label, mode in runs
+        }
+
+    def _timed(self, *args: Any) -> BareRun:
+        run = _bare_run(*args)
+        self.ended = max(self.ended, time.monotonic())
+        return run
+
+    def results(self) -> dict[str, BareRun]:
+        """Every re-run, once all have ended."""
+        try:
+            return {label: future.result() for label, future in self._pending.items()}
+        finally:
+            self._pool.shutdown(wait=True)
+
+    @property
+    def spent_s(self) -> float:
+        """From the first start to the last end."""
+        return round(self.ended - self.started, 3)
+
+    def close(self) -> None:
+        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""
+        self._cancel.set()
+        self._pool.shutdown(wait=True)
+
+
+def start_early(
+    request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings, workdir: Path
+) -> Reruns | None:
+    """The re-runs started beside the sanitizer run, when this run confirms and early starts are on."""
+    if not settings.confirm_early or not confirming(request, tool, settings):
+        return None
+    return Reruns(request, params, None, settings, workdir)
+
+
+def missing_snapshots(plan: dict[str, list[str]], sentinel: BareRun) -> list[tuple[str, str]]:
+    """(case, buffer) pairs the findings need and the sentinel run did not snapshot."""
+    return [
+        (case, name) for case, names in plan.items() for name in names if name not in sentinel.snapshots.get(case, {})
+    ]
 
 
 def _unconfirmed(finding: Finding, reason: str) -> Finding:
@@ -105,8 +181,10 @@ def confirm_findings(
     request: ProbeRequest,
     settings: Settings,
     workdir: Path,
+    early: Reruns | None = None,
 ) -> RunResult:
-    """`result` with each initcheck finding confirmed and the confirmer's control checked (then set aside)."""
+    """`result` with each initcheck finding confirmed and the confirmer's control checked (then set aside).
+    `early`: the re-runs started beside the sanitizer run (start_early); the caller closes them."""
     control = [f for f in result.findings if is_confirm_control(f.case)]
     findings = [f for f in result.findings if not is_confirm_control(f.case)]
     cases = [c for c in result.cases if not is_confirm_control(c.id)]
@@ -129,16 +207,16 @@ def confirm_findings(
         if finding.case and memory:
             watch.setdefault(finding.case, set()).update(memory.ranges)
     plan = {case: sorted(names) for case, names in watch.items()}
-    started = time.monotonic()
-    # The re-runs are independent bare processes (no timing is read from them), so they run side by side: their
-    # wall time is the slowest one's, not the sum (most of each is interpreter and library start-up).
-    with ThreadPoolExecutor(max_workers=len(POISON_RUNS), thread_name_prefix="confirm") as pool:
-        pending = {
-            label: pool.submit(_bare_run, request, result.params, label, mode, plan, settings, workdir)
-            for label, mode in POISON_RUNS
-        }
-        runs = {label: future.result() for label, future in pending.items()}
-    spent = round(time.monotonic() - started, 3)
+    if early is not None:
+        runs, spent = early.results(), early.spent_s
+        if runs["sentinel"].ok and missing_snapshots(plan, runs["sentinel"]):
+            # The early sentinel run left a flagged buffer out (past its byte cap): again, watching only those.
+            late = Reruns(request, result.params, plan, settings, workdir, runs=(("sentinel", "sentinel"),))
+            runs["sentinel"] = late.results()["sentinel"]
+            spent = round(spent + late.spent_s, 3)
+    else:
+        late = Reruns(request, result.params, plan, settings, workdir)
+        runs, spent = late.results(), late.spent_s
 
     def decided(finding: Finding) -> Finding:
         verdict, evidence = decide(finding, flagged.get((finding.signature, finding.case)), runs)
@@ -171,5 +249,6 @@ def confirm_findings(
             ),
         )
     else:
-        update["message"] = f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs)"
+        when = ", started beside the sanitizer run" if early is not None else ""
+        update["message"] = f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when})"
     return result.model_copy(update=update)

@@ -20,7 +20,7 @@ from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, 
 from service.models.reasons import ALSO
 from service.models.timing import Stages
 from service.probing.admission import Admission, admit, suppressions_file
-from service.probing.confirm import confirm_findings, confirming, control_options
+from service.probing.confirm import Reruns, confirm_findings, confirming, control_options, start_early
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
@@ -195,7 +195,26 @@ def _run_planned(
     spare: Spare | None = None,
 ) -> RunResult:
     """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
-    the watchdog stopped is planned again by `replan` and run once more, in a fresh process."""
+    the watchdog stopped is planned again by `replan` and run once more, in a fresh process. The confirmation's
+    bare re-runs start beside the sanitizer run (start_early) and end with this call."""
+    early = start_early(request, planned.admitted.tool, planned.admitted.params, settings, planned.workdir)
+    try:
+        return _run_and_read(request, planned, settings, cancel_event, stages, replan, spare, early)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _run_and_read(
+    request: ProbeRequest,
+    planned: PlannedRun,
+    settings: Settings,
+    cancel_event: threading.Event | None,
+    stages: Stages,
+    replan: Callable[[], PlannedRun | RunResult],
+    spare: Spare | None,
+    early: Reruns | None,
+) -> RunResult:
     done = _supervised(request, planned, settings, cancel_event, stages, spare)
     stalls: list[str] = []
     if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
@@ -298,7 +317,7 @@ def _run_planned(
         )
     if tool is Tool.INITCHECK:
         with stages.stage("confirm"):
-            result = confirm_findings(result, parsed, request, settings, workdir)
+            result = confirm_findings(result, parsed, request, settings, workdir, early)
     with stages.stage("scrub"):
         result = scrub_result(result, secrets)
     return result.model_copy(update={"timing": stages.rounded()})

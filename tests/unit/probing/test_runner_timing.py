@@ -26,8 +26,9 @@ def test_a_bare_run_times_each_stage_and_its_run_is_the_supervised_duration(tmp_
     assert abs(result.duration_s - (result.timing["spawn"] + result.timing["run"] + result.timing["reap"])) < 0.002
 
 
+@pytest.mark.parametrize("early", [True, False], ids=["re-runs beside the run", "re-runs after it"])
 def test_a_sanitizer_run_times_its_parse_and_its_confirmation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_settings: Settings
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_settings: Settings, early: bool
 ) -> None:
     monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
     _version.cache_clear()
@@ -36,15 +37,19 @@ def test_a_sanitizer_run_times_its_parse_and_its_confirmation(
     stages = Stages()
     stages.add("claim", 0.5)  # a worker's own stages come first
     result = run_probe(
-        ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK), workdir=tmp_path, settings=replay_settings,
-        stages=stages,
+        ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK), workdir=tmp_path,
+        settings=replay_settings.model_copy(update={"confirm_early": early}), stages=stages,
     )
     assert result.outcome is Outcome.FINDINGS
     assert list(result.timing) == [
         "claim", "prepare", "spawn", "run", "reap", "artifacts", "parse", "classify", "confirm", "scrub",
     ]
     assert result.timing["claim"] == 0.5
-    assert result.confirmation_s is not None and result.timing["confirm"] >= result.confirmation_s - 0.001
+    assert result.confirmation_s is not None
+    if early:  # the confirm stage is only the wait for re-runs that started with the sanitizer run
+        assert result.timing["confirm"] <= result.confirmation_s + 0.001
+    else:
+        assert result.timing["confirm"] >= result.confirmation_s - 0.001
 
 
 def test_a_run_that_cannot_start_times_only_its_preparation(tmp_path: Path) -> None:

@@ -1,0 +1,151 @@
+"""The confirmation's bare re-runs start beside the sanitizer run, not after it, and end with it when there is
+nothing to confirm.
+
+The sanitizer run is the replay stand-in playing back uninit-read under initcheck from the H200
+(tests/data/runs/confirm-verdicts-uninit_read-2026.4.0.0); the bare re-runs are tests/replay/python-bare, which
+copies that run's four recorded re-runs and logs when each started and with which arguments."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from probes.contract import Tool
+from service.config import Settings
+from service.models import Confirmation, Finding, Outcome, ProbeRequest
+from service.probing.runner import run_probe
+from tests.conftest import CAPTURES, REPLAY_PYTHON, RUNS, replaying
+
+RUN = RUNS / "confirm-verdicts-uninit_read-2026.4.0.0"
+REQUEST = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, params={"n": 1024, "k": 1000, "block": 256})
+
+
+def _bare_log(log: Path) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) | {"pid": int(p.stem.rsplit("-", 1)[1])} for p in sorted(log.glob("bare-*"))]
+
+
+def _watch(entry: dict[str, object]) -> str:
+    args = entry["args"]
+    assert isinstance(args, list)
+    return str(args[args.index("--watch") + 1])
+
+
+@pytest.fixture
+def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings: Settings) -> tuple[Path, Settings]:
+    log = tmp_path / "log"
+    log.mkdir()
+    # The recorded run kept its XML, result and re-runs but not the sanitizer's console: its last line is rebuilt
+    # from the run's recorded summary count (408: docs/evidence/2026-12-03-confirm/uninit_read.json), and the
+    # version banner is that of the same sanitizer's other captured run.
+    case = tmp_path / "case"
+    shutil.copytree(RUN, case)
+    (case / "stdout.txt").write_text("========= ERROR SUMMARY: 408 errors\n")
+    shutil.copy(RUNS / "uninit-read-initcheck-2026.4.0.0" / "version.txt", case / "version.txt")
+    replaying(monkeypatch, case, target=False)
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE", str(RUN))
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE_LOG", str(log))
+    return log, replay_settings.model_copy(update={"python": str(REPLAY_PYTHON)})
+
+
+def _consequential(findings: list[Finding]) -> list[Confirmation | None]:
+    return [f.confirmation for f in findings if f.kernel == "double_all"]
+
+
+def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings(
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log, settings = bare
+    # The stand-in sanitizer finishes only once the four re-runs have started (or after 20 s).
+    monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
+
+    assert result.outcome is Outcome.FINDINGS, result.message
+    assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
+    assert all(check["ok"] for check in result.confirmation_control), result.confirmation_control
+    assert "started beside the sanitizer run" in result.message
+    runs = _bare_log(log)
+    ended = float((log / "sanitizer-ended").read_text())
+    assert len(runs) == 4
+    assert all(float(str(r["started"])) < ended for r in runs)
+    # Before the findings are known, the sentinel run snapshots every buffer.
+    assert {_watch(r) for r in runs} == {"all"}
+
+
+def test_with_early_starts_off_the_reruns_follow_the_run_and_watch_only_the_flagged_buffers(
+    bare: tuple[Path, Settings], tmp_path: Path
+) -> None:
+    log, settings = bare
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings.model_copy(update={"confirm_early": False}))
+
+    assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
+    assert "started beside" not in result.message
+    runs = _bare_log(log)
+    ended = float((log / "sanitizer-ended").read_text())
+    assert len(runs) == 4 and all(float(str(r["started"])) > ended for r in runs)
+    sentinel = [r for r in runs if "sentinel" in r["args"]]  # type: ignore[operator]
+    assert json.loads(_watch(sentinel[0])) == {
+        "n=1024,k=1000": ["src"],
+        "cuprobe-confirm-control/benign": ["src"],
+        "cuprobe-confirm-control/blind-spot": ["src"],
+        "cuprobe-confirm-control/consequential": ["src"],
+    }
+
+
+def test_an_early_sentinel_run_that_left_a_flagged_buffer_out_runs_again_watching_it(
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log, settings = bare
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE_DROP", "1")  # `--watch all` keeps no snapshot, as past its byte cap
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
+
+    assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
+    assert all(check["ok"] for check in result.confirmation_control)
+    sentinels = [_watch(r) for r in _bare_log(log) if "sentinel" in r["args"]]  # type: ignore[operator]
+    assert sorted(sentinels, key=len) == ["all", sentinels[-1]] and "n=1024,k=1000" in sentinels[-1]
+
+
+def test_a_run_with_nothing_to_confirm_ends_its_early_reruns(
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log, settings = bare
+    replaying(monkeypatch, CAPTURES / "2026.4.0.0" / "initcheck_ok", target=False)  # no records, no probe result
+    monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE_SLEEP", "120")
+    began = time.monotonic()
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
+
+    assert time.monotonic() - began < 60  # not held up by the re-runs' 120 s
+    assert not any(f.confirmation for f in result.findings)
+    runs = _bare_log(log)
+    assert len(runs) == 4
+    for run in runs:
+        pid = int(str(run["pid"]))
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"bare re-run {pid} still running"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from probes import poison
+    from probes.poison import PoisonLog, PoisonPlan
+
+    monkeypatch.setattr(poison, "WATCH_ALL_MAX_BYTES", 24)
+    log = PoisonLog(PoisonPlan(mode="sentinel", watch_all=True))
+    log.checkpoint("a", "before k", x=lambda: np.zeros(4, np.float32), y=lambda: np.ones(2, np.float32))
+    log.checkpoint("b", "before k", z=lambda: np.zeros(4, np.float32))
+    assert {case: set(s) for case, s in log.snapshots.items()} == {"a": {"x", "y"}}
+    assert log.snapshots_left_out == 1
+    watched = PoisonLog(PoisonPlan(mode="sentinel", watch={"a": ["y"]}))
+    watched.checkpoint("a", "before k", x=lambda: np.zeros(4, np.float32), y=lambda: np.ones(2, np.float32))
+    assert set(watched.snapshots["a"]) == {"y"}
