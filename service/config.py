@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     # Start the confirmation's bare re-runs beside the sanitizer run instead of after it (docs/confirmation.md,
     # "When the re-runs start"): they do not depend on what the sanitizer finds; a run without findings ends them.
     confirm_early: bool = True
+    # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
+    # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
+    # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.
+    bytecode_cache: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = 10_000
     max_xml_bytes: int = 512 * 1024 * 1024

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -42,7 +43,19 @@ def probe_environment(
     env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
+    if settings.bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir(source)))
     return env
+
+
+def pycache_dir(source: Mapping[str, str]) -> Path:
+    """Where probe processes keep Python's bytecode (Settings.bytecode_cache). cuprobe starts many short Python
+    processes (a run, its spares, four bare re-runs each); where no bytecode can be read or written beside the
+    sources (PYTHONDONTWRITEBYTECODE=1, a site-packages installed with --no-compile or read-only), each of them
+    compiles torch from source again: about 3 s of CPU a process on the H200 box (docs/sweep.md). With
+    PYTHONPYCACHEPREFIX they compile it once, into cuprobe's cache, and leave the user's folders alone."""
+    return Path(source.get("CUPROBE_CACHE_DIR") or Path.home() / ".cache" / "cuprobe") / "pycache"
 
 
 def _url_password(value: str) -> str | None:

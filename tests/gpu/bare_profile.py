@@ -23,6 +23,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sweep import GRID  # noqa: E402
 
+from probes.contract import Tool  # noqa: E402
+from service.config import get_settings  # noqa: E402
+from service.probing.secrets import probe_environment  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.execute import requests_of  # noqa: E402
 from service.sweep.plan import plan  # noqa: E402
@@ -36,13 +39,15 @@ def command(params: dict[str, object], out: Path, mode: str = "ff") -> list[str]
 
 
 def at_once(params: dict[str, object], work: Path, count: int) -> tuple[float, list[float]]:
+    """`count` re-runs started together, in the environment cuprobe gives its probe processes."""
+    env = probe_environment(Tool.NONE, get_settings())
     began = time.monotonic()
     procs = []
     for i in range(count):
         out = work / f"x{count}-{i}" / "result.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         procs.append((subprocess.Popen(command(params, out), cwd=ROOT, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE), time.monotonic()))
+                                       stderr=subprocess.PIPE, env=env), time.monotonic()))
     each = []
     for proc, start in procs:
         _, err = proc.communicate()
@@ -55,6 +60,7 @@ def at_once(params: dict[str, object], work: Path, count: int) -> tuple[float, l
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="bare-profile-")))
+    parser.add_argument("--timings-only", action="store_true", help="skip the importtime and cProfile runs")
     args = parser.parse_args()
     definition = parse_definition(GRID.format(name="bare-profile", batch="true", last=16))
     params = requests_of(plan(definition, 4))[0][1].params
@@ -64,6 +70,8 @@ def main() -> int:
     for count in (1, 1, 4, 16):
         wall, each = at_once(params, work, count)
         print(f"{count:>2} at once: wall {wall:.2f} s; each {min(each):.2f}-{max(each):.2f} s", flush=True)
+    if args.timings_only:
+        return 0
     py = sys.executable
     probe_cmd = command(params, work / "imp" / "result.json")
     (work / "imp").mkdir(exist_ok=True)
