@@ -116,10 +116,14 @@ def run_probe(
         return planned.model_copy(update={"timing": stages.rounded()})
     ended = threading.Event()
     spare = _spare_for(request, planned, settings, trusted, spares, ended)
+    # The confirmation's bare re-runs do not depend on the run's findings: they start now, beside it.
+    early = start_early(request, planned.admitted.tool, planned.admitted.params, settings, planned.workdir)
     try:
-        return _run_planned(request, planned, settings, cancel_event, stages, replan=plan, spare=spare)
+        return _run_planned(request, planned, settings, cancel_event, stages, replan=plan, spare=spare, early=early)
     finally:
         ended.set()
+        if early is not None:
+            early.close()
 
 
 class PlannedRun(NamedTuple):
@@ -193,28 +197,11 @@ def _run_planned(
     stages: Stages,
     replan: Callable[[], PlannedRun | RunResult],
     spare: Spare | None = None,
+    early: Reruns | None = None,
 ) -> RunResult:
     """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
-    the watchdog stopped is planned again by `replan` and run once more, in a fresh process. The confirmation's
-    bare re-runs start beside the sanitizer run (start_early) and end with this call."""
-    early = start_early(request, planned.admitted.tool, planned.admitted.params, settings, planned.workdir)
-    try:
-        return _run_and_read(request, planned, settings, cancel_event, stages, replan, spare, early)
-    finally:
-        if early is not None:
-            early.close()
-
-
-def _run_and_read(
-    request: ProbeRequest,
-    planned: PlannedRun,
-    settings: Settings,
-    cancel_event: threading.Event | None,
-    stages: Stages,
-    replan: Callable[[], PlannedRun | RunResult],
-    spare: Spare | None,
-    early: Reruns | None,
-) -> RunResult:
+    the watchdog stopped is planned again by `replan` and run once more, in a fresh process. `early`: the
+    confirmation's bare re-runs, started beside the sanitizer run (the caller closes them)."""
     done = _supervised(request, planned, settings, cancel_event, stages, spare)
     stalls: list[str] = []
     if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
