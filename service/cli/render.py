@@ -91,6 +91,8 @@ def print_result(result: RunResult, console: Console) -> None:
         f"[{style}]{result.outcome.value}[/]  {result.probe} under {result.tool.value}: {escape(result.message)}"
     )
     facts = [f"records {result.records}"]
+    if result.control_records:
+        facts[0] += f" ({result.control_records} of them the confirmer's planted control)"
     if result.summary_count is not None:
         facts.append(f"summary {result.summary_count}")
     if result.truncated:

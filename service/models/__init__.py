@@ -279,6 +279,9 @@ class RunResult(BaseModel):
     confirmation_control: list[dict[str, Any]] = Field(
         default_factory=list, description="the confirmer's own planted cases: expected and decided verdicts"
     )
+    control_records: int = Field(
+        0, description="of `records` (and the sanitizer's summary count), those of the confirmer's planted cases"
+    )
     timing: dict[str, float] = Field(
         default_factory=dict,
         description="wall seconds per stage of producing this result, in the order they ran (service.models.timing)",

@@ -189,7 +189,11 @@ def confirm_findings(
     findings = [f for f in result.findings if not is_confirm_control(f.case)]
     cases = [c for c in result.cases if not is_confirm_control(c.id)]
     targets = [i for i, f in enumerate(findings) if f.tool is Tool.INITCHECK and f.kind != "expectation-violation"]
-    update: dict[str, object] = {"findings": findings, "cases": cases}
+    update: dict[str, object] = {
+        "findings": findings,
+        "cases": cases,
+        "control_records": sum(f.count for f in control),
+    }
     probe = registry.get(request.probe)
     enabled = request.confirm if request.confirm is not None else settings.confirm
     if not targets or not result.outcome.ran or not enabled:

@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from probes.contract import Tool
+from service.cli.render import print_result
 from service.config import Settings
 from service.models import Confirmation, Finding, Outcome, ProbeRequest
 from service.probing.runner import run_probe
@@ -67,6 +69,11 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
     assert all(check["ok"] for check in result.confirmation_control), result.confirmation_control
     assert "started beside the sanitizer run" in result.message
+    # The sanitizer counted 408 records: 24 of uninit-read's own and 384 of the confirmer's planted control.
+    assert (result.records, result.control_records) == (408, 384)
+    console = Console(record=True, width=200)
+    print_result(result, console)
+    assert "records 408 (384 of them the confirmer's planted control)" in console.export_text()
     runs = _bare_log(log)
     ended = float((log / "sanitizer-ended").read_text())
     assert len(runs) == 4
