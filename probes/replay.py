@@ -146,7 +146,13 @@ class Replay(Probe[ReplayParams]):
 
     def _judge(self, params: ReplayParams, case: CaseResult, reports: list[dict[str, Any]], work: Path,
                cache: Path, unwritable: str | None) -> None:
-        from probes.replay_judge import judge_autotune, judge_divergence, judge_magnitude, judge_unwritable_cache
+        from probes.replay_judge import (
+            judge_autotune,
+            judge_digest_paths,
+            judge_divergence,
+            judge_magnitude,
+            judge_unwritable_cache,
+        )
 
 
         obs = case.observations
@@ -159,6 +165,7 @@ class Replay(Probe[ReplayParams]):
         firsts = judge_divergence(case, reports)
         judge_magnitude(case, reports, params.magnitude_threshold)
         judge_autotune(case, reports, params.persistent_autotune, cache)
+        judge_digest_paths(case, reports)
         if unwritable is not None:
             judge_unwritable_cache(case, cache, unwritable, None)
         diverged = next((d for d in firsts if d is not None and d.kind == "value"), None)

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from probes import replay_autotune, replay_tape
+from probes import replay_autotune, replay_batch, replay_tape, replay_triton
 from probes.replay_tape import Tape
 
 REPORT_NAME, CAPTURE_NAME = "report.json", "capture.pt"
@@ -103,6 +103,8 @@ def main(argv: list[str]) -> int:
         "tail_records": tail,
         "records": tape.records,
         "autotune": replay_autotune.autotune_choices(),
+        "digest_paths": dict(replay_batch.PATHS),  # batches per path: the Triton kernel or the staging buffer
+        "triton_failed": replay_triton.FAILED[0] if replay_triton.FAILED else None,
     }
     (out / REPORT_NAME).write_text(json.dumps(report))
     return 0 if error is None else 1

@@ -171,3 +171,17 @@ def judge_unwritable_cache(case: CaseResult, cache_dir: Path, reason: str, progr
             details={"directory": str(cache_dir), "reason": reason},
         )
     )
+
+
+def judge_digest_paths(case: CaseResult, reports: list[Report]) -> None:
+    """Which way each process digested its GPU tensors (docs/replay.md): the batches per path, and why the Triton
+    kernel was given up where it was. Both paths compute the same digests, so this is a note, never a finding."""
+    case.observations["digest_paths"] = [r.get("digest_paths") or {} for r in reports]
+    failed = [(i, r["triton_failed"]) for i, r in enumerate(reports) if r.get("triton_failed")]
+    if failed:
+        i, why = failed[0]
+        case.observations["digest_note"] = (
+            f"the Triton digest kernel failed in process {i} ({why}); from then on its batches took the staging "
+            "path (the same digests, more host time)"
+            + (f"; also in {len(failed) - 1} other process(es)" if len(failed) > 1 else "")
+        )

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import torch
 
+from probes.contract import CaseResult
 from probes.replay_compare import autotune_cache_problem, autotune_diff, first_divergence
 from probes.replay_digest import bits_hash
-from probes.replay_judge import tensor_diff
+from probes.replay_judge import judge_digest_paths, tensor_diff
 from service.models import Outcome, ProbeRequest, RunResult
 from service.probing.runner import run_probe
 
@@ -122,6 +123,7 @@ def test_the_same_program_twice_is_clean(program: Path) -> None:
     assert obs["steps"] == [3, 3] and obs["records"][0] == obs["records"][1] > 0
     growth = obs["comparisons"][0]["growth"]
     assert [row["diverging"] for row in growth] == [0, 0, 0] and growth[0]["tensors"] > 0
+    assert obs["digest_paths"] == [{}, {}] and "digest_note" not in obs  # CPU tensors: digested at once
 
 
 def test_planted_nondeterminism_names_the_layer_and_step(program: Path) -> None:
@@ -248,3 +250,17 @@ def test_a_persistent_autotune_cache_that_stays_empty_is_a_problem() -> None:
     assert autotune_cache_problem(not_persistent, persistent_env=False, files=[]) is None
     assert autotune_cache_problem(not_persistent, persistent_env=True, files=[]) is not None
     assert autotune_cache_problem([_tuner("k", {})], persistent_env=True, files=[]) is None  # never tuned
+
+
+def test_a_process_whose_triton_kernel_failed_says_so_and_stays_clean() -> None:
+    # Reports as replay's children write them: one process gave the kernel up after its first batch.
+    reports = [
+        {"digest_paths": {"kernel": 7}, "triton_failed": None},
+        {"digest_paths": {"kernel": 1, "staging": 6}, "triton_failed": "CompilationError: ptxas failed"},
+    ]
+    case = CaseResult(id="replay")
+    judge_digest_paths(case, reports)
+    assert case.observations["digest_paths"] == [{"kernel": 7}, {"kernel": 1, "staging": 6}]
+    note = case.observations["digest_note"]
+    assert "process 1" in note and "CompilationError: ptxas failed" in note and "staging" in note
+    assert case.findings == []
