@@ -61,7 +61,7 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     log, settings = bare
-    # The stand-in sanitizer finishes only once the four re-runs have started (or after 20 s).
+    # The stand-in sanitizer finishes only once the four re-runs have started (or after 60 s).
     monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
 
