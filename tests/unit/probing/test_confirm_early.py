@@ -121,11 +121,12 @@ def test_a_run_with_nothing_to_confirm_ends_its_early_reruns(
     log, settings = bare
     replaying(monkeypatch, CAPTURES / "2026.4.0.0" / "initcheck_ok", target=False)  # no records, no probe result
     monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
-    monkeypatch.setenv("CUPROBE_REPLAY_BARE_SLEEP", "120")
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE_SLEEP", "600")
     began = time.monotonic()
-    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
+    # Time limit 400 s: re-runs left to end by themselves would hold the run up that long.
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings.model_copy(update={"timeout_s": 400}))
 
-    assert time.monotonic() - began < 60  # not held up by the re-runs' 120 s
+    assert time.monotonic() - began < 150  # not held up by the re-runs' 600 s
     assert not any(f.confirmation for f in result.findings)
     runs = _bare_log(log)
     assert len(runs) == 4
