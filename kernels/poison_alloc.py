@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "poison_alloc.c"
@@ -17,8 +18,9 @@ class AllocatorBuildError(RuntimeError):
     """No C compiler, or the build failed: the message says which and how to fix it."""
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("CUPROBE_CACHE_DIR") or Path.home() / ".cache" / "cuprobe")
+def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """cuprobe's cache (what it builds once and keeps): CUPROBE_CACHE_DIR, else ~/.cache/cuprobe."""
+    return Path(env.get("CUPROBE_CACHE_DIR") or Path.home() / ".cache" / "cuprobe")
 
 
 def build(compiler: str | None = None) -> Path:

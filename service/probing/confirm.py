@@ -120,7 +120,7 @@ class Reruns:
         runs: tuple[tuple[str, str], ...] = POISON_RUNS,
     ) -> None:
         self.started = time.monotonic()
-        self.ended = self.started
+        self._ends: list[float] = []  # each re-run's end (list.append: safe from the pool's threads)
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
         self._pending = {
@@ -132,7 +132,7 @@ class Reruns:
 
     def _timed(self, *args: Any) -> BareRun:
         run = _bare_run(*args)
-        self.ended = max(self.ended, time.monotonic())
+        self._ends.append(time.monotonic())
         return run
 
     def results(self) -> dict[str, BareRun]:
@@ -145,7 +145,7 @@ class Reruns:
     @property
     def spent_s(self) -> float:
         """From the first start to the last end."""
-        return round(self.ended - self.started, 3)
+        return round(max(self._ends, default=self.started) - self.started, 3)
 
     def close(self) -> None:
         """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""

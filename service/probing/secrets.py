@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from kernels.poison_alloc import cache_dir
 from probes.allowed_env import SECRET_NAME, allowlisted
 from probes.contract import Tool
 from service.config import Settings
@@ -55,7 +56,7 @@ def pycache_dir(source: Mapping[str, str]) -> Path:
     sources (PYTHONDONTWRITEBYTECODE=1, a site-packages installed with --no-compile or read-only), each of them
     compiles torch from source again: about 3 s of CPU a process on the H200 box (docs/sweep.md). With
     PYTHONPYCACHEPREFIX they compile it once, into cuprobe's cache, and leave the user's folders alone."""
-    return Path(source.get("CUPROBE_CACHE_DIR") or Path.home() / ".cache" / "cuprobe") / "pycache"
+    return cache_dir(source) / "pycache"
 
 
 def _url_password(value: str) -> str | None:
