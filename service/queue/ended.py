@@ -92,7 +92,7 @@ class EndListener:
 
     def _listen(self) -> None:
         while not self._stopped.is_set():
-            pubsub = self._conn.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]  # redis-py
+            pubsub = self._conn.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]  # untyped before redis-py 8.2
             try:
                 pubsub.subscribe(self._channel)
                 self.subscribed.set()
