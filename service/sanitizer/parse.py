@@ -11,7 +11,13 @@ from service.models import Finding
 from service.sanitizer.chunks import Context, Unsplittable, plan
 from service.sanitizer.findings import FindingGrouper
 from service.sanitizer.flagged import FlaggedMemory
-from service.sanitizer.pool import PARALLEL_MIN_BYTES, WorkerFailed, default_workers, merge_in_order
+from service.sanitizer.pool import (
+    CHILDREN_MIN_BYTES,
+    PARALLEL_MIN_BYTES,
+    WorkerFailed,
+    default_workers,
+    merge_in_order,
+)
 from service.sanitizer.records import record_from_element
 from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, check_prolog, iter_records
 
@@ -63,7 +69,9 @@ def _in_one_stream(
         result.bytes_read = state.bytes_read
 
 
-def _in_chunks(ctx: Context, max_records: int, max_bytes: int, workers: int, result: ParseResult) -> FindingGrouper:
+def _in_chunks(
+    ctx: Context, max_records: int, max_bytes: int, workers: int, result: ParseResult, in_children: bool = False
+) -> FindingGrouper:
     """The file cut at record boundaries, parsed on `workers` processes, merged in file order."""
     prolog = check_prolog(ctx.path)
     ctx = replace(ctx, root=prolog.root)
@@ -71,7 +79,7 @@ def _in_chunks(ctx: Context, max_records: int, max_bytes: int, workers: int, res
     size = ctx.path.stat().st_size
     lanes = workers if size >= PARALLEL_MIN_BYTES else 1
     try:
-        merged = merge_in_order(ctx, chunks, max_records, lanes)
+        merged = merge_in_order(ctx, chunks, max_records, lanes, here=not (in_children and size >= CHILDREN_MIN_BYTES))
     except WorkerFailed:
         merged = merge_in_order(ctx, chunks, max_records, 1)
     result.records, result.kept, result.tool = merged.seen, merged.records, result.tool or merged.tool
@@ -92,19 +100,22 @@ def parse_xml(
     max_records: int = 10_000,
     max_bytes: int = 512 * 1024 * 1024,
     workers: int | None = None,
+    in_children: bool = False,
 ) -> ParseResult:
     """Parse `path`; past `max_records` records keep counting (and flagging memory) without keeping them; at
     `max_bytes` stop. Either flags `truncated`.
 
     A plain UTF-8 file is cut at record boundaries and parsed on `workers` processes (default: up to two);
     anything else, or a file whose pieces do not parse on their own, is read as one stream: the same Findings.
+    `in_children` (for a caller whose other threads parse at the same time): a file of CHILDREN_MIN_BYTES or more is
+    parsed in child processes only, also below the size where a second process pays; where none can run, here.
     """
     ctx = Context(path, "", tool, roots, allocations, single_case, sanitizer_version, filtered)
     result = ParseResult(tool=tool)
     grouper = _grouper(ctx)
     try:
         try:
-            grouper = _in_chunks(ctx, max_records, max_bytes, workers or default_workers(), result)
+            grouper = _in_chunks(ctx, max_records, max_bytes, workers or default_workers(), result, in_children)
         except Unsplittable:
             result, grouper = ParseResult(tool=tool), _grouper(ctx)
             _in_one_stream(ctx, max_records, max_bytes, result, grouper)

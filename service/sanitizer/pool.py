@@ -21,6 +21,10 @@ from service.sanitizer.xmlstream import HostileXML
 # Below this the whole parse (about 110 MB per CPU second) takes little longer than a child's start-up (about 0.3 s
 # of imports): one process.
 PARALLEL_MIN_BYTES = 64 << 20
+# A caller whose other threads parse at the same time (a local sweep's slots) parses files from this size in child
+# processes only: K parses in one process take turns on its interpreter lock, so each may wait for the other K - 1
+# (about 0.15 s each at this size), while a child costs about 0.3 s of start-up on a free core. Below it, here.
+CHILDREN_MIN_BYTES = 16 << 20
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -38,14 +42,21 @@ class ChunkWorker:
 
     def __init__(self, ctx: Context) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "service.sanitizer.pool"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        self._send(ctx)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "service.sanitizer.pool"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        except OSError as exc:  # no process to be had (fork refused, interpreter gone): parse here instead
+            raise WorkerFailed(f"cannot start a chunk parser process: {exc}") from exc
+        try:
+            self._send(ctx)
+        except OSError as exc:
+            self.close()
+            raise WorkerFailed(f"chunk parser process ended before its first chunk: {exc}") from exc
 
     def _send(self, message: object) -> None:
         stdin: IO[bytes] = self._proc.stdin  # type: ignore[assignment]
@@ -85,8 +96,13 @@ class Merged:
     tool: Any = None
 
 
-def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, workers: int) -> Merged:
-    """Parse `chunks` on `workers` lanes (this process + children), merging each in file order as it completes."""
+def merge_in_order(
+    ctx: Context, chunks: Sequence[Chunk], max_records: int, workers: int, here: bool = True
+) -> Merged:
+    """Parse `chunks` on `workers` lanes (this process + children), merging each in file order as it completes.
+
+    `here=False`: every lane is a child process, so this process only merges: several parses running in threads of
+    one process (a local sweep's K slots) then do not queue for its one interpreter lock."""
     todo: queue.SimpleQueue[Chunk] = queue.SimpleQueue()
     for chunk in chunks:
         todo.put(chunk)
@@ -109,14 +125,14 @@ def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, work
                 ready.notify()
 
     children: list[ChunkWorker] = []
-    threads = [threading.Thread(target=lane, args=(lambda c: parse_chunk(ctx, c),), daemon=True)]
-    for _ in range(workers - 1 if len(chunks) > 1 else 0):
-        children.append(ChunkWorker(ctx))
-        threads.append(threading.Thread(target=lane, args=(children[-1].parse,), daemon=True))
-    for thread in threads:
-        thread.start()
+    threads = [threading.Thread(target=lane, args=(lambda c: parse_chunk(ctx, c),), daemon=True)] if here else []
     merged = Merged(FindingGrouper(ctx.roots, ctx.allocations, ctx.single_case, ctx.sanitizer_version, ctx.filtered))
     try:
+        for _ in range(min(max(1, workers), len(chunks)) - len(threads)):
+            children.append(ChunkWorker(ctx))
+            threads.append(threading.Thread(target=lane, args=(children[-1].parse,), daemon=True))
+        for thread in threads:
+            thread.start()
         for chunk in chunks:
             with ready:
                 ready.wait_for(lambda index=chunk.index: index in done)  # type: ignore[misc]
@@ -143,7 +159,8 @@ def merge_in_order(ctx: Context, chunks: Sequence[Chunk], max_records: int, work
     finally:
         stop.set()
         for thread in threads:
-            thread.join()
+            if thread.ident is not None:  # started
+                thread.join()
         for child in children:
             child.close()
     return merged

@@ -44,8 +44,15 @@ class LocalRunner:
         self, workdir: Path, settings: Settings | None = None, slots: int = 1, spares: Spares | None = None
     ) -> None:
         settings = settings or get_settings()
-        self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
         self.workdir, self.slots, self.spares = workdir, max(1, slots), spares
+        # The slots are threads of this process: past one, each run's XML is parsed in child processes, so the
+        # slots' parses do not take turns on this process's interpreter lock.
+        self.settings = settings.model_copy(
+            update={
+                "max_records": settings.sweep_max_records,
+                "parse_in_children": settings.parse_in_children or self.slots > 1,
+            }
+        )
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         spares = self.spares
@@ -59,7 +66,7 @@ class LocalRunner:
             )
 
         try:
-            # Threads suffice: each waits on its own probe subprocess.
+            # Threads: each waits on its own probe subprocess, and parses in child processes (above).
             with ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot") as pool:
                 futures = {pool.submit(run, slot): slot for slot in range(len(requests))}
                 for future in as_completed(futures):

@@ -118,6 +118,45 @@ def test_child_processes_give_the_same_findings(tmp_path: Path, monkeypatch: pyt
     assert len(used) > 2
 
 
+def _not_here(ctx: chunks.Context, chunk: chunks.Chunk, limit: int | None = None) -> chunks.ChunkResult:
+    raise AssertionError("a chunk was parsed in the calling process")
+
+
+def test_in_children_parses_every_chunk_in_a_child_below_the_size_for_two_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "2026.4.0.0/probe_narrow-matmul_initcheck"  # 39.5 MB
+    plain = _plain(CAPTURES / name, tmp_path)
+    kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
+    expected = view(previous(plain, **kw))
+    assert pool.CHILDREN_MIN_BYTES <= plain.stat().st_size < pool.PARALLEL_MIN_BYTES
+    monkeypatch.setattr(pool, "parse_chunk", _not_here)  # this process's lane (the children are other processes)
+    assert view(parse_xml(plain, in_children=True, **kw)) == expected
+    with pytest.raises(AssertionError, match="parsed in the calling process"):  # the control: by default, here
+        parse_xml(plain, **kw)
+
+
+def test_in_children_parses_a_small_file_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below CHILDREN_MIN_BYTES a child's start-up costs more than waiting for the other threads' parses."""
+    plain = _plain(CAPTURES / "2026.4.0.0/racecheck_race_hazard", tmp_path)  # 10.6 MB
+    assert plain.stat().st_size < pool.CHILDREN_MIN_BYTES
+    monkeypatch.setattr(pool, "ChunkWorker", _not_here)
+    assert parse_xml(plain, in_children=True, roots=[BOX_ROOT]).findings
+
+
+def test_in_children_parses_here_when_no_child_can_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "2026.4.0.0/probe_narrow-matmul_initcheck"
+    plain = _plain(CAPTURES / name, tmp_path)
+    kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(pool.subprocess, "Popen", no_process)
+    result = parse_xml(plain, in_children=True, **kw)
+    assert result.error is None and view(result) == view(previous(plain, **kw))
+
+
 def test_record_cap_counts_and_flags(tmp_path: Path, small_chunks: None) -> None:
     plain = _plain(CAPTURES / "2026.4.0.0/initcheck_many", tmp_path)
     capped = parse_xml(plain, roots=[BOX_ROOT], max_records=50)

@@ -16,6 +16,7 @@ from service.probing import runner
 from service.queue.celery_app import TASK_RUN_SWEEP, make_celery
 from service.reports.html import html
 from service.reports.markdown import markdown
+from service.sanitizer import pool
 from service.sanitizer.locate import _version
 from service.sweep.definition import DefinitionError, load_definition, parse_definition
 from service.sweep.diff import diff
@@ -228,3 +229,34 @@ def test_local_runner_with_slots_returns_every_result_to_its_request(tmp_path: P
     assert sorted(got) == list(range(5))
     assert all(r.outcome.value == "clean" for r in got.values())
     assert [got[i].params["seconds"] for i in range(5)] == [0.1 * i for i in range(5)]
+
+
+def test_slots_in_one_process_parse_their_xml_in_child_processes(
+    on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A local sweep's K slots are threads of one process; past one slot, each run's XML is parsed in child
+    processes (their parses would otherwise take turns on this process's interpreter lock) with the same findings."""
+    from service.probing.runner import ProbeRequest
+
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture("2026.4.0.0", "probe_narrow-matmul_initcheck")))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "0")
+    _version.cache_clear()
+    settings = Settings(  # no confirmation: its bare re-runs need a GPU, and parse nothing
+        sanitizer_path=Path("tests/replay/compute-sanitizer"), source_roots=["/work/main"], confirm=False
+    )
+    params = {"m": 32, "k": 32, "tile": 32, "n": NS, "variants": ["unguarded", "guarded", "torch"]}
+    requests = [ProbeRequest(probe="narrow-matmul", tool="initcheck", params=params)] * 2
+    one = dict(LocalRunner(tmp_path / "one", settings, slots=1).run_all(requests))
+
+    def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a slot parsed its XML in the sweep's own process")
+
+    monkeypatch.setattr(pool, "parse_chunk", not_here)
+    two = dict(LocalRunner(tmp_path / "two", settings, slots=2).run_all(requests))
+    assert sorted(two) == [0, 1]
+    for slot in (0, 1):
+        assert two[slot].outcome == one[slot].outcome == Outcome.FINDINGS, two[slot].message
+        assert two[slot].records == one[slot].records == 6624
+        assert [f.model_dump() for f in two[slot].findings] == [f.model_dump() for f in one[slot].findings]
+    with pytest.raises(AssertionError, match="own process"):  # the control: one slot parses where it runs
+        dict(LocalRunner(tmp_path / "again", settings, slots=1).run_all(requests[:1]))
