@@ -3,16 +3,15 @@
     python bench/replay.py [--device cpu|cuda] [--steps 10] [--rounds 5] [--threads N]
 
 One process: the model (2 layers, d_model 256, 4 heads, sequence 128, batch 8, AdamW) trains `rounds` x `steps`
-steps in each mode — bare, and with replay's hooks installed (every module output, output gradient, parameter
-gradient and parameter digested) — one step of each mode after the other, so that load from other processes hits
-every mode alike. On the CPU replay digests each tensor when it is recorded; on a GPU it batches them (one host copy
+steps in each mode — bare, and with replay's hooks installed (every module output, parameter gradient and
+parameter digested) — one step of each mode after the other, so that load from other processes hits every mode
+alike. On the CPU replay digests each tensor when it is recorded; on a GPU it batches them (one host copy
 per step; with Triton, one kernel per dtype reads the tensors where they lie, and the `staging` rows time the same
 tapes through the staging buffer instead); on the CPU the batched path is timed too (`replay, batched`).
-`hooks only` records every tensor without digesting it: the cost of the hooks alone. `digests, grad hooks` takes
-the gradients of module outputs through a Python hook per output (`output_grads: hooks`) instead of asking autograd
-to keep them (the default);
-`no output grads` records module outputs, parameter gradients and parameters but not the gradients of module
-outputs (`output_grads: none`).
+`hooks only` records every tensor without digesting it: the cost of the hooks alone. `output grads, retain` also
+digests the gradients of module outputs, kept by autograd until the optimizer step (`output_grads: retain`), and
+`output grads, hooks` takes them through a Python hook per output (`output_grads: hooks`); `replay digests` is the
+default (`output_grads: none`: module outputs, parameter gradients and parameters).
 Reports the median wall time per step of each mode and its ratio
 to the bare program (the goal: under 1.2x for `replay digests`); on the CPU also the median process CPU time per step
 and its ratio, which other processes on a shared machine disturb far less than the wall time (with `--threads 1`:
@@ -81,16 +80,16 @@ def main() -> int:
     parts = build(args.device, "none")
     modes: dict[str, Callable[[], Tape | None]] = {
         "bare": lambda: None, "hooks only": hooks_only, "replay digests": Tape,
-        "digests, grad hooks": lambda: Tape(output_grads="hooks"),
-        "no output grads": lambda: Tape(output_grads="none"),
+        "output grads, retain": lambda: Tape(output_grads="retain"),
+        "output grads, hooks": lambda: Tape(output_grads="hooks"),
     }
     if args.device == "cpu":
         modes["replay, batched"] = lambda: Tape(batch_cpu=True)
     staged = set()
     if args.device == "cuda" and replay_triton.available():  # the same two modes with the staging path's digests
         modes["replay, staging"] = Tape
-        modes["no out grads, staging"] = lambda: Tape(output_grads="none")
-        staged = {"replay, staging", "no out grads, staging"}
+        modes["retain, staging"] = lambda: Tape(output_grads="retain")
+        staged = {"replay, staging", "retain, staging"}
     tapes = {name: make() for name, make in modes.items()}
     for _ in range(3):  # warm-up: allocator, kernels, AdamW state, staging buffers
         for name, tape in tapes.items():

@@ -53,11 +53,11 @@ class ReplayParams(BaseModel):
     second_opinion: bool = Field(
         False, description="on a divergence, replay again with deterministic algorithms on and label the finding"
     )
-    output_grads: Literal["retain", "hooks", "none"] = Field(
-        "retain",
-        description="how module outputs' gradients are taken: retain (autograd keeps them until the optimizer "
-        "step; no Python during backward), hooks (a Python hook per output; less memory held, slower) or none "
-        "(not recorded: backward is seen through the parameters' gradients only; the cheapest)",
+    output_grads: Literal["none", "retain", "hooks"] = Field(
+        "none",
+        description="the gradients of module outputs: none (not recorded: backward is seen through the parameters' "
+        "gradients; the cheapest), retain (autograd keeps them until the optimizer step, no Python during backward: "
+        "names where in backward a divergence began) or hooks (a Python hook per output; less memory held, slower)",
     )
     persistent_autotune: bool = Field(False, description="TRITON_CACHE_AUTOTUNING=1 in every process")
     triton_cache_dir: str | None = Field(None, description="default: a fresh directory shared by this run's processes")
@@ -162,7 +162,7 @@ class Replay(Probe[ReplayParams]):
             pids=[r["pid"] for r in reports],
             deterministic_algorithms=params.deterministic_algorithms,
         )
-        firsts = judge_divergence(case, reports)
+        firsts = judge_divergence(case, reports, params.output_grads)
         judge_magnitude(case, reports, params.magnitude_threshold)
         judge_autotune(case, reports, params.persistent_autotune, cache)
         judge_digest_paths(case, reports)

@@ -45,8 +45,10 @@ def tensor_diff(reference: Any, other: Any) -> dict[str, Any]:
     }
 
 
-def judge_divergence(case: CaseResult, reports: list[Report]) -> list[Divergence | None]:
-    """Compare every process with the first: growth table per comparison, one finding per first-divergence place."""
+def judge_divergence(case: CaseResult, reports: list[Report], output_grads: str = "none") -> list[Divergence | None]:
+    """Compare every process with the first: growth table per comparison, one finding per first-divergence place.
+    `output_grads`: how the run took module outputs' gradients; without them, a divergence first seen in backward
+    says how to find where in backward it began."""
     ref = reports[0]["records"]
     firsts = [first_divergence(ref, r["records"]) for r in reports[1:]]
     comparisons = len(firsts)
@@ -64,6 +66,11 @@ def judge_divergence(case: CaseResult, reports: list[Report]) -> list[Divergence
         what = "has different bits" if first.kind == "value" else "is where the processes' tensor sequences part"
         if first.at.get("late"):
             what += " (digested at the end of its batch: the program changed it in place after it was recorded)"
+        if first.at.get("phase") == "backward" and output_grads == "none":
+            what += (
+                " (module outputs' gradients were not recorded, so backward is seen through parameter gradients "
+                'only: run again with output_grads "retain" to name the module where it began)'
+            )
         case.findings.append(
             ObservedFinding(
                 signature=signature,

@@ -94,19 +94,19 @@ class Tape:
     CPU, where a kernel launch costs nothing to save). `digests=False` records without digesting (every digest 0):
     what the hooks alone cost, for the benchmark.
 
-    The gradients of module outputs, by `output_grads`: `retain` (the default) asks autograd to keep them
-    (`retain_grad`, no Python runs during the backward pass) and records them at the optimizer step, the latest
-    output first — the order in which autograd computes them; each step's output gradients are then held until
-    that point, and those cuprobe asked for are released (`.grad = None`) once recorded. `hooks` records each as
+    The gradients of module outputs, by `output_grads`: `none` (the default) records none of them: the backward
+    phase is then seen only through the parameters' gradients (the cheapest; a divergence born in backward is named
+    by the first parameter gradient it reaches, not by the module output where it began). `retain` asks autograd to
+    keep them (`retain_grad`, no Python runs during the backward pass) and records them at the optimizer step, the
+    latest output first — the order in which autograd computes them; each step's output gradients are then held
+    until that point, and those cuprobe asked for are released (`.grad = None`) once recorded. `hooks` records each as
     autograd computes it, through a Python hook per output (memory bounded by `batch_bytes`; slower on a
-    launch-bound step, where a hook's cost adds straight to the step's time). `none` records no output gradients:
-    the backward phase is then seen only through the parameters' gradients (the cheapest; a divergence born in
-    backward is named by the first parameter gradient it reaches, not by the module output where it began).
+    launch-bound step, where a hook's cost adds straight to the step's time).
     """
 
     def __init__(self, capture: int | None = None, capture_path: Path | None = None,
                  batch_bytes: int = BATCH_BYTES, batch_cpu: bool = False, digests: bool = True,
-                 output_grads: str = "retain") -> None:
+                 output_grads: str = "none") -> None:
         if output_grads not in OUTPUT_GRADS:
             raise ValueError(f"output_grads must be one of {', '.join(OUTPUT_GRADS)}, not {output_grads!r}")
         self._retain = output_grads == "retain"

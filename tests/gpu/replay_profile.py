@@ -79,7 +79,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--output-grads", default="retain", choices=["retain", "hooks", "none"])
+    parser.add_argument("--output-grads", default="none", choices=["retain", "hooks", "none"])
     args = parser.parse_args()
     torch.manual_seed(0)
     parts = build(args.device, "none")

@@ -46,6 +46,24 @@ class Amplify(nn.Module):
         return out
 
 
+class PidNoiseBackward(torch.autograd.Function):
+    """The identity forward; backward adds noise seeded by the process id: a divergence born in backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        gen = torch.Generator().manual_seed(os.getpid())
+        return grad + 1e-6 * torch.randn(grad.shape, generator=gen)
+
+
+class NoisyBackward(nn.Module):
+    def forward(self, x):
+        return PidNoiseBackward.apply(x)
+
+
 class Net(nn.Module):
     def __init__(self, middle):
         super().__init__()
@@ -85,6 +103,10 @@ def marked():
 
 def noisy():
     train(PidNoise(), nn.MSELoss(), 3)
+
+
+def noisy_backward():
+    train(NoisyBackward(), nn.MSELoss(), 3)
 
 
 def overflow():
@@ -142,6 +164,25 @@ def test_planted_nondeterminism_names_the_layer_and_step(program: Path) -> None:
     growth = observations(result)["comparisons"][0]["growth"]
     assert all(row["diverging"] > 0 for row in growth) and len(growth) == 3
     assert (program / "run" / "replay-growth.svg").read_text().lstrip().startswith("<?xml")
+
+
+@pytest.mark.parametrize("output_grads", ["none", "retain"])
+def test_a_divergence_born_in_backward_is_named_there_and_says_how_to_localise_it(
+    program: Path, output_grads: str
+) -> None:
+    result = replay(
+        program, entry="tinynet:noisy_backward", cwd=str(program), processes=2, capture=False, output_grads=output_grads
+    )
+    assert result.outcome is Outcome.FINDINGS, result.message
+    [finding] = [f for f in result.findings if f.kind == "replay-divergence"]
+    # The forward is the same in every process: the first difference is in backward, below the planted module.
+    if output_grads == "none":  # the default: seen through the first parameter gradient it reaches
+        assert finding.signature == "replay|fc1|weight.grad|backward", finding.message
+        assert 'run again with output_grads "retain"' in finding.message
+    else:  # module outputs' gradients: the gradient that left the planted module, at the output it flows into
+        assert finding.signature == "replay|fc1|grad_output|backward", finding.message
+        assert "retain" not in finding.message
+    assert "step 1 backward fc1" in finding.message
 
 
 def test_planted_overflow_is_named_before_the_loss_goes_non_finite(program: Path) -> None:
