@@ -6,7 +6,9 @@ run; each batched run's per-case findings (outcome, signature, count) must equal
 With --full, the 384-case nightly grid (n = 1..128 x 3 variants) runs batched at each K: cases per GPU-hour.
 Prints a table of wall times and ratios, and under each row where its slowest process spent its time (sanitizer
 run, parse, confirmation's bare re-runs...). Writes report.html and summary.md of the last sweep to --out.
-    python bench/sweep.py [--full] [--slots 1,2,4,8] [--out DIR]
+--compare-parse adds, for each 384-case row with K > 1, the same run with every XML parsed in the sweep's own process
+(`parse_in_children` off) beside the default (parsed in child processes: docs/sweep.md, "Parsing beside other slots").
+    python bench/sweep.py [--full] [--slots 1,2,4,8] [--compare-parse] [--out DIR]
     python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
 
@@ -110,6 +112,9 @@ def main() -> int:
     parser.add_argument("--render", type=Path, help="only write the report of a sweep saved as JSON")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows (batched with spares ready)")
     parser.add_argument(
+        "--compare-parse", action="store_true", help="384-case rows with K > 1 also with every XML parsed here"
+    )
+    parser.add_argument(
         "--per-case-warm", action="store_true", help="also run one process per case with warm starts (slow)"
     )
     args = parser.parse_args()
@@ -167,15 +172,18 @@ def main() -> int:
             print(_row48(row, t_base))
     if args.full:
         print(
-            f"\n384-case grid, batched\n{'K':>3}{'spares':>8}{'procs':>7}{'wall_s':>9}{'cases/GPU-hour':>16}"
-            f"{'same as K=1':>13}{'stalled':>9}{'warm':>8}"
+            f"\n384-case grid, batched\n{'K':>3}{'spares':>8}{'parse':>7}{'procs':>7}{'wall_s':>9}"
+            f"{'cases/GPU-hour':>16}{'same as K=1':>13}{'stalled':>9}{'warm':>8}"
         )
         first = None
         for k in ks:
-            for primed in [False] if args.no_warm else [False, True]:
+            parses = [None, False] if args.compare_parse and k > 1 else [None]
+            for primed, parse in [(p, q) for p in ([False] if args.no_warm else [False, True]) for q in parses]:
+                chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
+                where = "child" if k > 1 and parse is None else "here"
                 full, wall = timed(
-                    f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}", 128, True, work,
-                    settings if primed else cold, k, primed,
+                    f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}", 128, True, work,
+                    chosen, k, primed,
                 )
                 cases = per_case(full)
                 first = first if first is not None else cases
@@ -183,7 +191,7 @@ def main() -> int:
                 ok &= agrees and all(c.outcome.ran for c in full.cases)
                 n = len(cases)
                 print(
-                    f"{k:>3}{'ready' if primed else 'none':>8}{len(full.processes):>7}{wall:>9.1f}"
+                    f"{k:>3}{'ready' if primed else 'none':>8}{where:>7}{len(full.processes):>7}{wall:>9.1f}"
                     f"{n / wall * 3600:>16,.0f}{'yes' if agrees else 'NO':>13}{stalls(full):>9}{warm_starts(full):>8}",
                     flush=True,
                 )

@@ -45,13 +45,11 @@ class LocalRunner:
     ) -> None:
         settings = settings or get_settings()
         self.workdir, self.slots, self.spares = workdir, max(1, slots), spares
-        # The slots are threads of this process: past one, each run's XML is parsed in child processes, so the
-        # slots' parses do not take turns on this process's interpreter lock.
+        # The slots are threads of this process: past one, each run's XML is parsed in child processes (unless the
+        # setting says otherwise), so the slots' parses do not take turns on this process's interpreter lock.
+        children = self.slots > 1 if settings.parse_in_children is None else settings.parse_in_children
         self.settings = settings.model_copy(
-            update={
-                "max_records": settings.sweep_max_records,
-                "parse_in_children": settings.parse_in_children or self.slots > 1,
-            }
+            update={"max_records": settings.sweep_max_records, "parse_in_children": children}
         )
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:

@@ -260,3 +260,6 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
         assert [f.model_dump() for f in two[slot].findings] == [f.model_dump() for f in one[slot].findings]
     with pytest.raises(AssertionError, match="own process"):  # the control: one slot parses where it runs
         dict(LocalRunner(tmp_path / "again", settings, slots=1).run_all(requests[:1]))
+    here = settings.model_copy(update={"parse_in_children": False})  # CUPROBE_PARSE_IN_CHILDREN=0: the operator's say
+    with pytest.raises(AssertionError, match="own process"):
+        dict(LocalRunner(tmp_path / "here", here, slots=2).run_all(requests))
