@@ -136,6 +136,16 @@ def test_in_children_parses_every_chunk_in_a_child_below_the_size_for_two_proces
         parse_xml(plain, **kw)
 
 
+@pytest.mark.parametrize("caps", [{"max_records": 100}, {"max_records": 6000}, {"max_bytes": 5_000_000}])
+def test_in_children_keeps_the_caps(caps: dict[str, int], tmp_path: Path) -> None:
+    name = "2026.4.0.0/probe_narrow-matmul_initcheck"
+    plain = _plain(CAPTURES / name, tmp_path)
+    kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name), **caps}
+    here, children = parse_xml(plain, **kw), parse_xml(plain, in_children=True, **kw)
+    assert here.truncated and view(children) == view(here) == view(previous(plain, **kw))
+    assert children.records == here.records and children.flagged.keys() == here.flagged.keys()
+
+
 def test_in_children_parses_a_small_file_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Below CHILDREN_MIN_BYTES a child's start-up costs more than waiting for the other threads' parses."""
     plain = _plain(CAPTURES / "2026.4.0.0/racecheck_race_hazard", tmp_path)  # 10.6 MB
