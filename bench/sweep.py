@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
-from service.probing.runner import start_spare  # noqa: E402
+from service.probing.runner import XML_NAME, start_spare  # noqa: E402
 from service.probing.spares import Spares  # noqa: E402
 from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
@@ -166,6 +166,7 @@ def main() -> int:
                 print(f"  DIFFERS {label}: {line}")
             print(_row48(rows[-1], t_base), flush=True)
             print(slowest(sweep), flush=True)
+            print(xml_sizes(work / name), flush=True)
             last = sweep
         print(f"\n48-case sweep ({len(reference)} cases)\n{header}")
         for row in rows:
@@ -196,6 +197,7 @@ def main() -> int:
                     flush=True,
                 )
                 print(slowest(full), flush=True)
+                print(xml_sizes(work / f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"), flush=True)
                 last = full
     if last is None:
         return 0
@@ -215,6 +217,12 @@ def slowest(sweep: Sweep) -> str:
     total, stages = max(runs, key=lambda run: run[0])
     parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items() if seconds >= 0.1)
     return f"  slowest process: {total:.1f} s ({parts})"
+
+
+def xml_sizes(workdir: Path) -> str:
+    """The sanitizer XML the sweep's processes left (run.xml; a spare's folder may be gone), in MB: what was parsed."""
+    sizes = sorted((p.stat().st_size for p in workdir.glob("**/" + XML_NAME)), reverse=True)
+    return "  XML per process: " + (", ".join(f"{s / 1e6:.1f}" for s in sizes) + " MB" if sizes else "none left")
 
 
 def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:
