@@ -182,10 +182,8 @@ def main() -> int:
             for primed, parse in [(p, q) for p in ([False] if args.no_warm else [False, True]) for q in parses]:
                 chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
                 where = "child" if k > 1 and parse is None else "here"
-                full, wall = timed(
-                    f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}", 128, True, work,
-                    chosen, k, primed,
-                )
+                name = f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"
+                full, wall = timed(name, 128, True, work, chosen, k, primed)
                 cases = per_case(full)
                 first = first if first is not None else cases
                 agrees = not differences(first, cases)
@@ -197,7 +195,7 @@ def main() -> int:
                     flush=True,
                 )
                 print(slowest(full), flush=True)
-                print(xml_sizes(work / f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"), flush=True)
+                print(xml_sizes(work / name), flush=True)
                 last = full
     if last is None:
         return 0

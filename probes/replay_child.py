@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
         torch.use_deterministic_algorithms(True)
     capture = spec.get("capture_index")
     tape = Tape(capture, out / CAPTURE_NAME if capture is not None else None,
-                output_grads=spec.get("output_grads", "none"))
+                output_grads=spec["output_grads"])
     replay_tape.ACTIVE = tape
     replay_autotune.watch()
     tape.install()

@@ -45,7 +45,7 @@ def tensor_diff(reference: Any, other: Any) -> dict[str, Any]:
     }
 
 
-def judge_divergence(case: CaseResult, reports: list[Report], output_grads: str = "none") -> list[Divergence | None]:
+def judge_divergence(case: CaseResult, reports: list[Report], output_grads: str) -> list[Divergence | None]:
     """Compare every process with the first: growth table per comparison, one finding per first-divergence place.
     `output_grads`: how the run took module outputs' gradients; without them, a divergence first seen in backward
     says how to find where in backward it began."""
