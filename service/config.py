@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     # Start the confirmation's bare re-runs beside the sanitizer run instead of after it (docs/confirmation.md,
     # "When the re-runs start"): they do not depend on what the sanitizer finds; a run without findings ends them.
     confirm_early: bool = True
+    # How much lower the re-runs' CPU priority is than the sanitizer runs' (nice, 0-19): started beside them, with
+    # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
+    # No timing is read from a re-run. 0 runs them at the worker's own priority.
+    confirm_nice: int = Field(default=10, ge=0, le=19)
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

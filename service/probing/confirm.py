@@ -86,6 +86,7 @@ def _bare_run(
         env=probe_environment(Tool.NONE, settings),
         cwd=PROJECT_ROOT,
         cancel=cancel,
+        nice=settings.confirm_nice,
     )
     (out.parent / "stdout.txt").write_text(done.stdout.text())
     (out.parent / "stderr.txt").write_text(done.stderr.text())

@@ -12,11 +12,11 @@ from service.sanitizer.chunks import Context, Unsplittable, plan
 from service.sanitizer.findings import FindingGrouper
 from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.pool import (
-    CHILDREN_MIN_BYTES,
     PARALLEL_MIN_BYTES,
     WorkerFailed,
     default_workers,
     merge_in_order,
+    worth_children,
 )
 from service.sanitizer.records import record_from_element
 from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, check_prolog, iter_records
@@ -78,8 +78,9 @@ def _in_chunks(
     chunks = plan(ctx.path, prolog, max_bytes)
     size = ctx.path.stat().st_size
     lanes = workers if size >= PARALLEL_MIN_BYTES else 1
+    here = not (in_children and worth_children(ctx.path, size))
     try:
-        merged = merge_in_order(ctx, chunks, max_records, lanes, here=not (in_children and size >= CHILDREN_MIN_BYTES))
+        merged = merge_in_order(ctx, chunks, max_records, lanes, here=here)
     except WorkerFailed:
         merged = merge_in_order(ctx, chunks, max_records, 1)
     result.records, result.kept, result.tool = merged.seen, merged.records, result.tool or merged.tool
@@ -107,8 +108,9 @@ def parse_xml(
 
     A plain UTF-8 file is cut at record boundaries and parsed on `workers` processes (default: up to two);
     anything else, or a file whose pieces do not parse on their own, is read as one stream: the same Findings.
-    `in_children` (for a caller whose other threads parse at the same time): a file of CHILDREN_MIN_BYTES or more is
-    parsed in child processes only, also below the size where a second process pays; where none can run, here.
+    `in_children` (for a caller whose other threads parse at the same time): a file of CHILDREN_MIN_RECORDS or more
+    (estimated from its start) is parsed in child processes only, also below the size where a second process pays;
+    where none can run, here.
     """
     ctx = Context(path, "", tool, roots, allocations, single_case, sanitizer_version, filtered)
     result = ParseResult(tool=tool)

@@ -21,10 +21,27 @@ from service.sanitizer.xmlstream import HostileXML
 # Below this the whole parse (about 110 MB per CPU second) takes little longer than a child's start-up (about 0.3 s
 # of imports): one process.
 PARALLEL_MIN_BYTES = 64 << 20
-# A caller whose other threads parse at the same time (a local sweep's slots) parses files from this size in child
-# processes only: K parses in one process take turns on its interpreter lock, so each may wait for the other K - 1
-# (about 0.15 s each at this size), while a child costs about 0.3 s of start-up on a free core. Below it, here.
+# A caller whose other threads parse at the same time (a local sweep's slots) parses a file of this many records
+# or more in child processes only: K parses in one process take turns on its interpreter lock (and lose more to the
+# turns themselves: 4 at once took 8.4 times one on the H200's host, 8 at once 28 times), while a child costs about
+# 0.3-0.5 s of start-up on a free core. The parse's cost is per record (about 20 us here, 38 us on the H200's host),
+# and a record is 0.8 KB with device backtraces, 6 KB with host ones, so the line is drawn in records: at K = 4 a
+# child pays from about 2,000, at K = 2 from about 4,400 (docs/sweep.md, "Parsing beside other slots").
+CHILDREN_MIN_RECORDS = 4_000
+# A file whose first SAMPLE_BYTES hold no whole record (huge records, or none) goes by size: from this many bytes.
 CHILDREN_MIN_BYTES = 16 << 20
+SAMPLE_BYTES = 1 << 20
+
+
+def worth_children(path: Path, size: int) -> bool:
+    """Whether a file should be parsed in child processes when other threads of this process parse beside it: its
+    records, estimated from how many end in its first SAMPLE_BYTES, reach CHILDREN_MIN_RECORDS."""
+    with path.open("rb") as raw:
+        sample = raw.read(SAMPLE_BYTES)
+    ends = sample.count(b"</record>")
+    if not ends or len(sample) >= size:
+        return ends >= CHILDREN_MIN_RECORDS if ends else size >= CHILDREN_MIN_BYTES
+    return ends * size / len(sample) >= CHILDREN_MIN_RECORDS
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 

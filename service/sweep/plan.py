@@ -76,11 +76,43 @@ class NarrowMatmulBatching:
 
     @staticmethod
     def is_control(fixed: dict[str, Any], point: Point) -> bool:
+        return NarrowMatmulBatching.records(fixed, point) > 0
+
+    @staticmethod
+    def records(fixed: dict[str, Any], point: Point) -> int:
+        """The initcheck records this grid point makes (the probe's own count of its unwritten loads)."""
         p = NarrowMatmulParams.model_validate({**fixed, "n": [point["n"]]})
-        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variants"]) > 0
+        return expected_uninit_reads(p.m, p.k, int(point["n"]), p.tile, point["variants"])
+
+    @staticmethod
+    def cost(fixed: dict[str, Any], point: Point) -> float:
+        """A grid point's share of a sanitizer process's run, in records: its records (each a report the
+        sanitizer's host side writes) plus CASE_RECORDS for the case itself (its launches, allocations and copies)."""
+        return NarrowMatmulBatching.records(fixed, point) + CASE_RECORDS
 
 
 BATCHING = {NarrowMatmulBatching.probe: NarrowMatmulBatching()}
+
+# What one grid point costs beside its records, counted in records. An estimate (the H200's 384-case grid at K = 1:
+# 42.6 s for 63,488 records and 384 cases, docs/sweep.md): a record costs about 0.6 ms and a case a few ms. Only the
+# balance between batches depends on it, and there the records dominate wherever a grid makes many.
+CASE_RECORDS = 16
+
+
+def balanced(ns: list[Any], cost: dict[Any, float], groups: int, per_group: int) -> list[list[Any]]:
+    """`ns` split into `groups` non-empty groups of at most `per_group` each, the costliest first into the cheapest
+    group so far (longest processing time first): K processes at once end together when their costs are even,
+    where consecutive chunks of a grid whose cost varies along it would leave one slot working alone. Each group
+    keeps the grid's order."""
+    loads = [0.0] * groups
+    members: list[list[Any]] = [[] for _ in range(groups)]
+    for n in sorted(ns, key=lambda v: -cost[v]):  # stable: equal costs keep the grid's order
+        open_ = [g for g in range(groups) if len(members[g]) < per_group]
+        g = min(open_, key=lambda i: (loads[i], len(members[i]), i))
+        members[g].append(n)
+        loads[g] += cost[n]
+    order = {n: i for i, n in enumerate(ns)}
+    return sorted((sorted(m, key=order.__getitem__) for m in members if m), key=lambda m: order[m[0]])
 
 
 def _points(entry: Entry) -> list[Point]:
@@ -116,14 +148,16 @@ def _singles(entry: Entry, tool: Tool, points: list[Point], reason: str, start: 
 def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats: int, slots: int) -> list[Process]:
     """Chunk along n (every variant in each chunk, so the probe's n x variants product is exactly the chunk).
 
-    At least `slots` chunks where the grid allows, so K sanitizer processes on one GPU all have work."""
+    At least `slots` chunks where the grid allows, so K sanitizer processes on one GPU all have work, with the values
+    of n spread so the chunks' costs (records and cases, `batching.cost`) are as even as the grid allows."""
     batching = BATCHING[entry.probe]
     ns = list(dict.fromkeys(p["n"] for p in points))
     variants = list(dict.fromkeys(p["variants"] for p in points))
     per_chunk = max(1, min(entry.batch_size // len(variants), -(-len(ns) // max(1, slots))))
+    cost = {n: sum(batching.cost(entry.params, {"variants": v, "n": n}) for v in variants) for n in ns}
     out: list[Process] = []
-    for i in range(0, len(ns), per_chunk):
-        chunk = [{"variants": v, "n": n} for v in variants for n in ns[i : i + per_chunk]]
+    for group in balanced(ns, cost, -(-len(ns) // per_chunk), per_chunk):
+        chunk = [{"variants": v, "n": n} for v in variants for n in group]
         cases = [
             PlannedCase(
                 f"{entry.name}/{tool}/{batching.label(p)}",

@@ -8,6 +8,7 @@ copies that run's four recorded re-runs and logs when each started and with whic
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -78,6 +79,8 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     ended = float((log / "sanitizer-ended").read_text())
     assert len(runs) == 4
     assert all(float(str(r["started"])) < ended for r in runs)
+    # Below the sanitizer run's CPU priority, so they do not take its cores (Settings.confirm_nice, default 10).
+    assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
     # Before the findings are known, the sentinel run snapshots every buffer.
     assert {_watch(r) for r in runs} == {"all"}
 

@@ -111,3 +111,11 @@ def test_the_watchdog_leaves_a_beating_run_and_one_that_never_beat(tmp_path: Pat
         stall_s=1.0,
     )
     assert quiet.returncode == 0 and quiet.stalled_s is None
+
+
+def test_nice_lowers_the_commands_cpu_priority() -> None:
+    report = [sys.executable, "-c", "import os; print(os.nice(0))"]
+    plain = supervise(report, timeout_s=30, max_output_bytes=1024)
+    lowered = supervise(report, timeout_s=30, max_output_bytes=1024, nice=7)
+    assert int(plain.stdout.text()) == os.nice(0)
+    assert int(lowered.stdout.text()) == min(19, os.nice(0) + 7)

@@ -21,7 +21,7 @@ from service.sanitizer.locate import _version
 from service.sweep.definition import DefinitionError, load_definition, parse_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, assemble, run_sweep
-from service.sweep.plan import plan
+from service.sweep.plan import BATCHING, plan
 from tests.conftest import capture
 
 NS = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128]
@@ -219,6 +219,27 @@ def test_batches_spread_over_the_gpu_slots_each_with_a_control(slots: int) -> No
     grid = [c.key for p in processes for c in p.cases if not c.added]
     assert len(grid) == len(set(grid)) == 48
     assert all(p.batched and p.control and any(c.control for c in p.cases) for p in processes)
+
+
+@pytest.mark.parametrize("slots", [2, 4, 8, 16])
+def test_batches_carry_even_shares_of_the_records(slots: int) -> None:
+    """K processes at once end when the one with the most records does. Along n the unguarded kernel's records
+    fall from 992 (n = 1) to 0 (n = 32) and again in every tile, so consecutive chunks of the nightly grid at K = 8
+    carried 12,032 and 3,840 records (the H200's 384-case run, docs/evidence/2026-12-04-s11/call1): n is spread
+    so every process carries about the same."""
+    definition = load_definition(Path("suites/nightly.toml"))
+    processes = [p for p in plan(definition, slots) if p.batched]
+    assert len(processes) == slots
+    grid = [c.key for p in processes for c in p.cases if not c.added]
+    assert len(grid) == len(set(grid)) == 384 and all(any(c.control for c in p.cases) for p in processes)
+    (entry,) = [e for e in definition.entries if e.name == processes[0].cases[0].entry]
+    batching = BATCHING["narrow-matmul"]
+    records = [sum(batching.records(entry.params, c.point) for c in p.cases if not c.added) for p in processes]
+    assert sum(records) == 63_488
+    assert max(records) <= 1.02 * min(records), records
+    assert all(p.params["n"] == sorted(p.params["n"]) for p in processes)  # each keeps the grid's order
+    # Every case's parameters still make exactly the process's n x variants product.
+    assert all(len(p.cases) == len(p.params["n"]) * len(p.params["variants"]) for p in processes)
 
 
 def test_local_runner_with_slots_returns_every_result_to_its_request(tmp_path: Path) -> None:
