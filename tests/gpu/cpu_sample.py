@@ -4,7 +4,7 @@
     python3 tests/gpu/cpu_sample.py OUT.tsv [--interval 0.5] &   ... ; kill %1
     python3 tests/gpu/cpu_sample.py --summary OUT.tsv [--from T0 --to T1]
 
-Lines: epoch seconds, cores busy over the interval, then `comm=cores` for the five busiest names. The summary
+Lines: epoch seconds, cores busy over the interval, then `comm=cores` for the five busiest names, tab-separated. The summary
 prints, for a window (epoch seconds; default the whole file), the median and peak cores busy and the CPU seconds
 per name, largest first. A process that starts and ends inside one interval is missed; its time still counts in
 the /proc/stat total.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
@@ -21,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
+ITEM = re.compile(r"([^\t=]+)=(\d+\.\d+)")
 
 
 def busy_ticks() -> int:
@@ -54,7 +56,7 @@ def sample(path: Path, interval: float) -> None:
             by_name: Counter[str] = Counter()
             for pid, (comm, ticks) in current.items():
                 by_name[comm] += ticks - procs.get(pid, (comm, 0))[1] if pid in procs else ticks
-            top = " ".join(f"{name}={t / TICK / span:.2f}" for name, t in by_name.most_common(5) if t > 0)
+            top = "\t".join(f"{name}={t / TICK / span:.2f}" for name, t in by_name.most_common(5) if t > 0)
             out.write(f"{time.time():.2f}\t{(after - before) / TICK / span:.2f}\t{top}\n")
             out.flush()
             before, procs, t0 = after, current, now
@@ -72,9 +74,9 @@ def summary(path: Path, lo: float, hi: float) -> None:
         span = t - last if last is not None else 0.5
         last = t
         cores.append(float(busy))
-        for item in (rest[0].split() if rest else []):
-            name, value = item.rsplit("=", 1)
-            seconds[name] += float(value) * span
+        # name=cores items, tab-separated (a command name may hold spaces; files before that used spaces)
+        for name, value in ITEM.findall("\t".join(rest)):
+            seconds[name.strip()] += float(value) * span
     if not cores:
         print("no samples in the window")
         return
