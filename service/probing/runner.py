@@ -250,7 +250,7 @@ def _run_planned(
                     filtered=bool(request.kernel_filter or request.options.kernel_name),
                     max_records=settings.max_records,
                     max_bytes=settings.max_xml_bytes,
-                    in_children=bool(settings.parse_in_children),
+                    in_children=settings.parse_slots if settings.parse_in_children else 0,
                 )
                 if xml.exists() and not xml.is_symlink()
                 else ParseResult(tool=tool, error=_not_regular(xml))

@@ -70,7 +70,7 @@ def _in_one_stream(
 
 
 def _in_chunks(
-    ctx: Context, max_records: int, max_bytes: int, workers: int, result: ParseResult, in_children: bool = False
+    ctx: Context, max_records: int, max_bytes: int, workers: int, result: ParseResult, in_children: int = 0
 ) -> FindingGrouper:
     """The file cut at record boundaries, parsed on `workers` processes, merged in file order."""
     prolog = check_prolog(ctx.path)
@@ -78,7 +78,7 @@ def _in_chunks(
     chunks = plan(ctx.path, prolog, max_bytes)
     size = ctx.path.stat().st_size
     lanes = workers if size >= PARALLEL_MIN_BYTES else 1
-    here = not (in_children and worth_children(ctx.path, size))
+    here = not (in_children and worth_children(ctx.path, size, in_children))
     try:
         merged = merge_in_order(ctx, chunks, max_records, lanes, here=here)
     except WorkerFailed:
@@ -101,16 +101,17 @@ def parse_xml(
     max_records: int = 10_000,
     max_bytes: int = 512 * 1024 * 1024,
     workers: int | None = None,
-    in_children: bool = False,
+    in_children: int = 0,
 ) -> ParseResult:
     """Parse `path`; past `max_records` records keep counting (and flagging memory) without keeping them; at
     `max_bytes` stop. Either flags `truncated`.
 
     A plain UTF-8 file is cut at record boundaries and parsed on `workers` processes (default: up to two);
     anything else, or a file whose pieces do not parse on their own, is read as one stream: the same Findings.
-    `in_children` (for a caller whose other threads parse at the same time): a file of CHILDREN_MIN_RECORDS or more
-    (estimated from its start) is parsed in child processes only, also below the size where a second process pays;
-    where none can run, here.
+    `in_children` (for a caller whose other threads parse at the same time: how many parses, this one included, may
+    run at once in this process; 0: none): a file whose records (estimated from its start) make a child pay is parsed
+    in child processes only (pool.worth_children), also below the size where a second process pays; where none can
+    run, here.
     """
     ctx = Context(path, "", tool, roots, allocations, single_case, sanitizer_version, filtered)
     result = ParseResult(tool=tool)

@@ -21,28 +21,37 @@ from service.sanitizer.xmlstream import HostileXML
 # Below this the whole parse (about 110 MB per CPU second) takes little longer than a child's start-up (about 0.3 s
 # of imports): one process.
 PARALLEL_MIN_BYTES = 64 << 20
-# A caller whose other threads parse at the same time (a local sweep's slots) parses a file of this many records
-# or more in child processes only: K parses in one process take turns on its interpreter lock (and lose more to the
-# turns themselves: 4 at once took 8.4 times one on the H200's host, 8 at once 28 times), while a child costs about
-# 0.3-0.5 s of start-up on a free core. The parse's cost is per record (about 20 us here, 38 us on the H200's host),
-# and a record is 0.8 KB with device backtraces, 6 KB with host ones, so the line is drawn in records: at K = 4 a
-# child pays from about 2,000, at K = 2 from about 4,400 (docs/sweep.md, "Parsing beside other slots").
-CHILDREN_MIN_RECORDS = 4_000
+# A caller whose other threads parse at the same time (a local sweep's K slots) parses a file in child processes
+# only when that pays: K parses in one process take turns on its interpreter lock and lose more to the turns
+# themselves (on the H200's host 4 at once took 8.4 times one, 8 at once 28 times), so a parse beside K - 1 others
+# waits for about 2K - 1 parses' worth, while a child costs about 0.5 s of start-up there on a free core. A parse's
+# cost is per record (about 38 us a record there, 20 us here; a record is 0.8 KB with device backtraces, 6 KB with
+# host ones), so the line is drawn in records times turns: 0.5 s / 38 us is about 13,000. At K = 2 a child pays from
+# about 4,400 records, at K = 4 from 1,900, at K = 16 from 430 (docs/sweep.md, "Parsing beside other slots").
+CHILDREN_MIN_RECORD_TURNS = 13_000
 # A file whose first SAMPLE_BYTES hold no whole record (huge records, or none) goes by size: from this many bytes.
 CHILDREN_MIN_BYTES = 16 << 20
 SAMPLE_BYTES = 1 << 20
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-def worth_children(path: Path, size: int) -> bool:
-    """Whether a file should be parsed in child processes when other threads of this process parse beside it: its
-    records, estimated from how many end in its first SAMPLE_BYTES, reach CHILDREN_MIN_RECORDS."""
+def estimated_records(path: Path, size: int) -> float | None:
+    """How many records the file holds, from how many end in its first SAMPLE_BYTES; None where none end there."""
     with path.open("rb") as raw:
         sample = raw.read(SAMPLE_BYTES)
     ends = sample.count(b"</record>")
-    if not ends or len(sample) >= size:
-        return ends >= CHILDREN_MIN_RECORDS if ends else size >= CHILDREN_MIN_BYTES
-    return ends * size / len(sample) >= CHILDREN_MIN_RECORDS
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+    if not ends:
+        return None
+    return float(ends) if len(sample) >= size else ends * size / len(sample)
+
+
+def worth_children(path: Path, size: int, parsers: int) -> bool:
+    """Whether a file is better parsed in child processes than here, where `parsers` parses (this one included) may
+    run at once in this process."""
+    records = estimated_records(path, size)
+    if records is None:
+        return size >= CHILDREN_MIN_BYTES
+    return records * (2 * max(1, parsers) - 1) >= CHILDREN_MIN_RECORD_TURNS
 
 
 def default_workers() -> int:

@@ -49,7 +49,11 @@ class LocalRunner:
         # setting says otherwise), so the slots' parses do not take turns on this process's interpreter lock.
         children = self.slots > 1 if settings.parse_in_children is None else settings.parse_in_children
         self.settings = settings.model_copy(
-            update={"max_records": settings.sweep_max_records, "parse_in_children": children}
+            update={
+                "max_records": settings.sweep_max_records,
+                "parse_in_children": children,
+                "parse_slots": self.slots,
+            }
         )
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:

@@ -129,9 +129,9 @@ def test_in_children_parses_every_chunk_in_a_child_below_the_size_for_two_proces
     plain = _plain(CAPTURES / name, tmp_path)
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
     expected = view(previous(plain, **kw))
-    assert plain.stat().st_size < pool.PARALLEL_MIN_BYTES and pool.worth_children(plain, plain.stat().st_size)
+    assert plain.stat().st_size < pool.PARALLEL_MIN_BYTES and pool.worth_children(plain, plain.stat().st_size, 4)
     monkeypatch.setattr(pool, "parse_chunk", _not_here)  # this process's lane (the children are other processes)
-    assert view(parse_xml(plain, in_children=True, **kw)) == expected
+    assert view(parse_xml(plain, in_children=4, **kw)) == expected
     with pytest.raises(AssertionError, match="parsed in the calling process"):  # the control: by default, here
         parse_xml(plain, **kw)
 
@@ -141,7 +141,7 @@ def test_in_children_keeps_the_caps(caps: dict[str, int], tmp_path: Path) -> Non
     name = "2026.4.0.0/probe_narrow-matmul_initcheck"
     plain = _plain(CAPTURES / name, tmp_path)
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name), **caps}
-    here, children = parse_xml(plain, **kw), parse_xml(plain, in_children=True, **kw)
+    here, children = parse_xml(plain, **kw), parse_xml(plain, in_children=4, **kw)
     assert here.truncated and view(children) == view(here) == view(previous(plain, **kw))
     assert children.records == here.records and children.flagged.keys() == here.flagged.keys()
 
@@ -149,7 +149,7 @@ def test_in_children_keeps_the_caps(caps: dict[str, int], tmp_path: Path) -> Non
 def test_in_children_parses_a_file_of_few_records_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Below CHILDREN_MIN_RECORDS a child's start-up costs more than waiting for the other threads' parses."""
     plain = _plain(CAPTURES / "2026.4.0.0/initcheck_many", tmp_path)  # 300 records
-    assert not pool.worth_children(plain, plain.stat().st_size)
+    assert not pool.worth_children(plain, plain.stat().st_size, 4)
     monkeypatch.setattr(pool, "ChunkWorker", _not_here)
     assert parse_xml(plain, in_children=True, roots=[BOX_ROOT]).records == 300
 
@@ -157,17 +157,17 @@ def test_in_children_parses_a_file_of_few_records_here(tmp_path: Path, monkeypat
 def test_in_children_goes_by_records_not_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sweep's XML has device backtraces only (0.8 KB a record, not 6 KB): on the H200 a 12.5 MB file of 16,000
     records took 3-5 s to parse beside three others in one process. The 39.5 MB capture without its host stacks is
-    such a file (5 MB, 6,624 records): it is parsed in children, with the same findings as a parse here."""
+    such a file (5 MB, 6,624 records): beside three others it is parsed in children, with the same findings."""
     name = "2026.4.0.0/probe_narrow-matmul_initcheck"
     device = tmp_path / "device.xml"
     device.write_bytes(re.sub(rb"<hostStack>.*?</hostStack>\s*", b"", _bytes(CAPTURES / name), flags=re.S))
     size = device.stat().st_size
-    assert size < pool.CHILDREN_MIN_BYTES and pool.worth_children(device, size)
+    assert size < pool.CHILDREN_MIN_BYTES and pool.worth_children(device, size, 4)
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
     here = parse_xml(device, **kw)
     assert here.records == 6624 and here.findings
     monkeypatch.setattr(pool, "parse_chunk", _not_here)
-    assert view(parse_xml(device, in_children=True, **kw)) == view(here)
+    assert view(parse_xml(device, in_children=4, **kw)) == view(here)
 
 
 def test_in_children_parses_here_when_no_child_can_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,7 +179,7 @@ def test_in_children_parses_here_when_no_child_can_start(tmp_path: Path, monkeyp
         raise OSError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(pool.subprocess, "Popen", no_process)
-    result = parse_xml(plain, in_children=True, **kw)
+    result = parse_xml(plain, in_children=4, **kw)
     assert result.error is None and view(result) == view(previous(plain, **kw))
 
 
