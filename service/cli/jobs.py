@@ -272,9 +272,10 @@ def worker(
         cpu=cpu,
         gpu_slots=settings.gpu_slots,
         sanitizer=version,
+        confirm=settings.confirm,
     )
     for device in devices:
-        k, why = slots_for(device, len(devices), settings.gpu_slots, version)
+        k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")

@@ -339,10 +339,10 @@ def doctor() -> None:
     devices = visible_gpus()
     version = located_version(settings.sanitizer_path) if devices else None
     for device in devices:
-        k, why = slots_for(device, len(devices), settings.gpu_slots, version)
+        k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
     if devices and not settings.gpu_slots and (other := steadier_sanitizer(settings.sanitizer_path)):
-        k = slots_for(devices[0], len(devices), 0, other[1])[0]
+        k = slots_for(devices[0], len(devices), 0, other[1], settings.confirm)[0]
         console.print(
             f"  another compute-sanitizer here ({other[1]}) has no such stall: CUPROBE_SANITIZER_PATH={other[0]} "
             f"gives {k} process(es) per GPU"

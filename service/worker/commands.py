@@ -60,16 +60,17 @@ def worker_commands(
     cpu: bool = True,
     gpu_slots: int = 0,
     sanitizer: str | None = None,
+    confirm: bool = True,
 ) -> list[WorkerCommand]:
     """One worker per GPU on its architecture's queues (gate, then sweep), pinned to it; then a CPU worker.
 
     A GPU worker's concurrency is its K sanitizer slots (`gpu_slots`, or the default for this host and the
-    `sanitizer` version its probes run under)."""
+    `sanitizer` version its probes run under, and whether initcheck findings are confirmed)."""
     python = python or sys.executable
     commands = []
     for device in devices:
         name = f"gpu{device.index}-{device.arch}"
-        k = slots_for(device, len(devices), gpu_slots, sanitizer)[0]
+        k = slots_for(device, len(devices), gpu_slots, sanitizer, confirm)[0]
         commands.append(
             WorkerCommand(
                 name=name,

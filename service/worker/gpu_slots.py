@@ -27,12 +27,13 @@ from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitize
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
 GIB_PER_PROCESS = 8
-# Measured on an H200 with 16 cores and compute-sanitizer 2025.3.1.0 (docs/sweep.md): the 48-case grid took 19.2,
-# 13.8, 14.1 and 23.2 s at K = 1, 2, 4 and 8, the 384-case grid 40.1, 28.0, 21.4 and 26.9 s. Sanitizer processes
-# started together queue on a lock in the NVIDIA driver while they create their contexts (state D,
-# os_acquire_rwlock), so past four per GPU the start-up grows faster than the work divides. CUPROBE_GPU_SLOTS sets
-# more.
+# Measured on an H200 with 16 cores and compute-sanitizer 2025.3.1.0 (docs/sweep.md, "Session 11"): with the
+# confirmation on (each sanitizer process brings four bare re-runs of its cases) the 384-case grid took 16.0 s at
+# K = 4 and 24.9 s at K = 8 (spares ready): past four the re-runs take the host's cores. Without it, 11.9, 7.3-7.8
+# and 11.0 s at K = 4, 8 and 16: past eight the sanitizer processes themselves take the 16 cores. CUPROBE_GPU_SLOTS
+# sets more.
 MAX_SLOTS = 4
+MAX_SLOTS_UNCONFIRMED = 8
 # compute-sanitizer versions whose targets stall when several run on one GPU: the target waits in cuCtxSynchronize
 # for a kernel the GPU is not running, for good. Reproduced without cuprobe (tests/gpu/stall_repro.py, pycuda only,
 # H200, driver 580.159.04): 2026.4.0.0 stalled 5 of 8 processes at K = 4 and 13 of 16 at K = 8; 2025.3.1.0 none of
@@ -40,17 +41,21 @@ MAX_SLOTS = 4
 STALLS_TOGETHER = {"2026.4.0.0"}
 
 
-def default_slots(cores: int, gpus: int, free_bytes: int | None, sanitizer: str | None = None) -> tuple[int, str]:
-    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by MAX_SLOTS; 1 with a
-    `sanitizer` version known to stall with several processes on one GPU."""
+def default_slots(
+    cores: int, gpus: int, free_bytes: int | None, sanitizer: str | None = None, confirm: bool = True
+) -> tuple[int, str]:
+    """K for a GPU worker, and why: cores per GPU, capped by free memory / 8 GiB and by MAX_SLOTS (MAX_SLOTS_UNCONFIRMED
+    with the confirmation off: no bare re-runs beside each process); 1 with a `sanitizer` version known to stall with
+    several processes on one GPU."""
     per_gpu = max(1, cores // max(1, gpus))
     k, why = per_gpu, f"{cores} cores / {max(1, gpus)} GPU(s) = {per_gpu}"
     if free_bytes is not None:
         by_memory = max(1, free_bytes // (GIB_PER_PROCESS << 30))
         if by_memory < k:
             k, why = by_memory, f"{free_bytes / (1 << 30):.0f} GiB free / {GIB_PER_PROCESS} GiB per process"
-    if k > MAX_SLOTS:
-        k, why = MAX_SLOTS, f"{why}, capped at {MAX_SLOTS}"
+    cap = MAX_SLOTS if confirm else MAX_SLOTS_UNCONFIRMED
+    if k > cap:
+        k, why = cap, f"{why}, capped at {cap}" + ("" if confirm else " (confirmation off)")
     if k > 1 and sanitizer in STALLS_TOGETHER:
         k, why = 1, (
             f"{why}; 1, because compute-sanitizer {sanitizer} stalls when several of its processes share a GPU "
@@ -137,12 +142,14 @@ def steadier_sanitizer(sanitizer_path: Path | None) -> tuple[Path, str] | None:
     return None
 
 
-def slots_for(device: GpuDevice, gpus: int, setting: int, sanitizer: str | None = None) -> tuple[int, str]:
+def slots_for(
+    device: GpuDevice, gpus: int, setting: int, sanitizer: str | None = None, confirm: bool = True
+) -> tuple[int, str]:
     """K sanitizer processes for `device`, and why: the setting when non-zero, else the host's default for this
-    `sanitizer` version."""
+    `sanitizer` version and whether findings are confirmed."""
     if setting:
         return setting, "CUPROBE_GPU_SLOTS"
-    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes, sanitizer)
+    return default_slots(os.cpu_count() or 1, gpus, device.free_bytes, sanitizer, confirm)
 
 
 def host_slots(settings: Settings) -> int:
@@ -152,4 +159,4 @@ def host_slots(settings: Settings) -> int:
     devices = visible_gpus()
     if not devices:
         return 1
-    return slots_for(devices[0], len(devices), 0, located_version(settings.sanitizer_path))[0]
+    return slots_for(devices[0], len(devices), 0, located_version(settings.sanitizer_path), settings.confirm)[0]

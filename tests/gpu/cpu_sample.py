@@ -4,7 +4,8 @@
     python3 tests/gpu/cpu_sample.py OUT.tsv [--interval 0.5] &   ... ; kill %1
     python3 tests/gpu/cpu_sample.py --summary OUT.tsv [--from T0 --to T1]
 
-Lines: epoch seconds, cores busy over the interval, then `comm=cores` for the five busiest names, tab-separated. The summary
+Lines: epoch seconds, cores busy over the interval, then `comm=cores` for the five busiest
+names, tab-separated. The summary
 prints, for a window (epoch seconds; default the whole file), the median and peak cores busy and the CPU seconds
 per name, largest first. A process that starts and ends inside one interval is missed; its time still counts in
 the /proc/stat total.

@@ -68,6 +68,12 @@ def test_default_slots_from_cores_per_gpu_and_free_memory() -> None:
     assert default_slots(3, 1, None) == (3, "3 cores / 1 GPU(s) = 3")
     assert default_slots(6, 1, None) == (4, "6 cores / 1 GPU(s) = 6, capped at 4")
     assert default_slots(1, 4, None)[0] == 1
+    # Without the confirmation's four bare re-runs beside each sanitizer process, eight fit 16 cores (the H200's
+    # 384-case grid: 7.3-7.8 s at K = 8 against 11.9 s at K = 4 and 11.0 s at K = 16, docs/sweep.md).
+    unconfirmed = default_slots(16, 1, 140 << 30, confirm=False)
+    assert unconfirmed == (8, "16 cores / 1 GPU(s) = 16, capped at 8 (confirmation off)")
+    assert default_slots(6, 1, None, confirm=False)[0] == 6
+    assert default_slots(16, 1, 40 << 30, confirm=False) == (5, "40 GiB free / 8 GiB per process")
     # the A100 above has 12,000 MiB free: one slot; the H200 as many as the cores allow
     h200, a100 = DEVICES
     assert a100.free_bytes == 12000 << 20
