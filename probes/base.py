@@ -94,6 +94,11 @@ class Probe(ABC, Generic[P]):
         """Whether these parameters import torch (its probes run initcheck with device-only backtraces)."""
         return False
 
+    def narrowed(self, params: P, cases: set[str]) -> P | None:
+        """These parameters cut down to fewer cases that still include `cases` (case ids of a run with `params`),
+        or None where the probe cannot say (the confirmation then re-runs every case: docs/confirmation.md)."""
+        return None
+
     def refusal(self, params: P, tool: Tool) -> str | None:
         """Why this probe will not run these parameters under `tool`, or None; checked before it starts."""
         if self.bare_only and tool is not Tool.NONE:

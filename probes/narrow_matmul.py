@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import ExitStack
 from typing import Any, Literal
 
@@ -58,6 +59,10 @@ def padded(n: int, tile: int) -> int:
     return -(-n // tile) * tile
 
 
+# A case's id: f"{variant}-n{n}" (NarrowMatmul._case).
+_CASE_ID = re.compile(r"(?P<variant>unguarded|guarded|torch)-n(?P<n>\d+)")
+
+
 def expected_uninit_reads(m: int, k: int, n: int, tile: int, variant: Variant) -> int:
     """initcheck records this case should produce: one per thread per load of a never-written element.
 
@@ -96,6 +101,19 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
 
     def uses_torch(self, params: NarrowMatmulParams) -> bool:
         return "torch" in params.variants
+
+    def narrowed(self, params: NarrowMatmulParams, cases: set[str]) -> NarrowMatmulParams | None:
+        """The n values and variants of `cases` ("unguarded-n5"...): their product, which holds every one of them."""
+        found = [_CASE_ID.fullmatch(case) for case in cases]
+        if not cases or not all(found):
+            return None
+        ns = {int(m["n"]) for m in found if m}
+        variants = {m["variant"] for m in found if m}
+        if not ns <= set(params.n) or not variants <= set(params.variants):
+            return None
+        return params.model_copy(
+            update={"n": [n for n in params.n if n in ns], "variants": [v for v in params.variants if v in variants]}
+        )
 
     @staticmethod
     def case_expectation(params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int) -> Expectation:

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
+    # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
+    # sanitizer run, instead of every case beside it: far fewer and lighter bare processes where a run has many cases
+    # and few with findings (a sweep's batches), at the price of waiting for them after the run. Off by default: its
+    # effect on a sweep has not been measured on a GPU yet (docs/confirmation.md, "Only the flagged cases").
+    confirm_flagged_only: bool = False
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

@@ -157,10 +157,25 @@ class Reruns:
 def start_early(
     request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings, workdir: Path
 ) -> Reruns | None:
-    """The re-runs started beside the sanitizer run, when this run confirms and early starts are on."""
-    if not settings.confirm_early or not confirming(request, tool, settings):
+    """The re-runs started beside the sanitizer run, when this run confirms and early starts are on (re-running only
+    the flagged cases needs the findings first: those start after the run)."""
+    if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
         return None
     return Reruns(request, params, None, settings, workdir)
+
+
+def narrowed_params(probe: Any, params: dict[str, Any], cases: set[str]) -> dict[str, Any] | None:
+    """`params` cut down to the cases `cases` need (Probe.narrowed), as the request's JSON; None where the probe
+    cannot cut them or nothing would be left out."""
+    try:
+        model = probe.Params.model_validate(params)
+    except ValueError:
+        return None
+    cut = probe.narrowed(model, cases)
+    if cut is None:
+        return None
+    narrowed: dict[str, Any] = cut.model_dump(mode="json")
+    return narrowed if narrowed != model.model_dump(mode="json") else None
 
 
 def missing_snapshots(plan: dict[str, list[str]], sentinel: BareRun) -> list[tuple[str, str]]:
@@ -206,6 +221,7 @@ def confirm_findings(
             )
         return result.model_copy(update={**update, "message": f"{result.message}; {confirmation_summary(findings)}"})
     flagged: dict[tuple[str, str | None], FlaggedMemory] = parsed.flagged if parsed else {}
+    only = ""  # what the re-runs were narrowed to, for the message
     watch: dict[str, set[str]] = {}
     for finding in [findings[i] for i in targets] + control:
         memory = flagged.get((finding.signature, finding.case))
@@ -220,7 +236,13 @@ def confirm_findings(
             runs["sentinel"] = late.results()["sentinel"]
             spent = round(spent + late.spent_s, 3)
     else:
-        late = Reruns(request, result.params, plan, settings, workdir)
+        params = result.params
+        if settings.confirm_flagged_only:
+            own = {case for case in plan if not is_confirm_control(case)}
+            cut = narrowed_params(probe, params, own)
+            if cut is not None:
+                params, only = cut, f", only the flagged cases' parameters ({len(own)} case(s) flagged)"
+        late = Reruns(request, params, plan, settings, workdir)
         runs, spent = late.results(), late.spent_s
 
     def decided(finding: Finding) -> Finding:
@@ -255,5 +277,7 @@ def confirm_findings(
         )
     else:
         when = ", started beside the sanitizer run" if early is not None else ""
-        update["message"] = f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when})"
+        update["message"] = (
+            f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when}{only})"
+        )
     return result.model_copy(update=update)

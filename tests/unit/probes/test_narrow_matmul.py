@@ -132,3 +132,19 @@ def test_torch_backend_without_cuda_is_unavailable_and_sets_no_caching(run_probe
     no_caching = {"n": [3], "variants": ["torch"], "allocator": "no-caching"}
     code, result, _ = run_probe("narrow-matmul", no_caching, "initcheck")
     assert result["context"]["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
+
+
+def test_narrowed_keeps_the_flagged_cases_and_drops_torch_when_it_can() -> None:
+    """The confirmation may re-run only the flagged cases: their n values and variants, a product holding each."""
+    probe = NarrowMatmul()
+    params = NarrowMatmulParams(n=list(range(1, 17)), variants=["unguarded", "guarded", "torch"])
+    cut = probe.narrowed(params, {"unguarded-n5", "unguarded-n9"})
+    assert cut is not None and cut.n == [5, 9] and cut.variants == ["unguarded"]
+    assert probe.uses_torch(params) and not probe.uses_torch(cut)  # a pycuda-only re-run: no torch import
+    assert (cut.m, cut.k, cut.tile, cut.seed, cut.dtype) == (params.m, params.k, params.tile, params.seed, params.dtype)
+    both = probe.narrowed(params, {"guarded-n3", "torch-n2"})
+    assert both is not None and both.n == [2, 3] and both.variants == ["guarded", "torch"]
+    # Not this run's cases, or not a case id at all: it cannot say, so every case is re-run.
+    assert probe.narrowed(params, {"unguarded-n99"}) is None
+    assert probe.narrowed(params, {"double_all"}) is None
+    assert probe.narrowed(params, set()) is None

@@ -161,3 +161,35 @@ def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monk
     watched = PoisonLog(PoisonPlan(mode="sentinel", watch={"a": ["y"]}))
     watched.checkpoint("a", "before k", x=lambda: np.zeros(4, np.float32), y=lambda: np.ones(2, np.float32))
     assert set(watched.snapshots["a"]) == {"y"}
+
+
+@pytest.mark.parametrize("flagged_only", [True, False])
+def test_flagged_only_reruns_start_after_the_run_with_the_flagged_cases_parameters(
+    flagged_only: bool, bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """CUPROBE_CONFIRM_FLAGGED_ONLY: the re-runs wait for the findings and run only the flagged cases' n values and
+    variants (here 10 unguarded cases of 39, and no torch), instead of every case beside the run (the control row).
+
+    The sanitizer run is the H200's 39-case narrow-matmul capture; the stand-in's re-runs are uninit-read's recorded
+    ones (no bare narrow-matmul run can be made without a GPU), so what is checked is when they started and what they
+    were asked to run, not their verdicts."""
+    log, settings = bare
+    replaying(monkeypatch, CAPTURES / "2026.4.0.0" / "probe_narrow-matmul_initcheck", target=False)
+    params = {"m": 32, "k": 32, "tile": 32, "n": [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128],
+              "variants": ["unguarded", "guarded", "torch"]}  # fmt: skip
+    request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params=params)
+    chosen = settings.model_copy(update={"confirm_flagged_only": flagged_only})
+    result = run_probe(request, workdir=tmp_path / "run", settings=chosen)
+
+    flagged = sorted({f.case for f in result.findings if f.case and f.tool is Tool.INITCHECK})
+    assert flagged == [f"unguarded-n{n}" for n in (1, 127, 2, 3, 31, 33, 4, 63, 65, 8)]
+    runs = _bare_log(log)
+    # Four, and beside the run a fifth: the early sentinel run (uninit-read's here) watched none of the flagged buffers.
+    assert len(runs) == (4 if flagged_only else 5)
+    asked = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs]  # type: ignore[union-attr]
+    if flagged_only:
+        ended = float((log / "sanitizer-ended").read_text())
+        assert all(float(str(r["started"])) >= ended for r in runs)
+        assert all(a["n"] == [1, 2, 3, 4, 8, 31, 33, 63, 65, 127] and a["variants"] == ["unguarded"] for a in asked)
+    else:
+        assert all(a["n"] == params["n"] and a["variants"] == params["variants"] for a in asked)
