@@ -4,9 +4,11 @@
 
 A local sweep (`cuprobe sweep run --slots K`, bench/sweep.py) runs its K slots as threads of one process. When their
 sanitizer runs end together, their K parses run at once; parsed in the threads themselves they take turns on the
-process's interpreter lock, so the last one ends after about K parses' time. With `parse_in_children` (what the
-sweep turns on past one slot) each parse runs in a child process (service/sanitizer/pool.py) and the thread only
-merges what comes back: K parses take about one parse plus a child's start-up where there are cores for them.
+process's interpreter lock, so the last one ends after about K parses' time. In a child process
+(service/sanitizer/pool.py) the thread only merges what comes back: K parses take about one parse plus a child's
+start-up where there are cores for them. A sweep past one slot (`parse_in_children`) sends a file to children when
+its records times the parses beside it make that pay (pool.worth_children); the last column says which way that rule
+goes for this file at this K, while the two timed columns force each way.
 
 Each slot parses its own copy of the H200's batched narrow-matmul initcheck run (tests/data/runs, 6,624 records,
 39.5 MB; --copies N repeats its records N times). Both modes run side by side, alternating, --repeat times each;
@@ -32,9 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import service.sanitizer.parse as parse_module  # noqa: E402
 from probes.contract import ProbeResult  # noqa: E402
 from service.probing.runner import allocations_of  # noqa: E402
 from service.sanitizer.parse import ParseResult, parse_xml  # noqa: E402
+from service.sanitizer.pool import worth_children  # noqa: E402
 
 RUN = ROOT / "tests/data/runs/narrow-matmul-initcheck-2026.4.0.0"
 BOX_ROOT = "/work/main"  # where the captured run's sources lay on the box
@@ -59,15 +63,22 @@ def view(result: ParseResult) -> list[dict[str, Any]]:
 
 
 def one_round(paths: list[Path], in_children: bool, kw: dict[str, Any]) -> tuple[float, float, list[ParseResult]]:
+    """The K files parsed at once from K threads: here, or (`in_children`) in children whatever the rule says."""
+
     def parse(path: Path) -> tuple[float, ParseResult]:
         began = time.perf_counter()
-        result = parse_xml(path, in_children=in_children, **kw)
+        result = parse_xml(path, in_children=len(paths) if in_children else 0, **kw)
         return time.perf_counter() - began, result
 
-    began = time.perf_counter()
-    with ThreadPoolExecutor(len(paths)) as pool:
-        done = list(pool.map(parse, paths))
-    return time.perf_counter() - began, max(t for t, _ in done), [r for _, r in done]
+    rule = parse_module.worth_children
+    parse_module.worth_children = lambda *args: True  # type: ignore[assignment]  # force it: this column times it
+    try:
+        began = time.perf_counter()
+        with ThreadPoolExecutor(len(paths)) as pool:
+            done = list(pool.map(parse, paths))
+        return time.perf_counter() - began, max(t for t, _ in done), [r for _, r in done]
+    finally:
+        parse_module.worth_children = rule
 
 
 def main() -> None:
@@ -96,13 +107,14 @@ def main() -> None:
                     times[in_children].append((wall, slowest))
                     same = same and all(view(r) == lone for r in results)
             here, kids = (statistics.median(w for w, _ in times[m]) for m in (False, True))
-            rows.append((k, here, max(s for _, s in times[False]), kids, max(s for _, s in times[True]), same))
+            picks = "children" if worth_children(paths[0], size, k) else "here"
+            rows.append((k, here, max(s for _, s in times[False]), kids, max(s for _, s in times[True]), picks, same))
     print(f"load average {os.getloadavg()[0]:.2f} at end\n")
     print(f"{'K':>3} {'here wall_s':>12} {'(slowest)':>10} {'children wall_s':>16} {'(slowest)':>10} "
-          f"{'here/children':>14} {'same findings':>14}")
-    for k, here, here_max, kids, kids_max, same in rows:
+          f"{'here/children':>14} {'the rule picks':>15} {'same findings':>14}")
+    for k, here, here_max, kids, kids_max, picks, same in rows:
         print(f"{k:>3} {here:>12.3f} {here_max:>10.3f} {kids:>16.3f} {kids_max:>10.3f} {here / kids:>13.2f}x "
-              f"{'yes' if same else 'NO':>14}")
+              f"{picks:>15} {'yes' if same else 'NO':>14}")
     if not all(row[-1] for row in rows):
         sys.exit("findings differ between a slot's parse and a lone parse")
 
