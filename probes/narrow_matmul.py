@@ -59,8 +59,12 @@ def padded(n: int, tile: int) -> int:
     return -(-n // tile) * tile
 
 
-# A case's id: f"{variant}-n{n}" (NarrowMatmul._case).
-_CASE_ID = re.compile(r"(?P<variant>unguarded|guarded|torch)-n(?P<n>\d+)")
+def case_id(variant: str, n: int) -> str:
+    """A case's id: its variant and n ("unguarded-n5"); _CASE_ID reads it back."""
+    return f"{variant}-n{n}"
+
+
+_CASE_ID = re.compile(rf"(?P<variant>{'|'.join(VARIANTS)})-n(?P<n>\d+)")
 
 
 def expected_uninit_reads(m: int, k: int, n: int, tile: int, variant: Variant) -> int:
@@ -184,7 +188,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
     ) -> CaseResult:
         p = params
         case = recorder.case(
-            f"{variant}-n{n}",
+            case_id(variant, n),
             self.case_expectation(p, tool, variant, n),
             variant=variant,
             n=n,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from probes import registry
+from probes.base import Probe
 from probes.confirm_control import CASES as CONTROL_CASES
 from probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
 from probes.contract import Tool, is_confirm_control
@@ -164,7 +165,7 @@ def start_early(
     return Reruns(request, params, None, settings, workdir)
 
 
-def narrowed_params(probe: Any, params: dict[str, Any], cases: set[str]) -> dict[str, Any] | None:
+def narrowed_params(probe: Probe[Any], params: dict[str, Any], cases: set[str]) -> dict[str, Any] | None:
     """`params` cut down to the cases `cases` need (Probe.narrowed), as the request's JSON; None where the probe
     cannot cut them or nothing would be left out."""
     try:

@@ -188,7 +188,7 @@ def start(
         env=dict(env) if env is not None else None,
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=partial(_die_with_parent, nice) if nice else _die_with_parent,
+        preexec_fn=partial(_die_with_parent, nice),
     )
     spawned = time.monotonic() - began
     out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from probes.contract import Tool
-from probes.narrow_matmul import NarrowMatmulParams, expected_uninit_reads
+from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads
 from service.models import SanitizerOptions
 from service.probing.admission import BadRequest, admit
 from service.sweep.definition import DefinitionError, Entry, SweepDefinition
@@ -66,7 +66,7 @@ class NarrowMatmulBatching:
 
     @staticmethod
     def label(point: Point) -> str:
-        return f"{point['variants']}-n{point['n']}"
+        return case_id(point["variants"], point["n"])
 
     @staticmethod
     def params(fixed: dict[str, Any], points: list[Point]) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def sample(path: Path, interval: float) -> None:
             span = max(now - t0, 1e-6)
             by_name: Counter[str] = Counter()
             for pid, (comm, ticks) in current.items():
-                by_name[comm] += ticks - procs.get(pid, (comm, 0))[1] if pid in procs else ticks
+                by_name[comm] += ticks - procs[pid][1] if pid in procs else ticks
             top = "\t".join(f"{name}={t / TICK / span:.2f}" for name, t in by_name.most_common(5) if t > 0)
             out.write(f"{time.time():.2f}\t{(after - before) / TICK / span:.2f}\t{top}\n")
             out.flush()
