@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
@@ -196,6 +197,7 @@ def main() -> int:
                 )
                 print(slowest(full), flush=True)
                 print(xml_sizes(work / name), flush=True)
+                print(confirmations(full), flush=True)
                 last = full
     if last is None:
         return 0
@@ -215,6 +217,16 @@ def slowest(sweep: Sweep) -> str:
     total, stages = max(runs, key=lambda run: run[0])
     parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items() if seconds >= 0.1)
     return f"  slowest process: {total:.1f} s ({parts})"
+
+
+def confirmations(sweep: Sweep) -> str:
+    """How the grid's findings were confirmed (a confirmer control that came out wrong makes its process's cases
+    sanitizer-error, which fails the run), and how the re-runs were shared, from the processes' messages."""
+    counts = Counter(str(f.confirmation.value if f.confirmation else "none") for c in sweep.cases for f in c.findings)
+    shared = sum(1 for p in sweep.processes for m in p.messages if "one set for the sweep" in m)
+    runs = sum(len(p.messages) for p in sweep.processes)
+    found = dict(sorted(counts.items())) or "no findings"
+    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs"
 
 
 def xml_sizes(workdir: Path) -> str:

@@ -99,6 +99,12 @@ class Probe(ABC, Generic[P]):
         or None where the probe cannot say (the confirmation then re-runs every case: docs/confirmation.md)."""
         return None
 
+    def merged(self, params: list[P]) -> P | None:
+        """One set of these parameters whose cases include every case of each of `params` (a sweep's batches of
+        one grid), or None where the probe cannot say (each batch's confirmation then re-runs its own cases). Here:
+        equal parameters (a sweep's repeats of one process) merge to themselves."""
+        return params[0] if params and all(p == params[0] for p in params) else None
+
     def refusal(self, params: P, tool: Tool) -> str | None:
         """Why this probe will not run these parameters under `tool`, or None; checked before it starts."""
         if self.bare_only and tool is not Tool.NONE:

@@ -7,7 +7,7 @@ from contextlib import ExitStack
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probes.allocator import FIELD_DESCRIPTION, Allocator
 from probes.base import Probe, Recorder
@@ -83,6 +83,13 @@ def expected_uninit_reads(m: int, k: int, n: int, tile: int, variant: Variant) -
     return (padded(n, tile) - n) * k * -(-m // tile)
 
 
+def operands(params: NarrowMatmulParams, n: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """x [m, k] and w [n, k] of case n, drawn from (seed, n) alone: a case gets the same inputs whichever other
+    cases share its run (a sweep's batch, a confirmation's narrowed or merged re-run)."""
+    rng = np.random.default_rng([params.seed, n])
+    return rng.standard_normal((params.m, params.k)), rng.standard_normal((n, params.k))
+
+
 def relative_error(result: np.ndarray[Any, Any], reference: np.ndarray[Any, Any]) -> float:
     """max |result - reference| / max |reference| (normwise; NaN when the result is not finite)."""
     scale = float(np.max(np.abs(reference))) or 1.0
@@ -119,6 +126,17 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
             update={"n": [n for n in params.n if n in ns], "variants": [v for v in params.variants if v in variants]}
         )
 
+    def merged(self, params: list[NarrowMatmulParams]) -> NarrowMatmulParams | None:
+        """The batches' n values and variants together, where the batches differ in nothing else."""
+        if not params or len({p.model_dump_json(exclude={"n", "variants"}) for p in params}) != 1:
+            return None
+        ns = list(dict.fromkeys(n for p in params for n in p.n))
+        variants = list(dict.fromkeys(v for p in params for v in p.variants))
+        try:
+            return params[0].model_validate({**params[0].model_dump(), "n": ns, "variants": variants})
+        except ValidationError:  # more n values than one run takes
+            return None
+
     @staticmethod
     def case_expectation(params: NarrowMatmulParams, tool: Tool, variant: Variant, n: int) -> Expectation:
         """A positive control exactly when initcheck must see the unguarded kernel read padding."""
@@ -134,11 +152,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         return Expectation()
 
     def run(self, params: NarrowMatmulParams, tool: Tool, recorder: Recorder) -> None:
-        rng = np.random.default_rng(params.seed)
-        inputs = {
-            n: (rng.standard_normal((params.m, params.k)), rng.standard_normal((n, params.k)))
-            for n in params.n
-        }
+        inputs = {n: operands(params, n) for n in params.n}
         kernels = [v for v in params.variants if v in KERNEL_VARIANTS]
         # Every buffer lives until every case ran: a freed address handed to a later case would make
         # attribution by address ambiguous.

@@ -122,6 +122,7 @@ class Reruns:
         runs: tuple[tuple[str, str], ...] = POISON_RUNS,
     ) -> None:
         self.started = time.monotonic()
+        self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
         self._ends: list[float] = []  # each re-run's end (list.append: safe from the pool's threads)
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
@@ -278,6 +279,8 @@ def confirm_findings(
         )
     else:
         when = ", started beside the sanitizer run" if early is not None else ""
+        if early is not None and early.shared_by > 1:
+            when += f", one set for the sweep's {early.shared_by} processes of this grid"
         update["message"] = (
             f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when}{only})"
         )

@@ -96,6 +96,7 @@ def run_probe(
     trusted: bool = False,
     stages: Stages | None = None,
     spares: Spares | None = None,
+    shared: Reruns | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
@@ -104,6 +105,8 @@ def run_probe(
     the probe gets the allowlisted environment and suppressions are names.
     `stages`: where the wall time of each stage goes (a worker passes its own, holding its claim); the result
     carries them as `timing`.
+    `shared`: the confirmation's re-runs this run shares with others (a sweep's batches, confirm_shared.py), used
+    instead of its own and left running for their owner to close.
     `spares`: warm starts (service/probing/spares.py): the run goes to a matching spare process if one is ready,
     and asks for one for the next run like it.
     BadRequest (service.probing.admission) when the request does not pass admission."""
@@ -117,13 +120,19 @@ def run_probe(
     ended = threading.Event()
     spare = _spare_for(request, planned, settings, trusted, spares, ended)
     # The confirmation's bare re-runs do not depend on the run's findings: they start now, beside it.
-    early = start_early(request, planned.admitted.tool, planned.admitted.params, settings, planned.workdir)
+    own = (
+        None
+        if shared
+        else start_early(request, planned.admitted.tool, planned.admitted.params, settings, planned.workdir)
+    )
     try:
-        return _run_planned(request, planned, settings, cancel_event, stages, replan=plan, spare=spare, early=early)
+        return _run_planned(
+            request, planned, settings, cancel_event, stages, replan=plan, spare=spare, early=shared or own
+        )
     finally:
         ended.set()
-        if early is not None:
-            early.close()
+        if own is not None:
+            own.close()
 
 
 class PlannedRun(NamedTuple):

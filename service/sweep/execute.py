@@ -14,6 +14,7 @@ from service.db.store import Job, Store, utcnow
 from service.models import Backtrace, ProbeRequest, RunResult, Tool
 from service.models.queues import Lane
 from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
+from service.probing.confirm_shared import SharedReruns
 from service.probing.runner import run_probe
 from service.probing.spares import Spares
 from service.queue.waiting import ended, job_fields, poll, result_of_job
@@ -62,9 +63,16 @@ class LocalRunner:
         if own:
             spares = Spares(self.workdir / "spares", self.slots, budget=len(requests) - self.slots)
 
+        # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
+        shared = SharedReruns(requests, self.settings, self.workdir)
+
         def run(slot: int) -> RunResult:
             return run_probe(
-                requests[slot], workdir=self.workdir / f"slot{slot:04d}", settings=self.settings, spares=spares
+                requests[slot],
+                workdir=self.workdir / f"slot{slot:04d}",
+                settings=self.settings,
+                spares=spares,
+                shared=shared.for_request(slot),
             )
 
         try:
@@ -74,6 +82,7 @@ class LocalRunner:
                 for future in as_completed(futures):
                     yield futures[future], future.result()
         finally:
+            shared.close()
             if own and spares is not None:
                 spares.close()
 

@@ -13,6 +13,7 @@ from probes.narrow_matmul import (
     NarrowMatmulParams,
     Variant,
     expected_uninit_reads,
+    operands,
     relative_error,
     tolerance,
 )
@@ -148,3 +149,33 @@ def test_narrowed_keeps_the_flagged_cases_and_drops_torch_when_it_can() -> None:
     assert probe.narrowed(params, {"unguarded-n99"}) is None
     assert probe.narrowed(params, {"double_all"}) is None
     assert probe.narrowed(params, set()) is None
+
+
+def test_batches_of_one_grid_merge_into_one_run_of_every_case() -> None:
+    """A sweep's batches share one confirmation: the probe puts their cases back into one set of parameters, and
+    says it cannot where the batches differ in more than their cases or the union is more than one run takes."""
+    probe = NarrowMatmul()
+    a = NarrowMatmulParams(n=[1, 4, 5], variants=["unguarded", "guarded", "torch"])
+    b = NarrowMatmulParams(n=[2, 3], variants=["unguarded", "guarded", "torch"])
+    c = NarrowMatmulParams(n=[6], variants=["unguarded"])
+    merged = probe.merged([a, b, c])
+    assert (
+        merged is not None and merged.n == [1, 4, 5, 2, 3, 6] and merged.variants == ["unguarded", "guarded", "torch"]
+    )
+    assert probe.merged([a, a]) == a  # repeats of one batch
+    assert probe.merged([a, a.model_copy(update={"tile": 16})]) is None
+    assert probe.merged([a, a.model_copy(update={"seed": 1})]) is None
+    wide = [NarrowMatmulParams(n=list(range(s, s + 400)), variants=["guarded"]) for s in (1, 401)]
+    assert probe.merged(wide) is None  # 800 values of n: past the 512 one run takes
+    assert probe.merged([]) is None
+
+
+def test_a_case_gets_the_same_inputs_in_any_batch() -> None:
+    """Case n's operands come from (seed, n) alone, so a case re-run beside other cases (a merged or narrowed
+    confirmation) multiplies the same matrices as in its sanitizer run; another seed gives others."""
+    alone = NarrowMatmulParams(n=[5])
+    among = NarrowMatmulParams(n=[1, 2, 3, 4, 5, 6])
+    for x, y in zip(operands(alone, 5), operands(among, 5), strict=True):
+        assert np.array_equal(x, y)
+    assert not np.array_equal(operands(alone, 5)[1], operands(alone.model_copy(update={"seed": 1}), 5)[1])
+    assert operands(alone, 5)[1].shape == (5, 32)

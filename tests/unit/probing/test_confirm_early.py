@@ -21,6 +21,7 @@ from service.cli.render import print_result
 from service.config import Settings
 from service.models import Confirmation, Finding, Outcome, ProbeRequest
 from service.probing.runner import run_probe
+from service.sweep.execute import LocalRunner
 from tests.conftest import CAPTURES, REPLAY_PYTHON, RUNS, replaying
 
 RUN = RUNS / "confirm-verdicts-uninit_read-2026.4.0.0"
@@ -193,3 +194,25 @@ def test_flagged_only_reruns_start_after_the_run_with_the_flagged_cases_paramete
         assert all(a["n"] == [1, 2, 3, 4, 8, 31, 33, 63, 65, 127] and a["variants"] == ["unguarded"] for a in asked)
     else:
         assert all(a["n"] == params["n"] and a["variants"] == params["variants"] for a in asked)
+
+
+def test_a_sweeps_processes_of_one_grid_share_one_set_of_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:
+    """A local sweep's processes of one grid (here two repeats of one process) decide their findings from one set of
+    four re-runs started beside them, not four each; processes whose cases the probe cannot merge keep their own."""
+    log, settings = bare
+    got = dict(LocalRunner(tmp_path / "shared", settings, slots=2).run_all([REQUEST, REQUEST]))
+
+    assert sorted(got) == [0, 1]
+    for result in got.values():
+        assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert all(check["ok"] for check in result.confirmation_control)
+        assert "one set for the sweep's 2 processes of this grid" in result.message
+    assert len(_bare_log(log)) == 4
+
+    other = REQUEST.model_copy(update={"params": {**REQUEST.params, "block": 128}})  # not the same cases
+    for entry in log.iterdir():
+        entry.unlink()
+    got = dict(LocalRunner(tmp_path / "own", settings, slots=2).run_all([REQUEST, other]))
+    assert all(set(_consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())
+    assert not any("one set for the sweep" in r.message for r in got.values())
+    assert len(_bare_log(log)) == 8

@@ -13,6 +13,7 @@ from service.db.sweeps import SweepStore
 from service.models import Outcome, RunResult
 from service.models.sweep import Sweep
 from service.probing import runner
+from service.probing.confirm_shared import SharedReruns
 from service.queue.celery_app import TASK_RUN_SWEEP, make_celery
 from service.reports.html import html
 from service.reports.markdown import markdown
@@ -20,7 +21,7 @@ from service.sanitizer import pool
 from service.sanitizer.locate import _version
 from service.sweep.definition import DefinitionError, load_definition, parse_definition
 from service.sweep.diff import diff
-from service.sweep.execute import LocalRunner, assemble, run_sweep
+from service.sweep.execute import LocalRunner, assemble, requests_of, run_sweep
 from service.sweep.plan import BATCHING, plan
 from tests.conftest import capture
 
@@ -284,3 +285,22 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
     here = settings.model_copy(update={"parse_in_children": False})  # CUPROBE_PARSE_IN_CHILDREN=0: the operator's say
     with pytest.raises(AssertionError, match="own process"):
         dict(LocalRunner(tmp_path / "here", here, slots=2).run_all(requests))
+
+
+@pytest.mark.parametrize("slots", [2, 8])
+def test_the_nightly_grids_batches_share_one_confirmation_of_every_case(slots: int, tmp_path: Path) -> None:
+    """The batches of the nightly narrow-matmul grid under initcheck share one set of bare re-runs over all 384 of
+    its cases; memcheck's processes and the single uninit-read process confirm nothing or keep their own."""
+    requests = [r for _, r in requests_of(plan(load_definition(Path("suites/nightly.toml")), slots))]
+    shared = SharedReruns(requests, Settings(), tmp_path)
+    grid = [i for i, r in enumerate(requests) if r.probe == "narrow-matmul" and r.tool == "initcheck"]
+    assert len(grid) == slots
+    merged = [shared.merged_params(i) for i in grid]
+    assert all(m == merged[0] for m in merged) and merged[0] is not None
+    assert sorted(merged[0]["n"]) == list(range(1, 129)) and merged[0]["variants"] == ["unguarded", "guarded", "torch"]
+    others = [i for i in range(len(requests)) if i not in grid]
+    assert others and all(shared.merged_params(i) is None for i in others)
+    # Re-running only the flagged cases needs each run's findings first: no shared early set then.
+    narrowed = SharedReruns(requests, Settings(confirm_flagged_only=True), tmp_path)
+    assert all(narrowed.merged_params(i) is None for i in grid)
+    assert all(SharedReruns(requests, Settings(confirm=False), tmp_path).merged_params(i) is None for i in grid)

@@ -1,0 +1,86 @@
+"""One set of the confirmation's bare re-runs for a sweep's batches of one grid, instead of one set per batch.
+
+A batch's sanitizer run is split K ways because the sanitizer's cost is per record, on the host. A bare re-run's cost
+is mostly its start, and the CUDA driver creates one process's context at a time on a GPU: on the H200, 32 processes
+that only create a context take 8.8 s side by side against 1.1 s alone, with the host mostly idle (docs/sweep.md).
+So K batches, each with its own four re-runs, start 4K processes that wait on the driver, where four re-runs of the
+whole grid (each case's inputs come from its own seed and n, so a case is the same case in either) do the same work
+once. Each batch's findings are then decided from the shared runs' cases, exactly as from its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from probes import registry
+from service.config import Settings
+from service.models import ProbeRequest, Tool
+from service.probing.confirm import Reruns, confirming
+
+
+def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:
+    """What requests must share to share re-runs (None: this one confirms with its own, or not at all)."""
+    tool = request.tool or Tool.NONE
+    if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
+        return None
+    return request.probe, tool.value, request.confirm is not False
+
+
+class SharedReruns:
+    """The early re-runs of each group of `requests` whose probe can merge their parameters (Probe.merged), started
+    when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own."""
+
+    def __init__(self, requests: list[ProbeRequest], settings: Settings, workdir: Path) -> None:
+        self._settings, self._workdir = settings, workdir
+        self._lock = threading.Lock()
+        self._groups: dict[
+            int, tuple[int, ProbeRequest, dict[str, Any]]
+        ] = {}  # request index -> (group, request, params)
+        self._started: dict[int, Reruns] = {}
+        groups: dict[tuple[str, str, bool], list[int]] = {}
+        for index, request in enumerate(requests):
+            key = _key(request, settings)
+            if key is not None:
+                groups.setdefault(key, []).append(index)
+        for number, members in enumerate(groups.values()):
+            if len(members) < 2:
+                continue
+            probe = registry.get(requests[members[0]].probe)
+            try:
+                batches = [probe.Params.model_validate(requests[i].params) for i in members]
+            except ValueError:  # a batch admission will refuse: every batch keeps its own re-runs
+                continue
+            merged = probe.merged(batches)
+            if merged is None:
+                continue
+            limits = [requests[i].timeout_s for i in members]
+            # One run of every case takes longer than one batch: the group's limits added (none: the setting's).
+            timeout = None if None in limits else sum(t for t in limits if t is not None)
+            lead = requests[members[0]].model_copy(update={"timeout_s": timeout})
+            for i in members:
+                self._groups[i] = (number, lead, merged.model_dump(mode="json"))
+        self._sizes = Counter(number for number, _, _ in self._groups.values())
+
+    def merged_params(self, index: int) -> dict[str, Any] | None:
+        """The parameters of the re-runs request `index` shares (every case of its group), or None: it has its own."""
+        return self._groups[index][2] if index in self._groups else None
+
+    def for_request(self, index: int) -> Reruns | None:
+        """The re-runs request `index` shares (started now if it is its group's first), or None: it has its own."""
+        if index not in self._groups:
+            return None
+        number, lead, params = self._groups[index]
+        with self._lock:
+            if number not in self._started:
+                reruns = Reruns(lead, params, None, self._settings, self._workdir / f"shared-confirm{number:03d}")
+                reruns.shared_by = self._sizes[number]
+                self._started[number] = reruns
+            return self._started[number]
+
+    def close(self) -> None:
+        with self._lock:
+            for reruns in self._started.values():
+                reruns.close()
