@@ -42,9 +42,10 @@ class Settings(BaseSettings):
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
     # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
-    # sanitizer run, instead of every case beside it: far fewer and lighter bare processes where a run has many cases
-    # and few with findings (a sweep's batches), at the price of waiting for them after the run. Off by default: its
-    # effect on a sweep has not been measured on a GPU yet (docs/confirmation.md, "Only the flagged cases").
+    # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
+    # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep
+    # slower at K = 8 (25.9 s against 22.5 s), since a re-run's cost is its start, not its cases; a sweep's batches
+    # share one set of re-runs instead (docs/confirmation.md, "Only the flagged cases").
     confirm_flagged_only: bool = False
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source

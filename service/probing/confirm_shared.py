@@ -1,8 +1,8 @@
 """One set of the confirmation's bare re-runs for a sweep's batches of one grid, instead of one set per batch.
 
 A batch's sanitizer run is split K ways because the sanitizer's cost is per record, on the host. A bare re-run's cost
-is mostly its start, and the CUDA driver creates one process's context at a time on a GPU: on the H200, 32 processes
-that only create a context take 8.8 s side by side against 1.1 s alone, with the host mostly idle (docs/sweep.md).
+is mostly its start, and CUDA contexts created side by side on one GPU wait on each other: on the H200, 32 processes
+that only create a context took 8.8 s side by side against 1.1 s alone, with the host mostly idle (docs/sweep.md).
 So K batches, each with its own four re-runs, start 4K processes that wait on the driver, where four re-runs of the
 whole grid (each case's inputs come from its own seed and n, so a case is the same case in either) do the same work
 once. Each batch's findings are then decided from the shared runs' cases, exactly as from its own.
