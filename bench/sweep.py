@@ -116,6 +116,12 @@ def main() -> int:
         "--compare-parse", action="store_true", help="384-case rows with K > 1 also with every XML parsed here"
     )
     parser.add_argument(
+        "--baseline-own-reruns",
+        action="store_true",
+        help="the baseline's processes confirm with their own re-runs each (CUPROBE_CONFIRM_SHARED=0), as before "
+        "a sweep's processes shared one set",
+    )
+    parser.add_argument(
         "--per-case-warm", action="store_true", help="also run one process per case with warm starts (slow)"
     )
     args = parser.parse_args()
@@ -134,10 +140,12 @@ def main() -> int:
     cold = settings.model_copy(update={"warm_starts": False})
     if not args.skip_compare:
         # The baseline is one process per case, one at a time, each started cold (as before warm starts).
-        base, t_base = timed("bench48-per-case", 16, False, work, cold, 1)
+        alone = cold.model_copy(update={"confirm_shared": False}) if args.baseline_own_reruns else cold
+        base, t_base = timed("bench48-per-case", 16, False, work, alone, 1)
         reference = per_case(base)
         ok &= all(c.outcome.ran for c in base.cases)
-        rows = [("per-case, K=1 (baseline)", len(base.processes), t_base, "-", stalls(base), warm_starts(base))]
+        label = "per-case, K=1, own re-runs" if args.baseline_own_reruns else "per-case, K=1 (baseline)"
+        rows = [(label, len(base.processes), t_base, "-", stalls(base), warm_starts(base))]
         runs: list[tuple[str, bool, Settings, int, bool]] = []
         if args.per_case_warm:
             runs.append(("per-case, K=1, warm starts", False, settings, 1, False))
@@ -151,6 +159,7 @@ def main() -> int:
         )
         print(f"\n48-case sweep ({len(reference)} cases), each row as it finishes\n{header}")
         print(_row48(rows[0], t_base), flush=True)
+        print(confirmations(base), flush=True)
         for label, batch, chosen, k, primed in runs:
             name = f"bench48-{'batched' if batch else 'per-case'}-k{k}{'-primed' if primed else ''}"
             if not batch:
@@ -168,6 +177,7 @@ def main() -> int:
             print(_row48(rows[-1], t_base), flush=True)
             print(slowest(sweep), flush=True)
             print(xml_sizes(work / name), flush=True)
+            print(confirmations(sweep), flush=True)
             last = sweep
         print(f"\n48-case sweep ({len(reference)} cases)\n{header}")
         for row in rows:

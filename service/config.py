@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     # slower at K = 8 (25.9 s against 22.5 s), since a re-run's cost is its start, not its cases; a sweep's batches
     # share one set of re-runs instead (docs/confirmation.md, "Only the flagged cases").
     confirm_flagged_only: bool = False
+    # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
+    # (service/probing/confirm_shared.py, docs/confirmation.md): a re-run's cost is mostly its start. Off: each
+    # batch confirms with its own four.
+    confirm_shared: bool = True
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

@@ -24,7 +24,9 @@ from service.probing.confirm import Reruns, confirming
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:
     """What requests must share to share re-runs (None: this one confirms with its own, or not at all)."""
     tool = request.tool or Tool.NONE
-    if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
+    if not (settings.confirm_shared and settings.confirm_early) or settings.confirm_flagged_only:
+        return None
+    if not confirming(request, tool, settings):
         return None
     return request.probe, tool.value, request.confirm is not False
 
