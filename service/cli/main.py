@@ -33,7 +33,7 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import is_text_log, read_summary
-from service.worker.gpu_slots import located_version, slots_for, steadier_sanitizer
+from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -341,6 +341,12 @@ def doctor() -> None:
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
+    if devices and not settings.gpu_slots and own_reruns_in_sweeps(settings) != settings.confirm:
+        local = slots_for(devices[0], len(devices), 0, version, own_reruns_in_sweeps(settings))[0]
+        console.print(
+            f"  a sweep run here (cuprobe sweep run): {local} at once (its batches share one set of the "
+            "confirmation's re-runs)"
+        )
     if devices and not settings.gpu_slots and (other := steadier_sanitizer(settings.sanitizer_path)):
         k = slots_for(devices[0], len(devices), 0, other[1], settings.confirm)[0]
         console.print(

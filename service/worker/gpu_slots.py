@@ -32,8 +32,8 @@ GIB_PER_PROCESS = 8
 # K = 4 and 24.9 s at K = 8 (spares ready): past four the re-runs take the host's cores. Without it, 11.9, 7.3-7.8
 # and 11.0 s at K = 4, 8 and 16: past eight the sanitizer processes themselves take the 16 cores. CUPROBE_GPU_SLOTS
 # sets more. A worker's jobs still bring four re-runs each; a local sweep's batches share one set (session 12:
-# service/probing/confirm_shared.py), and there K = 8 took 9.4-11.1 s cold against 11.2-12.8 s at K = 4
-# (docs/sweep.md): `cuprobe sweep run --slots 8` asks for it.
+# service/probing/confirm_shared.py), so a local sweep's K is capped as without the confirmation (host_slots):
+# there K = 8 took 9.4-11.1 s cold against 11.2-12.8 s at K = 4 (docs/sweep.md).
 MAX_SLOTS = 4
 MAX_SLOTS_UNCONFIRMED = 8
 # compute-sanitizer versions whose targets stall when several run on one GPU: the target waits in cuCtxSynchronize
@@ -154,11 +154,20 @@ def slots_for(
     return default_slots(os.cpu_count() or 1, gpus, device.free_bytes, sanitizer, confirm)
 
 
+def own_reruns_in_sweeps(settings: Settings) -> bool:
+    """Whether a local sweep's processes each bring their own four re-runs: not when the batches of a grid share
+    one set (service/probing/confirm_shared.py), which needs the re-runs started early and not narrowed."""
+    shared = settings.confirm_shared and settings.confirm_early and not settings.confirm_flagged_only
+    return settings.confirm and not shared
+
+
 def host_slots(settings: Settings) -> int:
-    """K for a sweep run here: the setting, else the first visible GPU's default, else 1 (no GPU)."""
+    """K for a sweep run here: the setting, else the first visible GPU's default (capped as without the
+    confirmation where the sweep's batches share their re-runs), else 1 (no GPU)."""
     if settings.gpu_slots:
         return settings.gpu_slots
     devices = visible_gpus()
     if not devices:
         return 1
-    return slots_for(devices[0], len(devices), 0, located_version(settings.sanitizer_path), settings.confirm)[0]
+    version = located_version(settings.sanitizer_path)
+    return slots_for(devices[0], len(devices), 0, version, own_reruns_in_sweeps(settings))[0]

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from service.cli import main as cli_main
+from service.config import Settings
 from service.probing.gpus import GpuDevice
 from service.sanitizer import locate
 from service.sanitizer.locate import _version
@@ -121,3 +122,28 @@ def test_doctor_names_another_installed_sanitizer_without_the_stall(
     assert "gpu0: 1 sanitizer process(es) at once" in out
     k = slots_for(DEVICES[0], 1, 0, "2025.3.1.0")[0]  # this machine's cores decide it
     assert k > 1 and f"CUPROBE_SANITIZER_PATH={steady} gives {k} process(es) per GPU" in out
+
+
+def test_a_local_sweep_is_capped_as_without_the_confirmation_when_its_batches_share_their_reruns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker's jobs each bring four re-runs (K capped at 4 with the confirmation on); a local sweep's batches of
+    one grid share one set, so its K is capped at 8 as with the confirmation off (H200, 16 cores: docs/sweep.md)."""
+    h200 = DEVICES[0]
+    monkeypatch.setattr(gpu_slots, "visible_gpus", lambda: [h200])  # this CPU machine has no GPU (the only mock)
+    monkeypatch.setattr(gpu_slots, "located_version", lambda path: "2025.3.1.0")
+    monkeypatch.setattr(gpu_slots.os, "cpu_count", lambda: 16)
+    assert slots_for(h200, 1, 0, "2025.3.1.0")[0] == 4  # the worker's
+    assert gpu_slots.host_slots(Settings()) == 8
+    assert gpu_slots.host_slots(Settings(confirm_shared=False)) == 4
+    assert gpu_slots.host_slots(Settings(confirm_flagged_only=True)) == 4  # no shared set then
+    assert gpu_slots.host_slots(Settings(confirm=False)) == 8
+    assert gpu_slots.host_slots(Settings(gpu_slots=3)) == 3
+    # `cuprobe doctor` says both: the worker's K, and a local sweep's.
+    monkeypatch.setattr(cli_main, "visible_gpus", lambda: [h200])
+    monkeypatch.setattr(cli_main, "located_version", lambda path: "2025.3.1.0")
+    out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400"}).stdout
+    assert "gpu0: 4 sanitizer process(es) at once" in out
+    assert "a sweep run here (cuprobe sweep run): 8 at once (its batches share one set" in out
+    out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400", "CUPROBE_CONFIRM_SHARED": "0"}).stdout
+    assert "gpu0: 4 sanitizer process(es) at once" in out and "a sweep run here" not in out
