@@ -28,7 +28,7 @@ for r in 1 2; do
 done
 echo "== stored"
 python3 -m service.cli sweep show
-id=$(python3 -m service.cli sweep show | tail -1 | cut -d' ' -f1)
+id=$(python3 -m service.cli sweep show | head -1 | cut -d' ' -f1)  # newest first
 python3 -m service.cli sweep show "$id" --json | python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
