@@ -341,8 +341,9 @@ def doctor() -> None:
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
-    if devices and not settings.gpu_slots and own_reruns_in_sweeps(settings) != settings.confirm:
-        local = slots_for(devices[0], len(devices), 0, version, own_reruns_in_sweeps(settings))[0]
+    sweep_confirms = own_reruns_in_sweeps(settings)
+    if devices and not settings.gpu_slots and sweep_confirms != settings.confirm:
+        local = slots_for(devices[0], len(devices), 0, version, sweep_confirms)[0]
         console.print(
             f"  a sweep run here (cuprobe sweep run): {local} at once (its batches share one set of the "
             "confirmation's re-runs)"

@@ -11,7 +11,6 @@ once. Each batch's findings are then decided from the shared runs' cases, exactl
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,16 @@ from service.models import ProbeRequest, Tool
 from service.probing.confirm import Reruns, confirming
 
 
+def sharing(settings: Settings) -> bool:
+    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early (re-running only
+    the flagged cases needs each batch's own findings first)."""
+    return settings.confirm_shared and settings.confirm_early and not settings.confirm_flagged_only
+
+
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:
     """What requests must share to share re-runs (None: this one confirms with its own, or not at all)."""
     tool = request.tool or Tool.NONE
-    if not (settings.confirm_shared and settings.confirm_early) or settings.confirm_flagged_only:
-        return None
-    if not confirming(request, tool, settings):
+    if not sharing(settings) or not confirming(request, tool, settings):
         return None
     return request.probe, tool.value, request.confirm is not False
 
@@ -38,9 +41,8 @@ class SharedReruns:
     def __init__(self, requests: list[ProbeRequest], settings: Settings, workdir: Path) -> None:
         self._settings, self._workdir = settings, workdir
         self._lock = threading.Lock()
-        self._groups: dict[
-            int, tuple[int, ProbeRequest, dict[str, Any]]
-        ] = {}  # request index -> (group, request, params)
+        self._group_of: dict[int, int] = {}  # request index -> its group's number
+        self._plans: dict[int, tuple[ProbeRequest, dict[str, Any], int]] = {}  # group -> (request, params, members)
         self._started: dict[int, Reruns] = {}
         groups: dict[tuple[str, str, bool], list[int]] = {}
         for index, request in enumerate(requests):
@@ -62,23 +64,23 @@ class SharedReruns:
             # One run of every case takes longer than one batch: the group's limits added (none: the setting's).
             timeout = None if None in limits else sum(t for t in limits if t is not None)
             lead = requests[members[0]].model_copy(update={"timeout_s": timeout})
-            for i in members:
-                self._groups[i] = (number, lead, merged.model_dump(mode="json"))
-        self._sizes = Counter(number for number, _, _ in self._groups.values())
+            self._plans[number] = (lead, merged.model_dump(mode="json"), len(members))
+            self._group_of.update(dict.fromkeys(members, number))
 
     def merged_params(self, index: int) -> dict[str, Any] | None:
         """The parameters of the re-runs request `index` shares (every case of its group), or None: it has its own."""
-        return self._groups[index][2] if index in self._groups else None
+        return self._plans[self._group_of[index]][1] if index in self._group_of else None
 
     def for_request(self, index: int) -> Reruns | None:
         """The re-runs request `index` shares (started now if it is its group's first), or None: it has its own."""
-        if index not in self._groups:
+        if index not in self._group_of:
             return None
-        number, lead, params = self._groups[index]
+        number = self._group_of[index]
+        lead, params, members = self._plans[number]
         with self._lock:
             if number not in self._started:
                 reruns = Reruns(lead, params, None, self._settings, self._workdir / f"shared-confirm{number:03d}")
-                reruns.shared_by = self._sizes[number]
+                reruns.shared_by = members
                 self._started[number] = reruns
             return self._started[number]
 

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from service.config import Settings
+from service.probing.confirm_shared import sharing
 from service.probing.gpus import GpuDevice, visible_gpus
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 
@@ -157,8 +158,7 @@ def slots_for(
 def own_reruns_in_sweeps(settings: Settings) -> bool:
     """Whether a local sweep's processes each bring their own four re-runs: not when the batches of a grid share
     one set (service/probing/confirm_shared.py), which needs the re-runs started early and not narrowed."""
-    shared = settings.confirm_shared and settings.confirm_early and not settings.confirm_flagged_only
-    return settings.confirm and not shared
+    return settings.confirm and not sharing(settings)
 
 
 def host_slots(settings: Settings) -> int:
