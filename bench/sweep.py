@@ -15,7 +15,9 @@ run, parse, confirmation's bare re-runs...). Writes report.html and summary.md o
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -207,6 +209,7 @@ def main() -> int:
                 )
                 print(slowest(full), flush=True)
                 print(xml_sizes(work / name), flush=True)
+                print(before_cases(work / name), flush=True)
                 print(confirmations(full), flush=True)
                 last = full
     if last is None:
@@ -220,13 +223,31 @@ def main() -> int:
 
 
 def slowest(sweep: Sweep) -> str:
-    """Where the slowest run of the sweep spent its time, per stage (the stages over 0.1 s)."""
-    runs = [(sum(stages.values()), stages) for p in sweep.processes for stages in p.stages]
+    """Where the slowest run of the sweep spent its time, per stage (the stages over 0.1 s), and its run stage per
+    kind of case (the probe's own `seconds` per case, grouped by the case id without its number)."""
+    runs = [(sum(stages.values()), p.index, stages) for p in sweep.processes for stages in p.stages]
     if not runs:
         return "  slowest process: no stage timing"
-    total, stages = max(runs, key=lambda run: run[0])
+    total, index, stages = max(runs, key=lambda run: run[0])
     parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items() if seconds >= 0.1)
-    return f"  slowest process: {total:.1f} s ({parts})"
+    return f"  slowest process: {total:.1f} s ({parts})" + in_cases(sweep, index, stages.get("run"))
+
+
+def in_cases(sweep: Sweep, index: int, run_s: float | None) -> str:
+    """`; in its cases: unguarded 2.1 (16), guarded 0.8 (16)...; outside them 1.9` for process `index`, or nothing
+    where its cases carry no timing. Outside: the start-up, the setup before the first case, the confirmer's control
+    cases and the exit."""
+    kinds: dict[str, list[float]] = {}
+    for case in sweep.cases:
+        for probe_case, seen in case.observations.items():
+            if case.process == index and isinstance(seen.get("seconds"), int | float):
+                kinds.setdefault(re.sub(r"-?n?\d+$", "", probe_case) or probe_case, []).append(float(seen["seconds"]))
+    if not kinds:
+        return ""
+    parts = ", ".join(f"{kind} {sum(times):.1f} ({len(times)})" for kind, times in sorted(kinds.items()))
+    inside = sum(sum(times) for times in kinds.values())
+    outside = f"; outside them {run_s - inside:.1f}" if run_s is not None else ""
+    return f"\n  its run stage, in its cases (seconds, cases): {parts}{outside}"
 
 
 def confirmations(sweep: Sweep) -> str:
@@ -243,6 +264,22 @@ def xml_sizes(workdir: Path) -> str:
     """The sanitizer XML the sweep's processes left (run.xml; a spare's folder may be gone), in MB: what was parsed."""
     sizes = sorted((p.stat().st_size for p in workdir.glob("**/" + XML_NAME)), reverse=True)
     return "  XML per process: " + (", ".join(f"{s / 1e6:.1f}" for s in sizes) + " MB" if sizes else "none left")
+
+
+def before_cases(workdir: Path) -> str:
+    """Each sanitizer process's time from its parameters to its first case (imports, module loads: the probe's
+    `before_first_case_s`), from the result.json beside each run.xml."""
+    times = []
+    for xml in workdir.glob("**/" + XML_NAME):
+        try:
+            context = json.loads((xml.parent / "result.json").read_text()).get("context", {})
+        except (OSError, ValueError):
+            continue
+        if isinstance(context.get("before_first_case_s"), int | float):
+            times.append(float(context["before_first_case_s"]))
+    if not times:
+        return "  before the first case: no timing left"
+    return f"  before the first case, per process: {min(times):.2f}-{max(times):.2f} s ({len(times)} processes)"
 
 
 def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:

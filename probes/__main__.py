@@ -129,6 +129,7 @@ def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder
             from probes.confirm_control import run_control_cases
 
             run_control_cases(tool, recorder)
+        recorder.close_case()  # the last case's time ends here, not after the context below
     except ProbeRefused as exc:
         _allocator_context(recorder)
         recorder.result.error = f"refused: {exc}"

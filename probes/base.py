@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -32,6 +33,10 @@ class Recorder:
         self.artifacts_dir: Path | None = None
         # The progress file the runner watches (HEARTBEAT_ENV), for probes that beat once per case (Probe.beats).
         self.heartbeat: Path | None = None
+        # The case still open and when it began: a case's `seconds` run until the next case begins or the result is
+        # written, so they hold what the sanitizer did for the case's launches as well as the probe's own work.
+        self._open: tuple[CaseResult, float] | None = None
+        self._started = time.monotonic()
 
     def beat(self, what: str) -> None:
         """Tell the runner's watchdog this run made progress: `what` started (one small write, overwritten)."""
@@ -44,6 +49,10 @@ class Recorder:
 
     def case(self, case_id: str, expectation: Expectation, **params: Any) -> CaseResult:
         case = CaseResult(id=case_id, params=params, expectation=expectation)
+        now = self.close_case()
+        if not self.result.cases:
+            self.result.context["before_first_case_s"] = round(now - self._started, 4)
+        self._open = (case, now)
         self.result.cases.append(case)
         self.beat(f"case {case_id}")
         return case
@@ -52,7 +61,17 @@ class Recorder:
     def allocation(case: CaseResult, name: str, start: int, size: int) -> None:
         case.allocations.append(Allocation(name=name, start=int(start), size=int(size)))
 
+    def close_case(self) -> float:
+        """Give the open case its wall seconds (`seconds`, an observation), up to now."""
+        now = time.monotonic()
+        if self._open is not None:
+            case, began = self._open
+            case.observations["seconds"] = round(now - began, 4)
+            self._open = None
+        return now
+
     def write(self, path: Path) -> None:
+        self.close_case()
         if self.poison.active:
             self.result.context["poison"] = self.poison.write(path)
         tmp = path.with_suffix(path.suffix + ".tmp")

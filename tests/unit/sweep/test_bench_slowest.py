@@ -1,0 +1,73 @@
+"""bench/sweep.py's line on the slowest process: its stages, and its run stage split by kind of case."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.sweep import before_cases, slowest
+from probes.contract import Tool
+from service.models import Outcome
+from service.models.sweep import ProcessRecord, Sweep, SweepCase
+from service.probing.runner import XML_NAME
+
+
+def _case(process: int, probe_case: str, seconds: float | None) -> SweepCase:
+    seen = {"seconds": seconds} if seconds is not None else {}
+    return SweepCase(
+        key=f"{process}-{probe_case}",
+        entry="e",
+        probe="narrow-matmul",
+        tool=Tool.INITCHECK,
+        probe_case=probe_case,
+        process=process,
+        batched=True,
+        outcome=Outcome.CLEAN,
+        observations={probe_case: seen},
+    )
+
+
+def _process(index: int, run_s: float) -> ProcessRecord:
+    return ProcessRecord(
+        index=index, probe="narrow-matmul", tool=Tool.INITCHECK, params={}, batched=True, cases=3,
+        stages=[{"run": run_s, "parse": 0.5}],
+    )
+
+
+def test_the_slowest_process_is_split_by_kind_of_case_and_what_lies_outside_them() -> None:
+    sweep = Sweep(
+        id="s",
+        definition="d",
+        started_at=datetime.now(UTC),
+        processes=[_process(0, 2.0), _process(1, 6.0)],
+        cases=[
+            _case(0, "unguarded-n1", 1.9),
+            _case(1, "unguarded-n2", 1.3),
+            _case(1, "unguarded-n3", 1.0),
+            _case(1, "torch-n2", 2.0),
+        ],
+    )
+    assert slowest(sweep) == (
+        "  slowest process: 6.5 s (run 6.0, parse 0.5)\n"
+        "  its run stage, in its cases (seconds, cases): torch 2.0 (1), unguarded 2.3 (2); outside them 1.7"
+    )
+
+
+def test_cases_without_timing_add_nothing() -> None:
+    sweep = Sweep(
+        id="s", definition="d", started_at=datetime.now(UTC), processes=[_process(0, 2.0)],
+        cases=[_case(0, "unguarded-n1", None)],
+    )
+    assert slowest(sweep) == "  slowest process: 2.5 s (run 2.0, parse 0.5)"
+
+
+def test_the_setup_before_the_first_case_is_read_beside_each_sanitizer_xml(tmp_path: Path) -> None:
+    for name, seconds in (("a", 0.5), ("b", 1.25)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / XML_NAME).write_text("<x/>")
+        (tmp_path / name / "result.json").write_text(json.dumps({"context": {"before_first_case_s": seconds}}))
+    (tmp_path / "bare").mkdir()  # a bare re-run: no XML beside it, not counted
+    (tmp_path / "bare" / "result.json").write_text(json.dumps({"context": {"before_first_case_s": 9.0}}))
+    assert before_cases(tmp_path) == "  before the first case, per process: 0.50-1.25 s (2 processes)"
+    assert before_cases(tmp_path / "bare") == "  before the first case: no timing left"
