@@ -1,0 +1,101 @@
+"""Does a compute-sanitizer option make initcheck's records cheaper without changing them?
+
+One record-heavy request (narrow-matmul, unguarded kernel only, a quarter of the 384-case grid's n values (every
+fourth), m = k = tile = 32: about 15,900 uninitialized reads) runs under compute-sanitizer directly, with the
+options cuprobe gives a sweep (--tool initcheck --print-limit 0 --xml --show-backtrace device) and each candidate
+added, rounds alternating. Prints each run's wall time, XML size and records, the CPU seconds of the target and the
+sanitizer front end together, and whether cuprobe's findings (signature, case, count) equal the first option set's.
+From the project root on a GPU machine:
+    python3 tests/gpu/record_options.py [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from probes.contract import Tool  # noqa: E402
+from service.probing.launch import read_probe_result  # noqa: E402
+from service.probing.runner import allocations_of  # noqa: E402
+from service.sanitizer.parse import parse_xml  # noqa: E402
+
+CANDIDATES: dict[str, list[str]] = {
+    "as a sweep runs": [],
+    "--demangle no": ["--demangle", "no"],
+    "--num-callers-device 1": ["--num-callers-device", "1"],
+    "--nvtx no": ["--nvtx", "no"],
+    "--check-api-memory-access no": ["--check-api-memory-access", "no"],
+}
+
+
+def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[float, float, float]:
+    """One run: wall seconds, CPU seconds of the sanitizer and its target together, XML megabytes."""
+    out.mkdir(parents=True)
+    params = json.dumps({"m": 32, "k": 32, "tile": 32, "n": n, "variants": ["unguarded"]})
+    cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--xml", "--save", str(out / "run.xml"),
+           "--show-backtrace", "device", *extra, "--", sys.executable, "-m", "probes", "narrow-matmul",
+           "--tool", "initcheck", "--params", params, "--out", str(out / "result.json")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.monotonic()
+    subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = time.monotonic() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu, (out / "run.xml").stat().st_size / 1e6 if (out / "run.xml").exists() else 0.0
+
+
+def findings(out: Path) -> tuple[int, list[tuple[str, str | None, int]]]:
+    probe, _ = read_probe_result(out / "result.json")
+    parsed = parse_xml(out / "run.xml", tool=Tool.INITCHECK, roots=[str(ROOT)],
+                       allocations=allocations_of(probe) if probe else [], max_records=100_000)
+    return parsed.records, sorted((f.signature, f.case, f.count) for f in parsed.findings)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    sanitizer = os.environ.get("CUPROBE_SANITIZER_PATH", "compute-sanitizer")
+    n = list(range(1, 129))[0::4]
+    print(f"narrow-matmul unguarded, n = {n}, initcheck, {sanitizer}", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="cuprobe-record-options-"))
+    walls: dict[str, list[float]] = {name: [] for name in CANDIDATES}
+    cpus: dict[str, list[float]] = {name: [] for name in CANDIDATES}
+    seen: dict[str, tuple[int, list[tuple[str, str | None, int]]]] = {}
+    sizes: dict[str, float] = {}
+    for r in range(args.rounds):
+        for i, (name, extra) in enumerate(CANDIDATES.items()):
+            out = work / f"{i}-{r}"
+            wall, cpu, size = run(sanitizer, extra, n, out)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+            sizes[name] = size
+            seen.setdefault(name, findings(out))
+            print(f"round {r} {name:<32} {wall:6.2f} s wall, {cpu:6.2f} CPU s, {size:5.1f} MB, "
+                  f"{seen[name][0]} records", flush=True)
+    first = next(iter(CANDIDATES))
+    header = f"{'options added':<32}{'wall (median)':>14}{'CPU s':>8}{'vs sweep':>10}{'MB':>7}{'records':>9}"
+    print(f"\n{header}  same findings")
+    base = statistics.median(walls[first])
+    for name in CANDIDATES:
+        wall = statistics.median(walls[name])
+        same = "yes" if seen[name][1] == seen[first][1] else "NO"
+        print(f"{name:<32}{wall:>14.2f}{statistics.median(cpus[name]):>8.1f}{wall / base:>9.2f}x"
+              f"{sizes[name]:>7.1f}{seen[name][0]:>9}  {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
