@@ -43,13 +43,17 @@ def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[floa
     """One run: wall seconds, CPU seconds of the sanitizer and its target together, XML megabytes."""
     out.mkdir(parents=True)
     params = json.dumps({"m": 32, "k": 32, "tile": 32, "n": n, "variants": ["unguarded"]})
-    cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--xml", "--save", str(out / "run.xml"),
-           "--show-backtrace", "device", *extra, "--", sys.executable, "-m", "probes", "narrow-matmul",
+    cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--error-exitcode", "86", "--xml",
+           "--save", str(out / "run.xml"), "--show-backtrace", "device", *extra, "--", sys.executable, "-m", "probes", "narrow-matmul",
            "--tool", "initcheck", "--params", params, "--out", str(out / "result.json")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
-    subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    with (out / "stdout.txt").open("wb") as stdout, (out / "stderr.txt").open("wb") as stderr:
+        code = subprocess.run(cmd, cwd=ROOT, env=env, stdout=stdout, stderr=stderr, check=False).returncode
+    if code not in (0, 86):
+        print(f"exit {code}: {(out / 'stderr.txt').read_text()[-800:]} {(out / 'stdout.txt').read_text()[-800:]}")
     wall = time.monotonic() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
@@ -94,6 +98,9 @@ def main() -> int:
         same = "yes" if seen[name][1] == seen[first][1] else "NO"
         print(f"{name:<32}{wall:>14.2f}{statistics.median(cpus[name]):>8.1f}{wall / base:>9.2f}x"
               f"{sizes[name]:>7.1f}{seen[name][0]:>9}  {same}")
+    if not seen[first][0]:  # the kernel must read padding: no records means the run did not happen
+        print("ERROR: no records with the sweep's options: the runs did not happen as meant")
+        return 1
     return 0
 
 
