@@ -45,7 +45,8 @@ def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[floa
     params = json.dumps({"m": 32, "k": 32, "tile": 32, "n": n, "variants": ["unguarded"]})
     cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--error-exitcode", "86", "--xml",
            "--save", str(out / "run.xml"), "--show-backtrace", "device", *extra, "--",
-           sys.executable, "-m", "probes", "narrow-matmul", "--tool", "initcheck", "--params", params, "--out", str(out / "result.json")]
+           sys.executable, "-m", "probes", "narrow-matmul", "--tool", "initcheck", "--params", params,
+           "--out", str(out / "result.json")]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
