@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     # compute-sanitizer --show-backtrace (yes|host|device|no); None keeps its default (yes). Host backtraces
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
+    # Turn compute-sanitizer's demangler off (`--demangle no`) for runs whose records can only name C-linkage kernels
+    # (Probe.c_linkage, no host backtrace): about a quarter of a record-heavy initcheck run's CPU on the H200. A run
+    # whose records still name a mangled function is run again with it (service/probing/demangle.py).
+    skip_demangling: bool = True
     timeout_s: float = 600.0
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,
     # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").

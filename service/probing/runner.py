@@ -21,6 +21,7 @@ from service.models.reasons import ALSO
 from service.models.timing import Stages
 from service.probing.admission import Admission, admit, suppressions_file
 from service.probing.confirm import Reruns, confirm_findings, confirming, control_options, start_early
+from service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
@@ -148,13 +149,16 @@ class PlannedRun(NamedTuple):
     version: str | None
     # This run's block of sanitizer ports (service.sanitizer.ports): release it once the command has exited.
     ports: PortLease | None
+    # Run with `--demangle no` (service/probing/demangle.py): its XML is checked for mangled names afterwards.
+    raw_names: bool = False
 
 
 def plan_run(
-    request: ProbeRequest, *, workdir: Path, settings: Settings, trusted: bool = False
+    request: ProbeRequest, *, workdir: Path, settings: Settings, trusted: bool = False, demangle: bool = False
 ) -> PlannedRun | RunResult:
     """Admission, the sanitizer preflight, then the exact command and environment a run of `request` uses (with
-    its files in `workdir`); an `unavailable` result when it cannot run here."""
+    its files in `workdir`); an `unavailable` result when it cannot run here. `demangle`: keep the sanitizer's
+    demangler on even where the run would not need it (service/probing/demangle.py)."""
     workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     admitted = admit(request.probe, request.tool, request.params, request.options)
     tool, params = admitted.tool, admitted.params
@@ -171,6 +175,9 @@ def plan_run(
     extra: list[str] = []
     if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
         extra += ["--show-backtrace", backtrace]
+    raw_names = sanitizer is not None and not demangle and skips_demangling(admitted, backtrace, sanitizer, settings)
+    if raw_names:
+        extra += NO_DEMANGLING
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
@@ -195,7 +202,7 @@ def plan_run(
     )
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
-    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports)
+    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names)
 
 
 def _run_planned(
@@ -204,7 +211,7 @@ def _run_planned(
     settings: Settings,
     cancel_event: threading.Event | None,
     stages: Stages,
-    replan: Callable[[], PlannedRun | RunResult],
+    replan: Callable[..., PlannedRun | RunResult],
     spare: Spare | None = None,
     early: Reruns | None = None,
 ) -> RunResult:
@@ -213,6 +220,7 @@ def _run_planned(
     confirmation's bare re-runs, started beside the sanitizer run (the caller closes them)."""
     done = _supervised(request, planned, settings, cancel_event, stages, spare)
     stalls: list[str] = []
+    notes: list[str] = []  # what else the message should say about how the run was made
     if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
         # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
         stalls.append(_stall_note(done))
@@ -222,6 +230,17 @@ def _run_planned(
             return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
         planned = again
         done = _supervised(request, planned, settings, cancel_event, stages)
+    cancelled = bool(cancel_event and cancel_event.is_set())
+    if planned.raw_names and not cancelled and holds_mangled_names(planned.xml):
+        # A record names a C++ function, which the run left mangled: run it again with the demangler, so that its
+        # findings are those of any other run (service/probing/demangle.py).
+        stages.add("undemangled", done.duration_s)
+        again = replan(demangle=True)
+        if isinstance(again, RunResult):
+            return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
+        planned = again
+        done = _supervised(request, planned, settings, cancel_event, stages)
+        notes.append("run again with the sanitizer's demangler: a record named a mangled (C++) function")
     tool, params = planned.admitted.tool, planned.admitted.params
     workdir, xml, result_path, sanitizer, version = (
         planned.workdir,
@@ -293,7 +312,7 @@ def _run_planned(
             tool=tool,
             params=params,
             outcome=verdict.outcome,
-            message="; ".join([m for m in (verdict.message, *stalls) if m]),
+            message="; ".join([m for m in (verdict.message, *stalls, *notes) if m]),
             stalls=stalls,
             warm_start=done.warm,
             records=parsed.records if parsed else 0,
