@@ -104,11 +104,6 @@ class Probe(ABC, Generic[P]):
     # Probes that run their cases in their own process (not the user's program): the runner may hand a run to a
     # spare process that got ready before its parameters were known (probes/warm.py, service/probing/spares.py).
     warms: ClassVar[bool] = False
-    # Probes whose own kernels all have C-linkage names (extern "C"): compute-sanitizer prints them the same with its
-    # demangler or without, so where a run asks for no host backtrace the runner turns the demangler off, which is
-    # about a quarter of a record-heavy initcheck run's CPU (service/probing/demangle.py). A run whose records still
-    # name a mangled function (a library's kernel) is run again with the demangler, so findings never change.
-    c_linkage: ClassVar[bool] = False
 
     def gpu_needed(self, params: P) -> bool:
         """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""

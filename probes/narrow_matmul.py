@@ -108,7 +108,6 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
     tools = (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
     beats = True  # short cases: the runner's watchdog may stop and retry a run that stops making progress
     warms = True  # its cases run in its own process: a spare can get ready before its parameters come
-    c_linkage = True  # its kernels are extern "C" (kernels/*.cu): records name them alike, demangled or not
     poisonable = True
 
     def uses_torch(self, params: NarrowMatmulParams) -> bool:

@@ -25,9 +25,9 @@ class Settings(BaseSettings):
     # compute-sanitizer --show-backtrace (yes|host|device|no); None keeps its default (yes). Host backtraces
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
-    # Turn compute-sanitizer's demangler off (`--demangle no`) for runs whose records can only name C-linkage kernels
-    # (Probe.c_linkage, no host backtrace): about a quarter of a record-heavy initcheck run's CPU on the H200. A run
-    # whose records still name a mangled function is run again with it (service/probing/demangle.py).
+    # Runs that ask for no host backtrace go without compute-sanitizer's demangler (`--demangle no`): it renames
+    # only the console text, not the XML findings come from, and cost a quarter of a record-heavy initcheck run's
+    # time on the H200 (service/probing/demangle.py). Their stdout.txt then names C++ functions mangled.
     skip_demangling: bool = True
     timeout_s: float = 600.0
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,

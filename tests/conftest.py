@@ -34,6 +34,7 @@ os.environ.setdefault(
             "CUPROBE_REPLAY_BARE_SLEEP",
             "CUPROBE_REPLAY_BARE_DROP",
             "CUPROBE_REPLAY_PYTHON",
+            "CUPROBE_REPLAY_LOG",
         ]
     ),
 )
@@ -56,7 +57,10 @@ def replaying(monkeypatch: pytest.MonkeyPatch, case: Path, *, target: bool) -> N
     from service.sanitizer.locate import _version
 
     monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+    from service.sanitizer.options import installed_options
+
     _version.cache_clear()  # one stand-in binary answers with each capture's version
+    installed_options.cache_clear()  # and with its help text
     monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(case))
     monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1" if target else "0")
 

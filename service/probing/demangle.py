@@ -1,16 +1,17 @@
-"""Runs that do not need compute-sanitizer's demangler, and the check that it was not needed after all.
+"""Runs that go without compute-sanitizer's demangler, and the check that nothing in their XML needed it.
 
-compute-sanitizer demangles the function names of every record it writes (`--demangle full`, its default). On the
-H200 that is about a quarter of a record-heavy initcheck run's CPU even where no name is mangled: a quarter of the
-nightly grid's unguarded cases, 17,408 records, took 8.6 s and 16.3 CPU s as a sweep runs them and 6.5 s and 12.3
-CPU s with `--demangle no`, with the same records, XML size and findings (docs/sweep.md, "Session 13").
+compute-sanitizer demangles the function names of every record it prints as text (`--demangle full`, its
+default): its console output, which it writes beside the XML. The XML names functions the same either way (on the
+H200 with 2025.3.1.0, narrow-matmul's XML and that of a C++ template kernel, tests/gpu/programs/mangled_uninit.cu,
+came out line for line the same with `--demangle no`, addresses aside; only the console text named
+`_Z12tiled_matmulIfLb0EEvPKT_S2_PS0_iii` instead of `void tiled_matmul<float, (bool)0>(...)`). The demangling is
+not free: a record-heavy run of a quarter of the nightly grid's unguarded cases (17,408 records) took 8.6 s and
+16.3 CPU s with it and 6.5 s and 12.3 CPU s without (docs/sweep.md, "Session 13").
 
-A name is only demangled if it is mangled (C++ linkage, `_Z...`). A probe whose own kernels all have C-linkage
-names (Probe.c_linkage) and a run that asks for no host backtrace (whose frames are the C++ of the libraries
-underneath) leave nothing for the demangler; such runs get `--demangle no`. A library kernel could still show up in
-a record (a torch case's cuBLAS kernel reading memory nobody wrote): its name would be mangled, so after the run the
-XML is searched for a mangled function name, and a run that holds one is run again with the demangler. Findings are
-therefore always those of a run with the demangler.
+cuprobe reads findings from the XML only, so a run that asks for no host backtrace (`--show-backtrace device` or
+`no`: initcheck in sweeps and for torch probes) goes without the demangler; its console text (stdout.txt) then
+names C++ functions mangled. Host frames are left alone: they were not measured. Should a sanitizer ever put a
+mangled name into the XML of such a run, the run is made again with the demangler, so findings never depend on it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 from probes.contract import Tool
 from service.config import Settings
 from service.models import Backtrace
-from service.probing.admission import Admission
 from service.sanitizer.options import installed_options
 
 NO_DEMANGLING = ["--demangle", "no"]
@@ -30,15 +30,13 @@ NO_DEMANGLING = ["--demangle", "no"]
 _MANGLED = re.compile(rb"<func>\s*_Z")
 
 
-def skips_demangling(admitted: Admission, backtrace: Backtrace | None, sanitizer: Path, settings: Settings) -> bool:
-    """Whether this run can go without the sanitizer's demangler: a sanitizer tool, no host backtrace asked (None is
-    the sanitizer's default, `yes`), a probe with C-linkage kernels only, a sanitizer that has the option, and the
-    setting on."""
+def skips_demangling(tool: Tool, backtrace: Backtrace | None, sanitizer: Path, settings: Settings) -> bool:
+    """Whether this run goes without the sanitizer's demangler: a sanitizer tool, no host backtrace asked (None is
+    the sanitizer's default, `yes`), a sanitizer that has the option, and the setting on."""
     return (
         settings.skip_demangling
-        and admitted.tool is not Tool.NONE
+        and tool is not Tool.NONE
         and backtrace in ("device", "no")
-        and admitted.probe.c_linkage
         and "--demangle" in installed_options(sanitizer).options
     )
 

@@ -175,7 +175,7 @@ def plan_run(
     extra: list[str] = []
     if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
         extra += ["--show-backtrace", backtrace]
-    raw_names = sanitizer is not None and not demangle and skips_demangling(admitted, backtrace, sanitizer, settings)
+    raw_names = sanitizer is not None and not demangle and skips_demangling(tool, backtrace, sanitizer, settings)
     if raw_names:
         extra += NO_DEMANGLING
     if confirming(request, tool, settings):
