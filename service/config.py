@@ -26,8 +26,8 @@ class Settings(BaseSettings):
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
     # Runs that ask for no host backtrace go without compute-sanitizer's demangler (`--demangle no`): it renames
-    # only the console text, not the XML findings come from, and cost a quarter of a record-heavy initcheck run's
-    # time on the H200 (service/probing/demangle.py). Their stdout.txt then names C++ functions mangled.
+    # only the console text, not the XML findings come from, and cost a quarter to a third of a record-heavy
+    # initcheck run's time on the H200 (service/probing/demangle.py). Their stdout.txt then names C++ functions mangled.
     skip_demangling: bool = True
     timeout_s: float = 600.0
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,

@@ -6,7 +6,9 @@ H200 with 2025.3.1.0, narrow-matmul's XML and that of a C++ template kernel, tes
 came out line for line the same with `--demangle no`, addresses aside; only the console text named
 `_Z12tiled_matmulIfLb0EEvPKT_S2_PS0_iii` instead of `void tiled_matmul<float, (bool)0>(...)`). The demangling is
 not free: a record-heavy run of a quarter of the nightly grid's unguarded cases (17,408 records) took 8.6 s and
-16.3 CPU s with it and 6.5 s and 12.3 CPU s without (docs/sweep.md, "Session 13").
+16.3 CPU s with it and 6.5 s and 12.3 CPU s without, and the whole 384-case grid in one process 35.8 s against
+22.0 s (docs/sweep.md, "Session 13"). With eight such processes at once the host's cores are the limit and the
+difference was within the spread between runs.
 
 cuprobe reads findings from the XML only, so a run that asks for no host backtrace (`--show-backtrace device` or
 `no`: initcheck in sweeps and for torch probes) goes without the demangler; its console text (stdout.txt) then
