@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from probes.contract import CONFIRM_CONTROL_PREFIX  # noqa: E402
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
 from service.probing.runner import XML_NAME, start_spare  # noqa: E402
@@ -268,18 +269,29 @@ def xml_sizes(workdir: Path) -> str:
 
 def before_cases(workdir: Path) -> str:
     """Each sanitizer process's time from its parameters to its first case (imports, module loads: the probe's
-    `before_first_case_s`), from the result.json beside each run.xml."""
-    times = []
+    `before_first_case_s`), and in the confirmer's planted control cases, from the result.json beside each run.xml."""
+    times, controls = [], []
     for xml in workdir.glob("**/" + XML_NAME):
         try:
-            context = json.loads((xml.parent / "result.json").read_text()).get("context", {})
+            result = json.loads((xml.parent / "result.json").read_text())
         except (OSError, ValueError):
             continue
+        context = result.get("context", {})
         if isinstance(context.get("before_first_case_s"), int | float):
             times.append(float(context["before_first_case_s"]))
+        planted = [
+            c.get("observations", {}).get("seconds", 0.0)
+            for c in result.get("cases", [])
+            if str(c.get("id", "")).startswith(CONFIRM_CONTROL_PREFIX)
+        ]
+        if planted:
+            controls.append(sum(planted))
     if not times:
         return "  before the first case: no timing left"
-    return f"  before the first case, per process: {min(times):.2f}-{max(times):.2f} s ({len(times)} processes)"
+    line = f"  before the first case, per process: {min(times):.2f}-{max(times):.2f} s ({len(times)} processes)"
+    if controls:
+        line += f"; in the confirmer's control cases: {min(controls):.2f}-{max(controls):.2f} s"
+    return line
 
 
 def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:

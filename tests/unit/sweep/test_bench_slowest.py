@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.sweep import before_cases, slowest
-from probes.contract import Tool
+from probes.contract import CONFIRM_CONTROL_PREFIX, Tool
 from service.models import Outcome
 from service.models.sweep import ProcessRecord, Sweep, SweepCase
 from service.probing.runner import XML_NAME
@@ -66,8 +66,14 @@ def test_the_setup_before_the_first_case_is_read_beside_each_sanitizer_xml(tmp_p
     for name, seconds in (("a", 0.5), ("b", 1.25)):
         (tmp_path / name).mkdir()
         (tmp_path / name / XML_NAME).write_text("<x/>")
-        (tmp_path / name / "result.json").write_text(json.dumps({"context": {"before_first_case_s": seconds}}))
+        cases = [{"id": f"{CONFIRM_CONTROL_PREFIX}benign", "observations": {"seconds": seconds / 5}},
+                 {"id": f"{CONFIRM_CONTROL_PREFIX}blind-spot", "observations": {"seconds": seconds / 5}},
+                 {"id": "unguarded-n1", "observations": {"seconds": 7.0}}]
+        result = {"context": {"before_first_case_s": seconds}, "cases": cases}
+        (tmp_path / name / "result.json").write_text(json.dumps(result))
     (tmp_path / "bare").mkdir()  # a bare re-run: no XML beside it, not counted
     (tmp_path / "bare" / "result.json").write_text(json.dumps({"context": {"before_first_case_s": 9.0}}))
-    assert before_cases(tmp_path) == "  before the first case, per process: 0.50-1.25 s (2 processes)"
+    assert before_cases(tmp_path) == (
+        "  before the first case, per process: 0.50-1.25 s (2 processes); in the confirmer's control cases: 0.20-0.50 s"
+    )
     assert before_cases(tmp_path / "bare") == "  before the first case: no timing left"
