@@ -216,30 +216,36 @@ def _run_planned(
     early: Reruns | None = None,
 ) -> RunResult:
     """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
-    the watchdog stopped is planned again by `replan` and run once more, in a fresh process. `early`: the
-    confirmation's bare re-runs, started beside the sanitizer run (the caller closes them)."""
+    the watchdog stopped, or one without the demangler whose XML still names a mangled function, is planned again by
+    `replan` and run once more, in a fresh process. `early`: the confirmation's bare re-runs, started beside the
+    sanitizer run (the caller closes them)."""
     done = _supervised(request, planned, settings, cancel_event, stages, spare)
     stalls: list[str] = []
     notes: list[str] = []  # what else the message should say about how the run was made
-    if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
-        # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
-        stalls.append(_stall_note(done))
-        stages.add("stalled", done.duration_s)
-        again = replan()
+
+    def once_more(stage: str, **how: bool) -> RunResult | None:
+        """The attempt's time kept as `stage`, the run planned again (`how`: plan_run's options) and made in a fresh
+        process; the result where it can no longer run."""
+        nonlocal planned, done
+        stages.add(stage, done.duration_s)
+        again = replan(**how)
         if isinstance(again, RunResult):
             return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
         planned = again
         done = _supervised(request, planned, settings, cancel_event, stages)
+        return None
+
+    if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
+        # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
+        stalls.append(_stall_note(done))
+        if (unavailable := once_more("stalled")) is not None:
+            return unavailable
     cancelled = bool(cancel_event and cancel_event.is_set())
     if planned.raw_names and not cancelled and holds_mangled_names(planned.xml):
         # A record names a C++ function, which the run left mangled: run it again with the demangler, so that its
         # findings are those of any other run (service/probing/demangle.py).
-        stages.add("undemangled", done.duration_s)
-        again = replan(demangle=True)
-        if isinstance(again, RunResult):
-            return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
-        planned = again
-        done = _supervised(request, planned, settings, cancel_event, stages)
+        if (unavailable := once_more("undemangled", demangle=True)) is not None:
+            return unavailable
         notes.append("run again with the sanitizer's demangler: a record named a mangled (C++) function")
     tool, params = planned.admitted.tool, planned.admitted.params
     workdir, xml, result_path, sanitizer, version = (
