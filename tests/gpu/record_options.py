@@ -6,7 +6,8 @@ options cuprobe gives a sweep (--tool initcheck --print-limit 0 --xml --show-bac
 added, rounds alternating. Prints each run's wall time, XML size and records, the CPU seconds of the target and the
 sanitizer front end together, and whether cuprobe's findings (signature, case, count) equal the first option set's.
 From the project root on a GPU machine:
-    python3 tests/gpu/record_options.py [--rounds 2]
+    python3 tests/gpu/record_options.py [--rounds 2] [--set options|console]
+--set console compares what the sanitizer prints as text (--print-level, --log-file) on top of --demangle no.
 """
 
 from __future__ import annotations
@@ -30,13 +31,24 @@ from service.probing.launch import read_probe_result  # noqa: E402
 from service.probing.runner import allocations_of  # noqa: E402
 from service.sanitizer.parse import parse_xml  # noqa: E402
 
-CANDIDATES: dict[str, list[str]] = {
+# --set options: the first session-13 candidates, each added to the sweep's options of that time.
+OPTIONS: dict[str, list[str]] = {
     "as a sweep runs": [],
     "--demangle no": ["--demangle", "no"],
     "--num-callers-device 1": ["--num-callers-device", "1"],
     "--nvtx no": ["--nvtx", "no"],
     "--check-api-memory-access no": ["--check-api-memory-access", "no"],
 }
+# --set console: what the sanitizer prints as text beside the XML, each added to a sweep's options with the demangler
+# off (service/probing/demangle.py). {out} is the run's folder.
+CONSOLE: dict[str, list[str]] = {
+    "--demangle no (a sweep now)": ["--demangle", "no"],
+    "+ --print-level error": ["--demangle", "no", "--print-level", "error"],
+    "+ --print-level fatal": ["--demangle", "no", "--print-level", "fatal"],
+    "+ --log-file (a file)": ["--demangle", "no", "--log-file", "{out}/console.txt"],
+}
+SETS = {"options": OPTIONS, "console": CONSOLE}
+CANDIDATES = OPTIONS
 
 
 def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[float, float, float]:
@@ -44,7 +56,8 @@ def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[floa
     out.mkdir(parents=True)
     params = json.dumps({"m": 32, "k": 32, "tile": 32, "n": n, "variants": ["unguarded"]})
     cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--error-exitcode", "86", "--xml",
-           "--save", str(out / "run.xml"), "--show-backtrace", "device", *extra, "--",
+           "--save", str(out / "run.xml"), "--show-backtrace", "device",
+           *(part.format(out=out) for part in extra), "--",
            sys.executable, "-m", "probes", "narrow-matmul", "--tool", "initcheck", "--params", params,
            "--out", str(out / "result.json")]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
@@ -61,6 +74,17 @@ def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[floa
     return wall, cpu, (out / "run.xml").stat().st_size / 1e6 if (out / "run.xml").exists() else 0.0
 
 
+def console(out: Path) -> str:
+    """What the sanitizer wrote as text (stdout, or the --log-file): bytes, lines, and its ERROR SUMMARY line."""
+    parts = []
+    for name in ("stdout.txt", "console.txt"):
+        if (out / name).exists():
+            text = (out / name).read_text(errors="replace")
+            summary = [line for line in text.splitlines() if "ERROR SUMMARY" in line]
+            parts.append(f"{name} {len(text)} B, {text.count(chr(10))} lines, {summary[-1] if summary else 'no summary'}")
+    return "; ".join(parts)
+
+
 def findings(out: Path) -> tuple[int, list[tuple[str, str | None, int]]]:
     probe, _ = read_probe_result(out / "result.json")
     parsed = parse_xml(out / "run.xml", tool=Tool.INITCHECK, roots=[str(ROOT)],
@@ -71,7 +95,10 @@ def findings(out: Path) -> tuple[int, list[tuple[str, str | None, int]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--set", choices=sorted(SETS), default="options", help="which candidates to run")
     args = parser.parse_args()
+    global CANDIDATES
+    CANDIDATES = SETS[args.set]
     sanitizer = os.environ.get("CUPROBE_SANITIZER_PATH", "compute-sanitizer")
     n = list(range(1, 129))[0::4]
     print(f"narrow-matmul unguarded, n = {n}, initcheck, {sanitizer}", flush=True)
@@ -89,7 +116,7 @@ def main() -> int:
             sizes[name] = size
             seen.setdefault(name, findings(out))
             print(f"round {r} {name:<32} {wall:6.2f} s wall, {cpu:6.2f} CPU s, {size:5.1f} MB, "
-                  f"{seen[name][0]} records", flush=True)
+                  f"{seen[name][0]} records; {console(out)}", flush=True)
     first = next(iter(CANDIDATES))
     header = f"{'options added':<32}{'wall (median)':>14}{'CPU s':>8}{'vs sweep':>10}{'MB':>7}{'records':>9}"
     print(f"\n{header}  same findings")
