@@ -134,6 +134,10 @@ class Settings(BaseSettings):
     # How many runs of this process may parse at once (a local sweep sets its K): with parse_in_children, the more,
     # the fewer records make a child pay.
     parse_slots: int = Field(default=1, ge=1, le=64)
+    # With parse_in_children, a local sweep starts one fork server with the parser imported when it starts, and each
+    # parse forks its children from it instead of starting processes that import the parser, about 0.5 s each
+    # (service/sanitizer/forked.py). Off: each parse starts its own.
+    fork_parsers: bool = True
     # The beat's sweep: the definition file and a crontab line (minute hour day month weekday); none when unset.
     sweep_definition: Path = Path("suites/nightly.toml")
     sweep_schedule: str | None = None

@@ -35,12 +35,14 @@ from service.probing.spares import (
     spare_command,
     warm_key,
 )
+from service.sanitizer.chunks import Context
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.command import probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
+from service.sanitizer.pool import ChildParser
 from service.sanitizer.ports import PortLease
 from service.sanitizer.ports import lease as lease_ports
 from service.sanitizer.summary import read_summary
@@ -98,6 +100,7 @@ def run_probe(
     stages: Stages | None = None,
     spares: Spares | None = None,
     shared: Reruns | None = None,
+    child_parser: Callable[[Context], ChildParser] | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
@@ -110,6 +113,8 @@ def run_probe(
     instead of its own and left running for their owner to close.
     `spares`: warm starts (service/probing/spares.py): the run goes to a matching spare process if one is ready,
     and asks for one for the next run like it.
+    `child_parser`: what starts a child process for a parse that goes to children (a local sweep forks them:
+    service/sanitizer/forked.py); pool.ChunkWorker by default.
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
     stages = stages if stages is not None else Stages()
@@ -128,7 +133,15 @@ def run_probe(
     )
     try:
         return _run_planned(
-            request, planned, settings, cancel_event, stages, replan=plan, spare=spare, early=shared or own
+            request,
+            planned,
+            settings,
+            cancel_event,
+            stages,
+            replan=plan,
+            spare=spare,
+            early=shared or own,
+            child_parser=child_parser,
         )
     finally:
         ended.set()
@@ -214,6 +227,7 @@ def _run_planned(
     replan: Callable[..., PlannedRun | RunResult],
     spare: Spare | None = None,
     early: Reruns | None = None,
+    child_parser: Callable[[Context], ChildParser] | None = None,
 ) -> RunResult:
     """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
     the watchdog stopped, or one without the demangler whose XML still names a mangled function, is planned again by
@@ -285,6 +299,7 @@ def _run_planned(
                     max_records=settings.max_records,
                     max_bytes=settings.max_xml_bytes,
                     in_children=settings.parse_slots if settings.parse_in_children else 0,
+                    child=child_parser,
                 )
                 if xml.exists() and not xml.is_symlink()
                 else ParseResult(tool=tool, error=_not_regular(xml))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from service.sanitizer.findings import FindingGrouper
 from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.pool import (
     PARALLEL_MIN_BYTES,
+    ChildParser,
     WorkerFailed,
     default_workers,
     merge_in_order,
@@ -70,7 +71,13 @@ def _in_one_stream(
 
 
 def _in_chunks(
-    ctx: Context, max_records: int, max_bytes: int, workers: int, result: ParseResult, in_children: int = 0
+    ctx: Context,
+    max_records: int,
+    max_bytes: int,
+    workers: int,
+    result: ParseResult,
+    in_children: int = 0,
+    child: Callable[[Context], ChildParser] | None = None,
 ) -> FindingGrouper:
     """The file cut at record boundaries, parsed on `workers` processes, merged in file order."""
     prolog = check_prolog(ctx.path)
@@ -80,7 +87,7 @@ def _in_chunks(
     lanes = workers if size >= PARALLEL_MIN_BYTES else 1
     here = not (in_children and worth_children(ctx.path, size, in_children))
     try:
-        merged = merge_in_order(ctx, chunks, max_records, lanes, here=here)
+        merged = merge_in_order(ctx, chunks, max_records, lanes, here=here, child=child)
     except WorkerFailed:
         merged = merge_in_order(ctx, chunks, max_records, 1)
     result.records, result.kept, result.tool = merged.seen, merged.records, result.tool or merged.tool
@@ -102,6 +109,7 @@ def parse_xml(
     max_bytes: int = 512 * 1024 * 1024,
     workers: int | None = None,
     in_children: int = 0,
+    child: Callable[[Context], ChildParser] | None = None,
 ) -> ParseResult:
     """Parse `path`; past `max_records` records keep counting (and flagging memory) without keeping them; at
     `max_bytes` stop. Either flags `truncated`.
@@ -111,14 +119,16 @@ def parse_xml(
     `in_children` (for a caller whose other threads parse at the same time: how many parses, this one included, may
     run at once in this process; 0: none): a file whose records (estimated from its start) make a child pay is parsed
     in child processes only (pool.worth_children), also below the size where a second process pays; where none can
-    run, here.
+    run, here. `child` gives each child its process (a warm one: service/sanitizer/warm_parsers.py).
     """
     ctx = Context(path, "", tool, roots, allocations, single_case, sanitizer_version, filtered)
     result = ParseResult(tool=tool)
     grouper = _grouper(ctx)
     try:
         try:
-            grouper = _in_chunks(ctx, max_records, max_bytes, workers or default_workers(), result, in_children)
+            grouper = _in_chunks(
+                ctx, max_records, max_bytes, workers or default_workers(), result, in_children, child
+            )
         except Unsplittable:
             result, grouper = ParseResult(tool=tool), _grouper(ctx)
             _in_one_stream(ctx, max_records, max_bytes, result, grouper)

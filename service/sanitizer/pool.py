@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from service.sanitizer.chunks import Chunk, ChunkResult, Context, Unsplittable, parse_chunk
 from service.sanitizer.findings import FindingGrouper
@@ -63,6 +63,37 @@ class WorkerFailed(RuntimeError):
     """A child parser died or answered nonsense: the file is parsed again in this process."""
 
 
+class ChildParser(Protocol):
+    """A child process that parses chunks of one file (ChunkWorker, or one forked: service/sanitizer/forked.py)."""
+
+    def parse(self, chunk: Chunk) -> ChunkResult: ...
+
+    def close(self) -> None: ...
+
+
+def answer(ctx: Context, chunk: Chunk) -> object:
+    """A child's answer to `chunk`: its ChunkResult without the allocations (the parent has them), or the
+    HostileXML or Unsplittable it raised."""
+    try:
+        result = parse_chunk(ctx, chunk)
+    except (HostileXML, Unsplittable) as exc:
+        return exc
+    if result.grouper is not None:
+        result.grouper.allocations = []  # no need to send them back per chunk
+        result.grouper.index = AllocationIndex(())
+    return result
+
+
+def checked(reply: object) -> ChunkResult:
+    """The parent's side of `answer`: the ChunkResult, the child's HostileXML or Unsplittable re-raised, anything
+    else a WorkerFailed."""
+    if isinstance(reply, (HostileXML, Unsplittable)):
+        raise reply
+    if not isinstance(reply, ChunkResult):
+        raise WorkerFailed(f"chunk parser process answered {type(reply).__name__}")
+    return reply
+
+
 class ChunkWorker:
     """One `python -m service.sanitizer.pool` child: it reads chunks of the same file and sends back their groups."""
 
@@ -93,14 +124,10 @@ class ChunkWorker:
         """The child's result for `chunk`; its HostileXML or Unsplittable re-raised here."""
         try:
             self._send(chunk)
-            answer = pickle.load(self._proc.stdout)  # type: ignore[arg-type]
+            reply = pickle.load(self._proc.stdout)  # type: ignore[arg-type]
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             raise WorkerFailed(f"chunk parser process ended: {exc}") from exc
-        if isinstance(answer, (HostileXML, Unsplittable)):
-            raise answer
-        if not isinstance(answer, ChunkResult):
-            raise WorkerFailed(f"chunk parser process answered {type(answer).__name__}")
-        return answer
+        return checked(reply)
 
     def close(self) -> None:
         try:
@@ -123,12 +150,18 @@ class Merged:
 
 
 def merge_in_order(
-    ctx: Context, chunks: Sequence[Chunk], max_records: int, workers: int, here: bool = True
+    ctx: Context,
+    chunks: Sequence[Chunk],
+    max_records: int,
+    workers: int,
+    here: bool = True,
+    child: Callable[[Context], ChildParser] | None = None,
 ) -> Merged:
     """Parse `chunks` on `workers` lanes (this process + children), merging each in file order as it completes.
 
     `here=False`: every lane is a child process, so this process only merges: several parses running in threads of
-    one process (a local sweep's K slots) then do not queue for its one interpreter lock."""
+    one process (a local sweep's K slots) then do not queue for its one interpreter lock. `child` gives each child
+    lane its process (a ChunkWorker by default; service/sanitizer/forked.py forks one instead)."""
     todo: queue.SimpleQueue[Chunk] = queue.SimpleQueue()
     for chunk in chunks:
         todo.put(chunk)
@@ -150,12 +183,12 @@ def merge_in_order(
                 done[chunk.index] = outcome
                 ready.notify()
 
-    children: list[ChunkWorker] = []
+    children: list[ChildParser] = []
     threads = [threading.Thread(target=lane, args=(lambda c: parse_chunk(ctx, c),), daemon=True)] if here else []
     merged = Merged(FindingGrouper(ctx.roots, ctx.allocations, ctx.single_case, ctx.sanitizer_version, ctx.filtered))
     try:
         for _ in range(min(max(1, workers), len(chunks)) - len(threads)):
-            children.append(ChunkWorker(ctx))
+            children.append((child or ChunkWorker)(ctx))
             threads.append(threading.Thread(target=lane, args=(children[-1].parse,), daemon=True))
         for thread in threads:
             thread.start()
@@ -187,8 +220,8 @@ def merge_in_order(
         for thread in threads:
             if thread.ident is not None:  # started
                 thread.join()
-        for child in children:
-            child.close()
+        for worker in children:
+            worker.close()
     return merged
 
 
@@ -197,14 +230,7 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     ctx: Context = pickle.load(stdin)
     while (chunk := pickle.load(stdin)) is not None:
-        try:
-            answer: object = parse_chunk(ctx, chunk)
-            if isinstance(answer, ChunkResult) and answer.grouper is not None:
-                answer.grouper.allocations = []  # the parent has them; no need to send them back per chunk
-                answer.grouper.index = AllocationIndex(())
-        except (HostileXML, Unsplittable) as exc:
-            answer = exc
-        pickle.dump(answer, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(answer(ctx, chunk), stdout, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.flush()
 
 

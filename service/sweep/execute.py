@@ -18,6 +18,7 @@ from service.probing.confirm_shared import SharedReruns
 from service.probing.runner import run_probe
 from service.probing.spares import Spares
 from service.queue.waiting import ended, job_fields, poll, result_of_job
+from service.sanitizer.forked import start_server
 from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
 from service.sweep.flaky import merge_findings, merge_outcome
@@ -65,6 +66,8 @@ class LocalRunner:
 
         # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
         shared = SharedReruns(requests, self.settings, self.workdir)
+        # Their parses fork their child processes from one server that imports the parser now (forked.py).
+        server = start_server() if self.settings.parse_in_children and self.settings.fork_parsers else None
 
         def run(slot: int) -> RunResult:
             return run_probe(
@@ -73,6 +76,7 @@ class LocalRunner:
                 settings=self.settings,
                 spares=spares,
                 shared=shared.for_request(slot),
+                child_parser=server.child if server is not None else None,
             )
 
         try:
@@ -83,6 +87,8 @@ class LocalRunner:
                     yield futures[future], future.result()
         finally:
             shared.close()
+            if server is not None:
+                server.close()
             if own and spares is not None:
                 spares.close()
 

@@ -81,7 +81,8 @@ def console(out: Path) -> str:
         if (out / name).exists():
             text = (out / name).read_text(errors="replace")
             summary = [line for line in text.splitlines() if "ERROR SUMMARY" in line]
-            parts.append(f"{name} {len(text)} B, {text.count(chr(10))} lines, {summary[-1] if summary else 'no summary'}")
+            last = summary[-1] if summary else "no summary"
+            parts.append(f"{name} {len(text)} B, {text.count(chr(10))} lines, {last}")
     return "; ".join(parts)
 
 

@@ -17,7 +17,7 @@ from service.probing.confirm_shared import SharedReruns
 from service.queue.celery_app import TASK_RUN_SWEEP, make_celery
 from service.reports.html import html
 from service.reports.markdown import markdown
-from service.sanitizer import pool
+from service.sanitizer import forked, pool
 from service.sanitizer.locate import _version
 from service.sweep.definition import DefinitionError, load_definition, parse_definition
 from service.sweep.diff import diff
@@ -257,7 +257,8 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
     on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A local sweep's K slots are threads of one process; past one slot, each run's XML is parsed in child
-    processes (their parses would otherwise take turns on this process's interpreter lock) with the same findings."""
+    processes (their parses would otherwise take turns on this process's interpreter lock) with the same findings,
+    forked from one server that imported the parser (fork_parsers), and none left running after it."""
     from service.probing.runner import ProbeRequest
 
     monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture("2026.4.0.0", "probe_narrow-matmul_initcheck")))
@@ -273,9 +274,19 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
     def not_here(*args: object, **kwargs: object) -> None:
         raise AssertionError("a slot parsed its XML in the sweep's own process")
 
+    made: list[pool.ChildParser] = []
+    child = forked.ParserServer.child
+
+    def recorded(server: forked.ParserServer, ctx: forked.Context) -> pool.ChildParser:
+        made.append(child(server, ctx))
+        return made[-1]
+
+    monkeypatch.setattr(forked.ParserServer, "child", recorded)
     monkeypatch.setattr(pool, "parse_chunk", not_here)
     two = dict(LocalRunner(tmp_path / "two", settings, slots=2).run_all(requests))
     assert sorted(two) == [0, 1]
+    # both runs parsed in children forked from the sweep's parser server, and none is left running
+    assert len(made) == 2 and all(isinstance(c, forked.ForkedParser) and not c.running for c in made)
     for slot in (0, 1):
         assert two[slot].outcome == one[slot].outcome == Outcome.FINDINGS, two[slot].message
         assert two[slot].records == one[slot].records == 6624

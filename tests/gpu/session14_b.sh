@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Parser children started with the sweep, one per slot (CUPROBE_WARM_PARSERS), against children started after
+# each run, as before: bench/sweep.py on the 384-case grid at K = 8, cold and with spares ready, alternating
+# off / on three times. Predicted: the slowest process's parse stage from 0.9-1.0 s to 0.3-0.4 s (a child's 0.5 s
+# start-up no longer after the run), the wall about 0.5 s shorter, 5-7 % more cases per GPU-hour with spares ready.
+# About 5 minutes.
+# It ran with the version of that change made for it (children started with the sweep, one per slot); the parse
+# stage shrank as predicted but the sweep was no faster, and the change was replaced by a fork server
+# (service/sanitizer/forked.py, tests/gpu/session14_c.sh). CUPROBE_WARM_PARSERS no longer exists: run now, the
+# script runs the same sweep six times.
+# From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session14_b.sh
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer CUPROBE_STALL_S=30
+nproc; uptime; "$CUPROBE_SANITIZER_PATH" --version | tail -1
+P='{"m":32,"k":32,"tile":32,"n":[1,33],"variants":["unguarded","guarded","torch"]}'
+python3 -m probes narrow-matmul --tool none --params "$P" --confirm-control --out /tmp/warm.json > /dev/null 2>&1
+echo "kernels compiled, torch imported once: rc=$?"
+B="$OUT/benches"; mkdir -p "$B"
+python3 tests/gpu/cpu_sample.py "$B/cpu.tsv" --interval 0.5 & sampler=$!
+bench() {  # bench NAME WARM(0|1)
+  local name=$1 warm=$2
+  echo "== $name (CUPROBE_WARM_PARSERS=$warm) $(date -u +%T)"; t=$(date +%s.%N)
+  CUPROBE_WARM_PARSERS=$warm timeout 200 python3 bench/sweep.py --skip-compare --full --slots 8 \
+    --out "$OUT/bench" > "$B/$name.txt" 2> "$B/$name.err"
+  echo "rc=$?"; grep -v "^report\|^no report\|^$\|^host\|^sweep processes" "$B/$name.txt"; tail -2 "$B/$name.err"
+  echo "-- cpu:"; python3 tests/gpu/cpu_sample.py --summary "$B/cpu.tsv" --from "$t" --to "$(date +%s.%N)"
+  rm -rf "$OUT/bench"
+}
+for r in 1 2 3; do
+  bench "after-each-run-$r" 0
+  bench "with-the-sweep-$r" 1
+done
+kill $sampler
+tar czf "$OUT/benches.tgz" -C "$OUT" benches && rm -rf "$B"
+echo "== done $(date -u +%T)"
