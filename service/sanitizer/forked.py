@@ -31,6 +31,9 @@ from service.sanitizer.chunks import Chunk, ChunkResult, Context
 from service.sanitizer.pool import ChildParser, ChunkWorker, WorkerFailed, answer, checked
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# How long a parse waits for its forked child's first word (the server may still be importing the parser, on a busy
+# host); past it the parse starts a child of its own.
+FIRST_WORD_S = 60.0
 
 
 class ParserServer:
@@ -57,6 +60,9 @@ class ParserServer:
         except OSError as exc:
             self._cleanup()
             raise WorkerFailed(f"cannot start the chunk parser server: {exc}") from exc
+        # Only the server listens from now on: should it die, a parse's connect is refused at once (and the parse
+        # starts its own child) instead of waiting in a queue nobody accepts from.
+        self._listener.close()
 
     @property
     def running(self) -> bool:
@@ -105,8 +111,10 @@ class ForkedParser:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.connect(path)
+            self._sock.settimeout(FIRST_WORD_S)
             self._file = self._sock.makefile("rwb")
             self.pid: int = pickle.load(self._file)  # the child's first word: it was forked
+            self._sock.settimeout(None)
             self._send(ctx)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self._sock.close()

@@ -109,6 +109,23 @@ def test_without_a_server_a_child_is_started(
     assert children.made and all(isinstance(c, pool.ChunkWorker) for c in children.made)
 
 
+def test_a_dead_server_refuses_at_once_and_a_child_is_started(
+    sweep_xml: Path, here: ParseResult, server: forked.ParserServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server killed (its socket file left behind): a parse's connect is refused, it does not wait."""
+    server._proc.kill()
+    server._proc.wait()
+    assert Path(server.path).exists()
+    ctx = Context(sweep_xml, "ComputeSanitizerOutput", **{k: tuple(v) for k, v in KW.items()})
+    with pytest.raises(pool.WorkerFailed, match="refused"):  # not a wait for a child that will never come
+        forked.ForkedParser(server.path, ctx)
+    monkeypatch.setattr(pool, "parse_chunk", _not_here)
+    children = Recorder(server)
+    result = parse_xml(sweep_xml, in_children=4, child=children, **KW)
+    assert view(result) == view(here)
+    assert children.made and all(isinstance(c, pool.ChunkWorker) for c in children.made)
+
+
 def test_a_forked_child_that_dies_leaves_the_parse_to_this_process(
     sweep_xml: Path, here: ParseResult, server: forked.ParserServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
