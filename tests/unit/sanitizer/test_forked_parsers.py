@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,26 +98,25 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie has ended
 
 
-def test_without_a_server_a_child_is_started(
-    sweep_xml: Path, here: ParseResult, server: forked.ParserServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    server.close()  # nothing listens on its socket any more
-    monkeypatch.setattr(pool, "parse_chunk", _not_here)
-    children = Recorder(server)
-    result = parse_xml(sweep_xml, in_children=4, child=children, **KW)
-    assert view(result) == view(here)
-    assert children.made and all(isinstance(c, pool.ChunkWorker) for c in children.made)
-
-
-def test_a_dead_server_refuses_at_once_and_a_child_is_started(
-    sweep_xml: Path, here: ParseResult, server: forked.ParserServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The server killed (its socket file left behind): a parse's connect is refused, it does not wait."""
+def _kill(server: forked.ParserServer) -> None:
     server._proc.kill()
     server._proc.wait()
-    assert Path(server.path).exists()
+    assert Path(server.path).exists()  # its socket file is left behind
+
+
+@pytest.mark.parametrize("end", [forked.ParserServer.close, _kill], ids=["closed", "killed"])
+def test_without_a_server_a_parse_is_refused_at_once_and_starts_a_child(
+    end: Callable[[forked.ParserServer], None],
+    sweep_xml: Path,
+    here: ParseResult,
+    server: forked.ParserServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closed, or killed with its socket file left behind: a parse's connect is refused (it does not wait for a
+    child that will never come), and the parse starts a child of its own, with the same findings."""
+    end(server)
     ctx = Context(sweep_xml, "ComputeSanitizerOutput", **{k: tuple(v) for k, v in KW.items()})
-    with pytest.raises(pool.WorkerFailed, match="refused"):  # not a wait for a child that will never come
+    with pytest.raises(pool.WorkerFailed, match=r"refused|No such file"):
         forked.ForkedParser(server.path, ctx)
     monkeypatch.setattr(pool, "parse_chunk", _not_here)
     children = Recorder(server)
