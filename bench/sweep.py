@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from probes.contract import CONFIRM_CONTROL_PREFIX  # noqa: E402
+from probes.contract import is_confirm_control  # noqa: E402
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
 from service.probing.runner import XML_NAME, start_spare  # noqa: E402
@@ -282,7 +282,7 @@ def before_cases(workdir: Path) -> str:
         planted = [
             c.get("observations", {}).get("seconds", 0.0)
             for c in result.get("cases", [])
-            if str(c.get("id", "")).startswith(CONFIRM_CONTROL_PREFIX)
+            if is_confirm_control(str(c.get("id", "")))
         ]
         if planted:
             controls.append(sum(planted))

@@ -25,12 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from service.sanitizer.chunks import Chunk, ChunkResult, Context
-from service.sanitizer.pool import ChildParser, ChunkWorker, WorkerFailed, answer, checked
+from service.sanitizer.pool import ChildParser, ChunkWorker, WorkerFailed, answer, checked, child_environment
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # How long a parse waits for its forked child's first word (the server may still be importing the parser, on a busy
 # host); past it the parse starts a child of its own.
 FIRST_WORD_S = 60.0
@@ -46,7 +44,6 @@ class ParserServer:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.path)
         self._listener.listen(64)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
         fd = self._listener.fileno()
         try:
             self._proc = subprocess.Popen(
@@ -54,7 +51,7 @@ class ParserServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=env,
+                env=child_environment(),
                 pass_fds=(fd,),
             )
         except OSError as exc:
@@ -162,9 +159,7 @@ def _serve(conn: socket.socket) -> None:
     with conn, conn.makefile("rwb") as stream:
         pickle.dump(os.getpid(), stream)
         stream.flush()
-        ctx: Context | None = pickle.load(stream)
-        if ctx is None:
-            return
+        ctx: Context = pickle.load(stream)
         while (chunk := pickle.load(stream)) is not None:
             pickle.dump(answer(ctx, chunk), stream, protocol=pickle.HIGHEST_PROTOCOL)
             stream.flush()

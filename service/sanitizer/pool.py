@@ -35,6 +35,11 @@ SAMPLE_BYTES = 1 << 20
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
+def child_environment() -> dict[str, str]:
+    """The environment of a parser process cuprobe starts: this one's, with cuprobe's package importable."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
+
+
 def estimated_records(path: Path, size: int) -> float | None:
     """How many records the file holds, from how many end in its first SAMPLE_BYTES; None where none end there."""
     with path.open("rb") as raw:
@@ -98,14 +103,13 @@ class ChunkWorker:
     """One `python -m service.sanitizer.pool` child: it reads chunks of the same file and sends back their groups."""
 
     def __init__(self, ctx: Context) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "service.sanitizer.pool"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=env,
+                env=child_environment(),
             )
         except OSError as exc:  # no process to be had (fork refused, interpreter gone): parse here instead
             raise WorkerFailed(f"cannot start a chunk parser process: {exc}") from exc
