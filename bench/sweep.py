@@ -115,6 +115,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("build/sweep-bench"))
     parser.add_argument("--render", type=Path, help="only write the report of a sweep saved as JSON")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm-start rows (batched with spares ready)")
+    parser.add_argument("--no-cold", action="store_true", help="384-case grid: only the rows with spares ready")
     parser.add_argument(
         "--compare-parse", action="store_true", help="384-case rows with K > 1 also with every XML parsed here"
     )
@@ -193,7 +194,8 @@ def main() -> int:
         first = None
         for k in ks:
             parses = [None, False] if args.compare_parse and k > 1 else [None]
-            for primed, parse in [(p, q) for p in ([False] if args.no_warm else [False, True]) for q in parses]:
+            primings = [p for p in (False, True) if not (p and args.no_warm) and not (not p and args.no_cold)]
+            for primed, parse in [(p, q) for p in primings for q in parses]:
                 chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
                 where = "child" if k > 1 and parse is None else "here"
                 name = f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"
@@ -251,6 +253,10 @@ def in_cases(sweep: Sweep, index: int, run_s: float | None) -> str:
     return f"\n  its run stage, in its cases (seconds, cases): {parts}{outside}"
 
 
+# The confirmation's wall time, as a process's message gives it (service/probing/confirm.py).
+RERUNS_S = re.compile(r"\(([0-9.]+) s of bare re-runs")
+
+
 def confirmations(sweep: Sweep) -> str:
     """How the grid's findings were confirmed (a confirmer control that came out wrong makes its process's cases
     sanitizer-error, which fails the run), and how the re-runs were shared, from the processes' messages."""
@@ -258,7 +264,9 @@ def confirmations(sweep: Sweep) -> str:
     shared = sum(1 for p in sweep.processes for m in p.messages if "one set for the sweep" in m)
     runs = sum(len(p.messages) for p in sweep.processes)
     found = dict(sorted(counts.items())) or "no findings"
-    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs"
+    spent = sorted({float(m) for p in sweep.processes for text in p.messages for m in RERUNS_S.findall(text)})
+    took = f"; the re-runs took {', '.join(f'{s:g}' for s in spent)} s" if spent else ""
+    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs{took}"
 
 
 def xml_sizes(workdir: Path) -> str:

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
+    # Run the re-runs under SCHED_IDLE as well: they get a core only when no other process wants it (a much lower
+    # weight than nice 19), and finish on the cores the sanitizer runs leave free or once those end.
+    confirm_idle: bool = False
     # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
     # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
     # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep

@@ -88,6 +88,7 @@ def _bare_run(
         cwd=PROJECT_ROOT,
         cancel=cancel,
         nice=settings.confirm_nice,
+        idle=settings.confirm_idle,
     )
     (out.parent / "stdout.txt").write_text(done.stdout.text())
     (out.parent / "stderr.txt").write_text(done.stderr.text())

@@ -59,10 +59,12 @@ def _consequential(findings: list[Finding]) -> list[Confirmation | None]:
     return [f.confirmation for f in findings if f.kernel == "double_all"]
 
 
+@pytest.mark.parametrize("idle", [False, True], ids=["nice", "nice-and-idle"])
 def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings(
-    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, idle: bool
 ) -> None:
     log, settings = bare
+    settings = settings.model_copy(update={"confirm_idle": idle})
     # The stand-in sanitizer finishes only once the four re-runs have started (or after 60 s).
     monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
@@ -82,6 +84,8 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     assert all(float(str(r["started"])) < ended for r in runs)
     # Below the sanitizer run's CPU priority, so they do not take its cores (Settings.confirm_nice, default 10).
     assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
+    # Under SCHED_IDLE where Settings.confirm_idle says so.
+    assert {r["idle"] for r in runs} == {idle}
     # Before the findings are known, the sentinel run snapshots every buffer.
     assert {_watch(r) for r in runs} == {"all"}
 
