@@ -3,11 +3,42 @@
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from probes.base import ProbeUnavailable, Recorder
+
+# How a probe's host thread waits for the GPU (the primary context's scheduling flag, cuDevicePrimaryCtxSetFlags):
+# unset or `auto`, the driver's own choice, which spins a core while it waits where a process has fewer contexts
+# than the host has cores. cuprobe's runner sets it for the processes it starts (Settings.cuda_schedule).
+SCHEDULE_ENV = "CUPROBE_CUDA_SCHEDULE"
+SCHEDULES = {"auto": 0, "spin": 1, "yield": 2, "blocking": 4}
+
+
+def set_schedule(libcuda: Any, device: Any, name: str | None) -> bool:
+    """Set the primary context's scheduling flag to `name` (SCHEDULES) before it is created; False where the name is
+    unknown or the driver refused (the driver's default stays)."""
+    flag = SCHEDULES.get(name or "auto")
+    if not flag:
+        return False
+    setter = getattr(libcuda, "cuDevicePrimaryCtxSetFlags_v2", None) or libcuda.cuDevicePrimaryCtxSetFlags
+    return bool(setter(device, ctypes.c_uint(flag)) == 0)
+
+
+def schedule_flag() -> int | None:
+    """The scheduling flag device 0's primary context has (SCHEDULES' values), or None where none can be read."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    device, flags, active = ctypes.c_int(0), ctypes.c_uint(0), ctypes.c_int(0)
+    if libcuda.cuInit(0) != 0 or libcuda.cuDeviceGet(ctypes.byref(device), 0) != 0:
+        return None
+    if libcuda.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) != 0:
+        return None
+    return flags.value & 7
 
 
 def cuda_device_count() -> int:
@@ -58,6 +89,10 @@ def cuda_context() -> Iterator[Any]:
     if cuda_device_count() == 0:
         raise ProbeUnavailable("no CUDA device: run this probe on a GPU worker (queue gpu.smXX)")
     cuda.init()
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    device = ctypes.c_int(0)
+    if libcuda.cuDeviceGet(ctypes.byref(device), 0) == 0:
+        set_schedule(libcuda, device, os.environ.get(SCHEDULE_ENV))
     # The primary context, not a new one: torch in the same process then sees the same address space,
     # and buffers of both stay valid together.
     context = cuda.Device(0).retain_primary_context()

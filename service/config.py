@@ -6,6 +6,7 @@ import functools
 import os
 import warnings
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -48,6 +49,10 @@ class Settings(BaseSettings):
     # Run the re-runs under SCHED_IDLE as well: they get a core only when no other process wants it (a much lower
     # weight than nice 19), and finish on the cores the sanitizer runs leave free or once those end.
     confirm_idle: bool = False
+    # How a probe process's host thread waits for the GPU (probes.gpu.SCHEDULES: the primary context's scheduling
+    # flag): `auto` leaves the driver's choice, which spins a core for every process with fewer contexts than the
+    # host has cores; `blocking` sleeps until the GPU is done.
+    cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
     # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
     # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
     # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 from kernels.poison_alloc import cache_dir
 from probes.allowed_env import SECRET_NAME, allowlisted
 from probes.contract import Tool
+from probes.gpu import SCHEDULE_ENV
 from service.config import Settings
 from service.models import RunResult
 from service.probing.environment import PROJECT_ROOT
@@ -41,6 +42,8 @@ def probe_environment(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
+    if settings.cuda_schedule != "auto":
+        env[SCHEDULE_ENV] = settings.cuda_schedule
     env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
