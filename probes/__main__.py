@@ -149,9 +149,10 @@ def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder
         recorder.write(args.out)
         return EXIT_ERROR
     if probe.gpu_needed(params) or args.confirm_control:
-        from probes.gpu import cuda_devices
+        from probes.gpu import cuda_devices, schedule_name
 
         recorder.result.context["cuda_devices"] = cuda_devices()
+        recorder.result.context["cuda_schedule"] = schedule_name()
     _allocator_context(recorder)
     recorder.result.complete = True  # the completion sentinel: set only after every case ran
     recorder.write(args.out)

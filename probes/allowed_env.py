@@ -25,7 +25,7 @@ NAMES = frozenset(
         # what the probes themselves read
         "CUPROBE_TOOL", "CUPROBE_COMMAND_ENABLED", "CUPROBE_COMMAND_ALLOWLIST", "CUPROBE_WORKER_GPU",
         "CUPROBE_ALLOCATOR", "CUPROBE_CALLER_CWD", "CUPROBE_EXTENSION_DIR", "CUPROBE_NVTX_CALL_LOG",
-        "CUPROBE_CUDA_SCHEDULE", "CUBLAS_WORKSPACE_CONFIG",
+        "CUBLAS_WORKSPACE_CONFIG",
     }
 )
 # Whole families of tuning variables (torch's allocator, Triton's cache, thread counts, locale).

@@ -27,6 +27,12 @@ def set_schedule(libcuda: Any, device: Any, name: str | None) -> bool:
     return bool(setter(device, ctypes.c_uint(flag)) == 0)
 
 
+def schedule_name() -> str | None:
+    """How this process waited for the GPU (SCHEDULES' names: its primary context's flag), or None: unreadable."""
+    flag = schedule_flag()
+    return next((name for name, value in SCHEDULES.items() if value == flag), None)
+
+
 def schedule_flag() -> int | None:
     """The scheduling flag device 0's primary context has (SCHEDULES' values), or None where none can be read."""
     try:

@@ -49,10 +49,13 @@ class Settings(BaseSettings):
     # Run the re-runs under SCHED_IDLE as well: they get a core only when no other process wants it (a much lower
     # weight than nice 19), and finish on the cores the sanitizer runs leave free or once those end.
     confirm_idle: bool = False
-    # How a probe process's host thread waits for the GPU (probes.gpu.SCHEDULES: the primary context's scheduling
-    # flag): `auto` leaves the driver's choice, which spins a core for every process with fewer contexts than the
-    # host has cores; `blocking` sleeps until the GPU is done.
-    cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
+    # How the probe processes whose timing nobody reads (sanitizer runs, the confirmation's re-runs) wait for the GPU:
+    # the primary context's scheduling flag (probes.gpu.SCHEDULES). `auto` leaves the driver's choice, which spins a
+    # core while it waits wherever a process has fewer contexts than the host has cores; `blocking` sleeps until the
+    # GPU is done. On the H200 at K = 8 blocking cut a sweep's CPU seconds by a third with the same wall time
+    # (docs/sweep.md, "Session 15"). A bare run of a probe (a timing probe's) keeps the driver's choice; a user's
+    # own program is never touched.
+    cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "blocking"
     # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
     # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
     # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep

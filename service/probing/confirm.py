@@ -19,7 +19,7 @@ from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome,
 from service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
 from service.probing.environment import PROJECT_ROOT
 from service.probing.launch import read_probe_result
-from service.probing.secrets import probe_environment
+from service.probing.secrets import probe_environment, untimed_schedule
 from service.sanitizer.command import probe_command
 from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.parse import ParseResult
@@ -84,7 +84,7 @@ def _bare_run(
         cmd,
         timeout_s=limit,
         max_output_bytes=settings.max_output_bytes,
-        env=probe_environment(Tool.NONE, settings),
+        env=probe_environment(Tool.NONE, settings) | untimed_schedule(settings),
         cwd=PROJECT_ROOT,
         cancel=cancel,
         nice=settings.confirm_nice,

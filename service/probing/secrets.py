@@ -42,8 +42,9 @@ def probe_environment(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
-    if settings.cuda_schedule != "auto":
-        env[SCHEDULE_ENV] = settings.cuda_schedule
+    env.pop(SCHEDULE_ENV, None)
+    if tool is not Tool.NONE:
+        env.update(untimed_schedule(settings))
     env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
@@ -51,6 +52,12 @@ def probe_environment(
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir(source)))
     return env
+
+
+def untimed_schedule(settings: Settings) -> dict[str, str]:
+    """What a probe process whose timing nobody reads (a sanitizer run, a confirmation re-run) adds to its
+    environment: how it waits for the GPU (Settings.cuda_schedule); nothing where the driver chooses."""
+    return {} if settings.cuda_schedule == "auto" else {SCHEDULE_ENV: settings.cuda_schedule}
 
 
 def pycache_dir(source: Mapping[str, str]) -> Path:

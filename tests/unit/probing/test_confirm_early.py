@@ -86,6 +86,8 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
     # Under SCHED_IDLE where Settings.confirm_idle says so.
     assert {r["idle"] for r in runs} == {idle}
+    # Their timing is not read, so they sleep while they wait for the GPU (Settings.cuda_schedule).
+    assert {r["schedule"] for r in runs} == {"blocking"}
     # Before the findings are known, the sentinel run snapshots every buffer.
     assert {_watch(r) for r in runs} == {"all"}
 

@@ -1,0 +1,64 @@
+"""How cuprobe's probe processes wait for the GPU: sanitizer runs and re-runs sleep (blocking), bare runs spin as the
+driver chooses, and the flag reaches the driver before the primary context exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from probes.contract import Tool
+from probes.gpu import SCHEDULE_ENV, set_schedule
+from service.config import Settings
+from service.probing.secrets import probe_environment
+
+OPERATOR = {"PATH": "/usr/bin", SCHEDULE_ENV: "spin"}
+
+
+@pytest.mark.parametrize("trusted", [False, True], ids=["service-job", "local-run"])
+def test_sanitizer_runs_wait_blocking_and_bare_runs_keep_the_drivers_choice(trusted: bool) -> None:
+    settings = Settings()
+    assert settings.cuda_schedule == "blocking"
+    for tool in (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK):
+        assert probe_environment(tool, settings, trusted=trusted, source=OPERATOR)[SCHEDULE_ENV] == "blocking"
+    # A bare run may be a timing probe's: the worker's own variable does not reach it either.
+    assert SCHEDULE_ENV not in probe_environment(Tool.NONE, settings, trusted=trusted, source=OPERATOR)
+
+
+def test_auto_leaves_every_process_to_the_driver() -> None:
+    settings = Settings(cuda_schedule="auto")
+    assert SCHEDULE_ENV not in probe_environment(Tool.INITCHECK, settings, source=OPERATOR)
+
+
+def test_an_unknown_schedule_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="cuda_schedule"):
+        Settings(cuda_schedule="sleepy")
+
+
+class Driver:
+    """Stands in for libcuda's primary-context calls (no driver exists on a CPU machine)."""
+
+    def __init__(self, code: int = 0) -> None:
+        self.code, self.calls = code, []  # type: list[tuple[Any, int]]
+
+    def cuDevicePrimaryCtxSetFlags_v2(self, device: Any, flags: Any) -> int:  # noqa: N802 (the driver's name)
+        self.calls.append((device, flags.value))
+        return self.code
+
+
+@pytest.mark.parametrize(("name", "flag"), [("blocking", 4), ("yield", 2), ("spin", 1)])
+def test_the_named_flag_is_set_on_the_primary_context(name: str, flag: int) -> None:
+    driver = Driver()
+    assert set_schedule(driver, 0, name)
+    assert driver.calls == [(0, flag)]
+
+
+@pytest.mark.parametrize("name", [None, "", "auto", "unknown"])
+def test_nothing_is_set_where_the_driver_chooses(name: str | None) -> None:
+    driver = Driver()
+    assert not set_schedule(driver, 0, name)
+    assert driver.calls == []
+
+
+def test_a_refusal_leaves_the_drivers_default_and_says_so() -> None:
+    assert not set_schedule(Driver(code=201), 0, "blocking")
