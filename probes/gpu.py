@@ -27,9 +27,15 @@ def set_schedule(libcuda: Any, device: Any, name: str | None) -> bool:
     return bool(setter(device, ctypes.c_uint(flag)) == 0)
 
 
+# The primary context's scheduling flag as read while cuda_context held it. Read after the probe instead, on the
+# H200, it came back as the driver's default in a run that had set `blocking`.
+_held: dict[str, int | None] = {}
+
+
 def schedule_name() -> str | None:
-    """How this process waited for the GPU (SCHEDULES' names: its primary context's flag), or None: unreadable."""
-    flag = schedule_flag()
+    """How this process waited for the GPU (SCHEDULES' names: its primary context's flag while cuda_context held
+    it), or None where no context was held or the flag could not be read."""
+    flag = _held.get("flag")
     return next((name for name, value in SCHEDULES.items() if value == flag), None)
 
 
@@ -103,6 +109,7 @@ def cuda_context() -> Iterator[Any]:
     # and buffers of both stay valid together.
     context = cuda.Device(0).retain_primary_context()
     context.push()
+    _held.setdefault("flag", schedule_flag())
     try:
         yield cuda
     finally:

@@ -52,10 +52,11 @@ class Settings(BaseSettings):
     # How the probe processes whose timing nobody reads (sanitizer runs, the confirmation's re-runs) wait for the GPU:
     # the primary context's scheduling flag (probes.gpu.SCHEDULES). `auto` leaves the driver's choice, which spins a
     # core while it waits wherever a process has fewer contexts than the host has cores; `blocking` sleeps until the
-    # GPU is done. On the H200 at K = 8 blocking cut a sweep's CPU seconds by a third with the same wall time
-    # (docs/sweep.md, "Session 15"). A bare run of a probe (a timing probe's) keeps the driver's choice; a user's
-    # own program is never touched.
-    cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "blocking"
+    # GPU is done. On the H200 at K = 8, blocking cut a sweep's CPU seconds by about a third and left its wall time
+    # where it was; two of the 23 sweeps run with `blocking` or `yield` had a process stall until the watchdog
+    # stopped it, none of the 37 with `auto` (docs/sweep.md, "Session 15"). So `auto` stays the default. A bare run of a probe (a timing probe's) always keeps the driver's choice; a user's own program is
+    # never touched.
+    cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
     # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
     # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
     # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep

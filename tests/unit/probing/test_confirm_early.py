@@ -59,12 +59,14 @@ def _consequential(findings: list[Finding]) -> list[Confirmation | None]:
     return [f.confirmation for f in findings if f.kernel == "double_all"]
 
 
-@pytest.mark.parametrize("idle", [False, True], ids=["nice", "nice-and-idle"])
+@pytest.mark.parametrize(
+    ("idle", "schedule"), [(False, "auto"), (True, "blocking")], ids=["defaults", "idle-and-blocking"]
+)
 def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings(
-    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, idle: bool
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, idle: bool, schedule: str
 ) -> None:
     log, settings = bare
-    settings = settings.model_copy(update={"confirm_idle": idle})
+    settings = settings.model_copy(update={"confirm_idle": idle, "cuda_schedule": schedule})
     # The stand-in sanitizer finishes only once the four re-runs have started (or after 60 s).
     monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
@@ -86,8 +88,8 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
     # Under SCHED_IDLE where Settings.confirm_idle says so.
     assert {r["idle"] for r in runs} == {idle}
-    # Their timing is not read, so they sleep while they wait for the GPU (Settings.cuda_schedule).
-    assert {r["schedule"] for r in runs} == {"blocking"}
+    # Their timing is not read: they wait for the GPU as Settings.cuda_schedule says (auto: as the driver chooses).
+    assert {r["schedule"] for r in runs} == {None if schedule == "auto" else schedule}
     # Before the findings are known, the sentinel run snapshots every buffer.
     assert {_watch(r) for r in runs} == {"all"}
 

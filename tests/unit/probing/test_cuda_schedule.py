@@ -1,5 +1,6 @@
-"""How cuprobe's probe processes wait for the GPU: sanitizer runs and re-runs sleep (blocking), bare runs spin as the
-driver chooses, and the flag reaches the driver before the primary context exists."""
+"""How cuprobe's probe processes wait for the GPU: as the driver chooses unless the setting says otherwise, and then
+only sanitizer runs and re-runs (a bare run may be a timing probe's); the flag reaches the driver before the primary
+context exists."""
 
 from __future__ import annotations
 
@@ -16,17 +17,18 @@ OPERATOR = {"PATH": "/usr/bin", SCHEDULE_ENV: "spin"}
 
 
 @pytest.mark.parametrize("trusted", [False, True], ids=["service-job", "local-run"])
-def test_sanitizer_runs_wait_blocking_and_bare_runs_keep_the_drivers_choice(trusted: bool) -> None:
-    settings = Settings()
-    assert settings.cuda_schedule == "blocking"
+def test_set_to_blocking_sanitizer_runs_wait_blocking_and_bare_runs_keep_the_drivers_choice(trusted: bool) -> None:
+    settings = Settings(cuda_schedule="blocking")
     for tool in (Tool.INITCHECK, Tool.MEMCHECK, Tool.RACECHECK, Tool.SYNCCHECK):
         assert probe_environment(tool, settings, trusted=trusted, source=OPERATOR)[SCHEDULE_ENV] == "blocking"
     # A bare run may be a timing probe's: the worker's own variable does not reach it either.
     assert SCHEDULE_ENV not in probe_environment(Tool.NONE, settings, trusted=trusted, source=OPERATOR)
 
 
-def test_auto_leaves_every_process_to_the_driver() -> None:
-    settings = Settings(cuda_schedule="auto")
+def test_by_default_every_process_is_left_to_the_driver() -> None:
+    settings = Settings()
+    assert settings.cuda_schedule == "auto"
+    # The worker's own variable is not passed on as such: only the setting decides.
     assert SCHEDULE_ENV not in probe_environment(Tool.INITCHECK, settings, source=OPERATOR)
 
 
@@ -41,7 +43,7 @@ class Driver:
     def __init__(self, code: int = 0) -> None:
         self.code, self.calls = code, []  # type: list[tuple[Any, int]]
 
-    def cuDevicePrimaryCtxSetFlags_v2(self, device: Any, flags: Any) -> int:  # noqa: N802 (the driver's name)
+    def cuDevicePrimaryCtxSetFlags_v2(self, device: Any, flags: Any) -> int:
         self.calls.append((device, flags.value))
         return self.code
 
