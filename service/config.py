@@ -47,15 +47,16 @@ class Settings(BaseSettings):
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
     # Run the re-runs under SCHED_IDLE as well: they get a core only when no other process wants it (a much lower
-    # weight than nice 19), and finish on the cores the sanitizer runs leave free or once those end.
+    # weight than nice 19). Off: on the H200 at K = 8 it was no faster than nice 10 (10.2 against 10.7 s, means of six
+    # alternating runs, within their spread; docs/sweep.md, "Session 15").
     confirm_idle: bool = False
     # How the probe processes whose timing nobody reads (sanitizer runs, the confirmation's re-runs) wait for the GPU:
     # the primary context's scheduling flag (probes.gpu.SCHEDULES). `auto` leaves the driver's choice, which spins a
     # core while it waits wherever a process has fewer contexts than the host has cores; `blocking` sleeps until the
     # GPU is done. On the H200 at K = 8, blocking cut a sweep's CPU seconds by about a third and left its wall time
     # where it was; two of the 23 sweeps run with `blocking` or `yield` had a process stall until the watchdog
-    # stopped it, none of the 37 with `auto` (docs/sweep.md, "Session 15"). So `auto` stays the default. A bare run of a probe (a timing probe's) always keeps the driver's choice; a user's own program is
-    # never touched.
+    # stopped it, none of the 37 with `auto` (docs/sweep.md, "Session 15"). So `auto` stays the default. A bare run
+    # of a probe (a timing probe's) always keeps the driver's choice; a user's own program is never touched.
     cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
     # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
     # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
