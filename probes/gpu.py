@@ -12,7 +12,7 @@ from probes.base import ProbeUnavailable, Recorder
 
 # How a probe's host thread waits for the GPU (the primary context's scheduling flag, cuDevicePrimaryCtxSetFlags):
 # unset or `auto`, the driver's own choice, which spins a core while it waits where a process has fewer contexts
-# than the host has cores. cuprobe's runner sets it for the processes it starts (Settings.cuda_schedule).
+# than the host has cores. cuprobe sets it only in sanitizer runs and confirmation re-runs (Settings.cuda_schedule).
 SCHEDULE_ENV = "CUPROBE_CUDA_SCHEDULE"
 SCHEDULES = {"auto": 0, "spin": 1, "yield": 2, "blocking": 4}
 
