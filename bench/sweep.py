@@ -194,7 +194,7 @@ def main() -> int:
         first = None
         for k in ks:
             parses = [None, False] if args.compare_parse and k > 1 else [None]
-            primings = [p for p in (False, True) if not (p and args.no_warm) and not (not p and args.no_cold)]
+            primings = [p for p, skipped in ((False, args.no_cold), (True, args.no_warm)) if not skipped]
             for primed, parse in [(p, q) for p in primings for q in parses]:
                 chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
                 where = "child" if k > 1 and parse is None else "here"

@@ -119,7 +119,7 @@ def parse_xml(
     `in_children` (for a caller whose other threads parse at the same time: how many parses, this one included, may
     run at once in this process; 0: none): a file whose records (estimated from its start) make a child pay is parsed
     in child processes only (pool.worth_children), also below the size where a second process pays; where none can
-    run, here. `child` gives each child its process (a warm one: service/sanitizer/warm_parsers.py).
+    run, here. `child` gives each child its process (one forked from a server: service/sanitizer/forked.py).
     """
     ctx = Context(path, "", tool, roots, allocations, single_case, sanitizer_version, filtered)
     result = ParseResult(tool=tool)
