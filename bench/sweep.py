@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from probes.contract import is_confirm_control  # noqa: E402
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
+from service.probing.confirm import CONFIRM_DIR  # noqa: E402
 from service.probing.runner import XML_NAME, start_spare  # noqa: E402
 from service.probing.spares import Spares  # noqa: E402
 from service.reports.html import html  # noqa: E402
@@ -182,6 +183,7 @@ def main() -> int:
             print(slowest(sweep), flush=True)
             print(xml_sizes(work / name), flush=True)
             print(confirmations(sweep), flush=True)
+            print(reruns_split(work / name), flush=True)
             last = sweep
         print(f"\n48-case sweep ({len(reference)} cases)\n{header}")
         for row in rows:
@@ -214,6 +216,7 @@ def main() -> int:
                 print(xml_sizes(work / name), flush=True)
                 print(before_cases(work / name), flush=True)
                 print(confirmations(full), flush=True)
+                print(reruns_split(work / name), flush=True)
                 last = full
     if last is None:
         return 0
@@ -300,6 +303,37 @@ def before_cases(workdir: Path) -> str:
     if controls:
         line += f"; in the confirmer's control cases: {min(controls):.2f}-{max(controls):.2f} s"
     return line
+
+
+def reruns_split(workdir: Path) -> str:
+    """Where each of the confirmation's bare re-runs spent its time, from the result.json it left: before its first
+    case (start-up: imports, CUDA context, module loads), in the grid's cases (their `seconds`, with the slowest
+    one), and in the confirmer's control cases. Exit and the result's writing are not in any of them."""
+    parts = []
+    for path in sorted(workdir.glob(f"**/{CONFIRM_DIR}/*/result.json")):
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        before = result.get("context", {}).get("before_first_case_s")
+        grid: list[float] = []
+        control = 0.0
+        for case in result.get("cases", []):
+            seconds = case.get("observations", {}).get("seconds")
+            if not isinstance(seconds, int | float):
+                continue
+            if is_confirm_control(str(case.get("id", ""))):
+                control += float(seconds)
+            else:
+                grid.append(float(seconds))
+        head = f"{before:.2f}" if isinstance(before, int | float) else "?"
+        slowest_case = f", slowest {max(grid):.3f}" if grid else ""
+        parts.append(
+            f"{path.parent.name} {head} + {sum(grid):.2f} ({len(grid)} cases{slowest_case}) + {control:.2f}"
+        )
+    if not parts:
+        return "  re-runs: no result left"
+    return "  re-runs, s before the first case + in the grid's cases + in the control cases: " + "; ".join(parts)
 
 
 def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:

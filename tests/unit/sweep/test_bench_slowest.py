@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.sweep import before_cases, slowest
+from bench.sweep import before_cases, reruns_split, slowest
 from probes.contract import CONFIRM_CONTROL_PREFIX, Tool
 from service.models import Outcome
 from service.models.sweep import ProcessRecord, Sweep, SweepCase
@@ -77,3 +77,21 @@ def test_the_setup_before_the_first_case_is_read_beside_each_sanitizer_xml(tmp_p
         "  before the first case, per process: 0.50-1.25 s (2 processes); in the confirmer's control cases: 0.20-0.50 s"
     )
     assert before_cases(tmp_path / "bare") == "  before the first case: no timing left"
+
+
+def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path: Path) -> None:
+    reruns = tmp_path / "sweep" / "shared-confirm000" / "confirm"
+    for label, before, grid in (("ff-1", 2.5, [0.01, 0.25, 0.04]), ("sentinel", 3.0, [0.5, 0.5])):
+        (reruns / label).mkdir(parents=True)
+        cases = [{"id": f"unguarded-n{i}", "observations": {"seconds": s}} for i, s in enumerate(grid)]
+        cases.append({"id": f"{CONFIRM_CONTROL_PREFIX}benign", "observations": {"seconds": 0.125}})
+        cases.append({"id": "torch-n9", "observations": {}})  # no timing: counted nowhere
+        result = {"context": {"before_first_case_s": before}, "cases": cases}
+        (reruns / label / "result.json").write_text(json.dumps(result))
+    (reruns / "zero").mkdir()
+    (reruns / "zero" / "result.json").write_text("{not json")  # a re-run killed mid-write: left out
+    assert reruns_split(tmp_path) == (
+        "  re-runs, s before the first case + in the grid's cases + in the control cases: "
+        "ff-1 2.50 + 0.30 (3 cases, slowest 0.250) + 0.12; sentinel 3.00 + 1.00 (2 cases, slowest 0.500) + 0.12"
+    )
+    assert reruns_split(tmp_path / "sweep" / "elsewhere") == "  re-runs: no result left"
