@@ -82,22 +82,30 @@ def gpu_needed(probe: Probe[Any], model: BaseModel, tool: Tool) -> bool:
     return tool is not Tool.NONE or probe.gpu_needed(model)
 
 
-def refuse_nul(value: Any, where: str) -> None:
-    """BadRequest naming the first string under `value` that holds a NUL byte (argv cannot carry one)."""
-    if isinstance(value, str) and "\x00" in value:
-        raise BadRequest(where, "a NUL byte is not allowed")
+def refuse_unencodable(value: Any, where: str) -> None:
+    """BadRequest naming the first string under `value` that holds a NUL byte (argv cannot carry one) or is not
+    valid Unicode (a lone surrogate, which JSON can spell as `\\ud800`: it cannot be stored, shown or passed on)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise BadRequest(where, "a NUL byte is not allowed")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = f"U+{ord(value[exc.start]):04X}"
+            raise BadRequest(where, f"not valid Unicode: a lone surrogate ({bad}) at character {exc.start}") from exc
     if isinstance(value, dict):
         for key, item in value.items():
-            refuse_nul(str(key), where)
-            refuse_nul(item, f"{where}.{key}")
+            refuse_unencodable(str(key), where)
+            refuse_unencodable(item, f"{where}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            refuse_nul(item, f"{where}.{index}")
+            refuse_unencodable(item, f"{where}.{index}")
 
 
 def options_for(probe: Probe[Any], tool: Tool, options: SanitizerOptions) -> None:
     """Refuse sanitizer options for another tool (or for a bare run), and application-only for `command` (it
     would check only the probe's own Python process); BadRequest (field `options`)."""
+    refuse_unencodable(options.model_dump(mode="json"), "options")
     try:
         check_options(options, tool)
     except OptionRefused as exc:
@@ -118,7 +126,7 @@ def admit(
     BadRequest names the first offending field (`params.<name>` for a parameter)."""
     found = probe_named(probe)
     chosen = tool_for(found, tool)
-    refuse_nul(dict(params), "params")
+    refuse_unencodable(dict(params), "params")
     try:
         model = found.Params.model_validate(dict(params))
     except ValidationError as exc:

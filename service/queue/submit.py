@@ -53,9 +53,15 @@ class JobSpec(ProbeRequest):
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
 
 
+# Replay parameters that point the worker's processes at code or files of the submitter's choosing: the program
+# (entry, script), its working directory (on its PYTHONPATH, so a sitecustomize.py there runs) and the Triton cache
+# (compiled kernels that are loaded, not rebuilt).
+USER_CODE_PARAMS = ("entry", "script", "cwd", "triton_cache_dir")
+
+
 def runs_user_code(params: dict[str, Any]) -> bool:
-    """Whether replay parameters name the user's own program rather than the built-in example."""
-    return bool(params.get("entry") or params.get("script"))
+    """Whether replay parameters name the user's own program or files rather than the built-in example alone."""
+    return any(params.get(name) for name in USER_CODE_PARAMS)
 
 
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
@@ -70,7 +76,8 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
     if spec.probe == REPLAY_PROBE and not settings.replay_probe_enabled and runs_user_code(spec.params):
         raise BadRequest(
             "probe",
-            "the replay probe runs the user's own program (entry or script), which is disabled on this server "
+            "the replay probe runs the user's own program or files (entry, script, cwd or triton_cache_dir), which "
+            "is disabled on this server "
             "(CUPROBE_REPLAY_PROBE_ENABLED); its built-in example runs anywhere, and `cuprobe gate --local` "
             "runs your program on your own machine",
             status=403,

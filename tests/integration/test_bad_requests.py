@@ -42,6 +42,9 @@ def _jobs(stack: Stack) -> int:
         ({"probe": "uninit-read", "arch": "hopper"}, 422, "arch", "pattern"),
         ({"probe": "selftest", "timeout_s": 100_000}, 422, "timeout_s", "less than or equal"),
         ({"probe": "command"}, 403, "probe", "command probe is disabled"),
+        # the example's working directory is on its PYTHONPATH (a sitecustomize.py there would run)
+        ({"probe": "replay", "params": {"cwd": "/tmp"}}, 403, "probe", "CUPROBE_REPLAY_PROBE_ENABLED"),
+        ({"probe": "replay", "params": {"triton_cache_dir": "/tmp/c"}}, 403, "probe", "CUPROBE_REPLAY_PROBE_ENABLED"),
     ],
 )
 def test_bad_body_is_refused_naming_the_field(
@@ -85,6 +88,23 @@ def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Clien
     assert anonymous.get("/health").status_code == 200  # health stays open for probes and load balancers
     assert _jobs(sqlite_stack) == before
     assert guarded.get("/jobs/ffff").status_code == 404
+
+
+def test_a_lone_surrogate_is_refused_before_anything_is_stored(sqlite_stack: Stack) -> None:
+    """JSON can spell a string that is not valid Unicode (`\\ud800`); stored, it made every listing that held the job
+    fail. It is refused, naming the field, and the job list still answers."""
+    client = sqlite_stack.start_api(api_token=TOKEN, command_enabled=True)
+    client.headers["Authorization"] = f"Bearer {TOKEN}"
+    before = _jobs(sqlite_stack)
+    for body, field in (
+        (b'{"probe": "command", "params": {"argv": ["/bin/true", "a\\ud800"]}}', "params.argv.1"),
+        (b'{"probe": "command", "params": {"argv": ["/bin/true"], "env": {"X": "\\udfff"}}}', "params.env.X"),
+    ):
+        response = client.post("/jobs", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422, response.text
+        assert response.json()["field"] == field and "lone surrogate" in response.json()["error"]
+    assert _jobs(sqlite_stack) == before
+    assert client.get("/jobs").status_code == 200
 
 
 @pytest.mark.parametrize("switch", ["command_enabled", "replay_probe_enabled"])

@@ -36,7 +36,12 @@ def test_command_probe_is_forbidden_unless_enabled() -> None:
 
 
 def test_replay_of_the_users_own_program_is_forbidden_unless_enabled() -> None:
-    for params in ({"entry": "train:main"}, {"script": ["train.py", "--steps", "3"]}):
+    for params in (
+        {"entry": "train:main"},
+        {"script": ["train.py", "--steps", "3"]},
+        {"example": "transformer", "cwd": "/srv/someone"},  # on the example's PYTHONPATH
+        {"example": "transformer", "triton_cache_dir": "/srv/kernels"},  # compiled kernels loaded as they are
+    ):
         refusal = _refusal(probe="replay", params=params)
         assert (refusal.status, refusal.field) == (403, "probe") and "CUPROBE_REPLAY_PROBE_ENABLED" in refusal.message
         enabled = Settings(replay_probe_enabled=True)
@@ -111,3 +116,12 @@ def test_kernel_filter_values_cannot_add_filter_options(name: str) -> None:
 def test_nul_byte_in_params_is_refused_naming_the_field() -> None:
     refusal = _refusal(Settings(command_enabled=True), probe="command", params={"argv": ["/bin/true", "a\x00b"]})
     assert (refusal.status, refusal.field) == (422, "params.argv.1") and "NUL" in refusal.message
+
+
+def test_a_string_that_is_not_valid_unicode_is_refused_naming_the_field() -> None:
+    enabled = Settings(command_enabled=True)
+    refusal = _refusal(enabled, probe="command", params={"argv": ["/bin/true", "x\ud800"]})
+    assert (refusal.status, refusal.field) == (422, "params.argv.1") and "lone surrogate (U+D800)" in refusal.message
+    options = {"kernel_name": ["kns=\udc80"]}
+    refusal = _refusal(enabled, probe="command", params={"argv": ["/bin/true"]}, options=options)
+    assert (refusal.status, refusal.field) == (422, "options.kernel_name.0")
