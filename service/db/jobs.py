@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 
 from service.db.engine import Database
-from service.db.tables import FindingRow, Job, JobState, Run, utcnow
+from service.db.tables import FindingRow, Job, JobState, Run, in_utc, utcnow
 from service.models import Finding
 
 
@@ -56,14 +56,17 @@ class JobQueries(Database):
             query = query.where(Job.probe == probe)
         if tool:
             query = query.where(Job.tool == tool)
-        if outcome:
+        if outcome == JobState.CANCELLED.value:  # a cancelled job is stored with its state, and no outcome
+            query = query.where(or_(Job.outcome == outcome, Job.state == JobState.CANCELLED))
+        elif outcome:
             query = query.where(Job.outcome == outcome)
         if state:
             query = query.where(Job.state == state)
+        # In UTC: SQLite compares the stored UTC wall time with the bound's own, whatever its offset.
         if since:
-            query = query.where(Job.created_at >= since)
+            query = query.where(Job.created_at >= in_utc(since))
         if before:
-            query = query.where(Job.created_at < before)
+            query = query.where(Job.created_at < in_utc(before))
         if label:
             query = query.where(Job.label == label)
         with self.session() as s:

@@ -105,6 +105,11 @@ def as_utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def in_utc(moment: datetime) -> datetime:
+    """`moment` in UTC: one with another offset converted, a naive one read as UTC (as the store writes them)."""
+    return as_utc(moment).astimezone(UTC)
+
+
 class SweepRow(Base):
     """One run of a sweep definition; its processes and environment live in `summary`."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -93,3 +93,21 @@ def test_cancel_queued_then_running(store: Store) -> None:
     assert store.finish(running, 1, _result(), cancelled=True)
     job = store.get(running)
     assert job is not None and (job.state, job.outcome) == (JobState.CANCELLED, None)
+    other = _job(store)
+    assert {j.id for j in store.jobs(outcome="cancelled")} == {queued, running}  # `cancelled`, as the docs list it
+    assert other not in {j.id for j in store.jobs(state="cancelled")}
+
+
+def test_since_and_before_with_another_utc_offset_bound_the_same_moment(store: Store) -> None:
+    """A bound written with an offset (`?since=...-05:00`) means that moment, not that wall-clock time in UTC."""
+    job_id = _job(store)
+    job = store.get(job_id)
+    assert job is not None
+    created = job.created_at.replace(tzinfo=job.created_at.tzinfo or UTC)
+    west, east = timezone(timedelta(hours=-5)), timezone(timedelta(hours=5))
+    assert store.jobs(since=(created + timedelta(hours=1)).astimezone(west)) == []
+    assert store.jobs(before=(created - timedelta(hours=1)).astimezone(east)) == []
+    hour = timedelta(hours=1)
+    found = store.jobs(since=(created - hour).astimezone(west), before=(created + hour).astimezone(east))
+    assert [j.id for j in found] == [job_id]
+    assert [j.id for j in store.jobs(since=(created - timedelta(minutes=1)).replace(tzinfo=None))] == [job_id]
