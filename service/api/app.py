@@ -37,21 +37,50 @@ def _field_of(loc: Any) -> str:
     return ".".join(parts) or "body"
 
 
-async def _invalid(_request: Request, exc: Exception) -> JSONResponse:
+def _described(error: dict[str, Any]) -> tuple[str, str]:
+    """(field, message) of one validation error. A body that is not JSON is located by character, not by field:
+    FastAPI gives `("body", position)` and keeps the decoder's reason in `ctx`."""
+    loc = tuple(error.get("loc", ()))
+    if error.get("type") == "json_invalid":
+        reason = (error.get("ctx") or {}).get("error") or "JSON decode error"
+        where = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+        return "body", f"not valid JSON: {reason}{where}"
+    return _field_of(loc), str(error.get("msg"))
+
+
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [dict(e) for e in exc.errors()]
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    field = _field_of(first.get("loc", ()))
+    field, message = _described(first)
+    if tuple(first.get("loc", ())) == ("body",) and isinstance(first.get("input"), bytes):
+        # FastAPI reads only a JSON content type as JSON: anything else arrives as bytes
+        sent = request.headers.get("content-type") or "none"
+        message = f"send the body as JSON with content-type application/json (content-type was {sent})"
     detail = [
-        {"field": _field_of(e.get("loc", ())), "message": str(e.get("msg")), "type": str(e.get("type"))}
-        for e in errors
+        {"field": f, "message": m, "type": str(e.get("type"))} for e in errors for f, m in [_described(e)]
     ]
-    body = ErrorBody(error=f"invalid request: {field}: {first.get('msg')}", field=field, detail=detail)
+    body = ErrorBody(error=f"invalid request: {field}: {message}", field=field, detail=detail)
     return JSONResponse(body.model_dump(), status_code=422)
+
+
+def _unreadable_body(exc: StarletteHTTPException) -> str | None:
+    """Why a body FastAPI could not parse (its 400 names no reason; the decoder's exception is its cause)."""
+    cause = exc.__cause__
+    if exc.status_code != 400 or cause is None:
+        return None
+    if isinstance(cause, UnicodeDecodeError):
+        return f"not UTF-8: byte 0x{cause.object[cause.start]:02x} at position {cause.start}"
+    if isinstance(cause, RecursionError):
+        return "nested too deeply"
+    return None
 
 
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if (reason := _unreadable_body(exc)) is not None:
+        body = ErrorBody(error=f"invalid request: body: not valid JSON: {reason}", field="body")
+        return JSONResponse(body.model_dump(), status_code=422)
     if isinstance(exc.detail, dict):
         body = ErrorBody(error=f"{exc.detail['field']}: {exc.detail['message']}", field=exc.detail["field"])
     else:

@@ -63,6 +63,20 @@ def test_malformed_json_and_oversized_bodies(sqlite_stack: Stack, guarded: httpx
     before = _jobs(sqlite_stack)
     response = guarded.post("/jobs", content=b"{not json", headers={"content-type": "application/json"})
     assert response.status_code == 422 and "JSON" in response.json()["error"]
+    response = guarded.post("/jobs", content=b'{"probe": selftest}', headers={"content-type": "application/json"})
+    error = response.json()  # the field is the body, and the decoder's reason and position are kept
+    assert (response.status_code, error["field"]) == (422, "body")
+    assert error["error"] == "invalid request: body: not valid JSON: Expecting value at character 10"
+    for content, says in (
+        (b'{"probe": "self\xfftest"}', "not UTF-8: byte 0xff at position 15"),
+        (b"[" * 20_000 + b"]" * 20_000, "nested too deeply"),
+    ):
+        response = guarded.post("/jobs", content=content, headers={"content-type": "application/json"})
+        assert (response.status_code, response.json()["field"]) == (422, "body"), response.text
+        assert response.json()["error"] == f"invalid request: body: not valid JSON: {says}"
+    response = guarded.post("/jobs", content=b'{"probe": "selftest"}', headers={"content-type": "text/plain"})
+    assert (response.status_code, response.json()["field"]) == (422, "body")
+    assert "content-type application/json (content-type was text/plain)" in response.json()["error"]
     big = b'{"probe": "selftest", "params": {"x": "' + b"a" * 200_000 + b'"}}'
     response = guarded.post("/jobs", content=big, headers={"content-type": "application/json"})
     assert response.status_code == 413 and "larger than" in response.json()["error"]
