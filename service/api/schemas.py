@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from service.client import MAX_WAIT_S, MAX_WAITED_JOBS
 from service.db.store import Job, JobState, as_utc
@@ -78,8 +78,12 @@ class JobList(Versioned):
 class JobsToWaitFor(BaseModel):
     """The body of POST /jobs/wait: full job ids, and how long to hold the answer until one of them ends."""
 
+    model_config = ConfigDict(extra="forbid")
+
     ids: list[str] = Field(min_length=1, max_length=MAX_WAITED_JOBS)
-    wait_s: float = Field(0.0, ge=0, le=MAX_WAIT_S, description="hold the answer up to this long (no polling)")
+    wait_s: float = Field(
+        0.0, ge=0, le=MAX_WAIT_S, allow_inf_nan=False, description="hold the answer up to this long (no polling)"
+    )
 
 
 class WaitedJobs(Versioned):

@@ -143,7 +143,7 @@ class ProbeRequest(BaseModel):
     probe: str = Field(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9._-]*$")
     tool: Tool | None = None
     params: dict[str, Any] = Field(default_factory=dict)
-    timeout_s: float | None = Field(None, gt=0, le=24 * 3600)
+    timeout_s: float | None = Field(None, gt=0, le=24 * 3600, allow_inf_nan=False)
     kernel_filter: list[KernelName] = Field(
         default_factory=list, max_length=64, description="kernel names to check (--kernel-name kns=NAME)"
     )

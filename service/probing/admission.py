@@ -147,24 +147,25 @@ def admit(
 def suppressions_file(value: str, *, trusted: bool, settings: Settings, field: str = "options") -> Path:
     """A local run takes a path (in the repository); a service job a bare name in the operator's directory, never
     a path or an option (a symlink there is not followed). BadRequest naming `field` otherwise."""
+    what = "" if field == "suppressions" else "suppressions: "  # the error already starts with its field
     if trusted:
         path = Path(value)
     else:
         if not SUPPRESSIONS_NAME.fullmatch(value):
             raise BadRequest(
-                field, f"suppressions: a service job names a file in the suppressions directory, not {value!r}"
+                field, f"{what}a service job names a file in the suppressions directory, not {value!r}"
             )
         if settings.suppressions_dir is None:
             raise BadRequest(
-                field, "suppressions: this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)"
+                field, f"{what}this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)"
             )
         path = settings.suppressions_dir / value
         if path.is_symlink():
             raise BadRequest(
-                field, f"suppressions: {value} is a symlink in the suppressions directory: not followed"
+                field, f"{what}{value} is a symlink in the suppressions directory: not followed"
             )
     if not path.is_file():
-        raise BadRequest(field, f"suppressions: no such file {path}")
+        raise BadRequest(field, f"{what}no such file {path}")
     return path.resolve()
 
 

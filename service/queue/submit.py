@@ -31,7 +31,7 @@ class JobSpec(ProbeRequest):
     )
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
     deadline_s: float | None = Field(
-        default=None, gt=0, le=7 * 24 * 3600, description="seconds to wait for a worker"
+        default=None, gt=0, le=7 * 24 * 3600, allow_inf_nan=False, description="seconds to wait for a worker"
     )
     wait_for_worker: bool = Field(
         default=False,

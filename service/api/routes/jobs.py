@@ -113,7 +113,12 @@ async def get_job(
     request: Request,
     wait_s: Annotated[
         float,
-        Query(ge=0, le=MAX_WAIT_S, description="hold the answer up to this long until the job ends (no polling)"),
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            allow_inf_nan=False,
+            description="hold the answer up to this long until the job ends (no polling)",
+        ),
     ] = 0.0,
 ) -> JobView:
     """The job; with `wait_s`, answered as soon as it ends (a worker announces it) or when `wait_s` has passed."""
@@ -159,17 +164,18 @@ def cancel(job_id: str, store: StoreDep, celery: CeleryDep, request: Request) ->
     job = _job_or_404(store, job.id)
     if JobState(job.state).terminal:
         request.app.state.announce(job.id)
-    return JobView.of(job)
+    return JobView.of(job, store.finding_counts([job.id]).get(job.id, 0))
 
 
 @router.get("/{job_id}/artifacts")
 def list_artifacts(job_id: str, store: StoreDep) -> dict[str, object]:
     """Artifact names of the job's latest attempt that are still kept."""
-    workdir = _latest_workdir(store, job_id)
+    job = _job_or_404(store, job_id)
+    workdir = _latest_workdir(store, job.id)
     names = [name for name in NAMES if workdir and artifact_path(workdir, name)]
     return {
         "schema_version": JobView.model_fields["schema_version"].default,
-        "job_id": job_id,
+        "job_id": job.id,
         "artifacts": names,
     }
 

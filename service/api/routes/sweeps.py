@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from service.api.deps import Authorized, StoreDep
 from service.api.ids import named_or_error
 from service.db.sweeps import SweepStore
+from service.models import SCHEMA_VERSION
 from service.models.sweep import Sweep
 from service.sweep.diff import SweepDiff, diff
 
@@ -25,6 +26,7 @@ def _get(store: StoreDep, sweep_id: str) -> Sweep:
 def list_sweeps(store: StoreDep, definition: str | None = None) -> dict[str, Any]:
     rows = SweepStore(store).list(definition)
     return {
+        "schema_version": SCHEMA_VERSION,
         "sweeps": [
             {
                 "id": r.id,
