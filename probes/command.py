@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from probes.allocator import ENV, NO_CACHING, Allocator
 from probes.allowed_env import allowlisted
@@ -35,6 +35,14 @@ class CommandParams(BaseModel):
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
     expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
+    not_run_exits: dict[int, str] = Field(
+        default_factory=dict,
+        description="exit statuses that say the test never ran, with what each means (pytest's 2-5): such a run is "
+        "an error whatever expect_exit says, never clean",
+    )
+    not_run_output: str | None = Field(
+        None, description="a regular expression that, found in the command's stdout, says no test ran (gtest's)"
+    )
     env: dict[str, str] = Field(default_factory=dict, description="variables added to the command's environment")
     case: str = Field(
         "command", min_length=1, max_length=1000, description="the case findings are attributed to (a test's id)"
@@ -47,6 +55,16 @@ class CommandParams(BaseModel):
         description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
         "caching-nvtx also loads the pytest plugin probes.allocator_plugin (PYTEST_PLUGINS)",
     )
+
+    @field_validator("not_run_output")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from exc
+        return pattern
 
 
 def child_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -192,6 +210,10 @@ class Command(Probe[CommandParams]):
             stderr_tail=_tail(err),
             leftover_processes_killed=left,
         )
+        if (meaning := params.not_run_exits.get(proc.returncode)) is not None:
+            raise RuntimeError(f"the command exited {proc.returncode} ({meaning}): the test did not run")
+        if params.not_run_output and (seen := re.search(params.not_run_output, _tail(out), re.M)):
+            raise RuntimeError(f"the command printed {seen.group(0).strip()!r}: no test ran")
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
             said = [line.strip() for line in _tail(err).splitlines() if line.strip()]
             last = f" (its last line on stderr: {said[-1][:200]})" if said else ""

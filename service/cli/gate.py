@@ -34,6 +34,30 @@ def _refuse(message: str) -> typer.Exit:
     return typer.Exit(ExitCode.USAGE)
 
 
+def _check_outputs(paths: dict[str, Path | None]) -> None:
+    """Refuse (exit 2) an output file that could not be written, before anything runs: a result must not be lost,
+    nor a pass or a could-not-run turned into a traceback's exit 1, at the end of a long gate."""
+    for option, path in paths.items():
+        if path is None:
+            continue
+        if path.is_dir():
+            raise _refuse(f"{option} {path} is a directory; name a file")
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir():
+            raise _refuse(f"{option} {path}: the directory {parent} does not exist")
+        if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise _refuse(f"{option} {path} is not writable")
+
+
+def _check_local_suppressions(suite: Suite) -> None:
+    """With --local, a suppressions file is a path on this machine: refuse (exit 2) one that is not a file, naming
+    its entry, before anything runs (through the service it names a file in the server's directory instead)."""
+    for entry in suite.entries:
+        value = entry.options.suppressions
+        if value and not Path(value).is_file():
+            raise _refuse(f"{entry.name}: suppressions file {value} does not exist (relative to {Path.cwd()})")
+
+
 def _run(
     suite: Suite, local: bool, workdir: Path | None, url: str | None, token: str | None, hold_s: float
 ) -> list[EntryRuns]:
@@ -125,12 +149,18 @@ def gate(
         raise _refuse(str(exc)) from exc
     try:
         suite = expand(suite)
+    except SuiteError as exc:
+        raise _refuse(str(exc)) from exc
     except DiscoveryError as exc:
         err.print(f"[red]could not run:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(ExitCode.NOT_RUN) from exc
     baseline_path = baseline or suite.baseline_path()
     if baseline is not None and not baseline.exists() and not update_baseline:
         raise _refuse(f"baseline {baseline} does not exist (write one with --update-baseline)")
+    outputs = {"--junit": junit_file, "--sarif": sarif_file, "--summary": summary}
+    _check_outputs(outputs | ({"--update-baseline": baseline_path} if update_baseline else {}))
+    if local:
+        _check_local_suppressions(suite)
     try:
         known: Baseline | None = load_baseline(baseline_path) if baseline_path.exists() else None
     except BaselineError as exc:

@@ -183,6 +183,9 @@ def parse(
             "and give the --xml --save file as the argument"
         )
         raise typer.Exit(ExitCode.USAGE)
+    if tool is Tool.NONE:
+        console.print("[red]error:[/] --tool none: saved sanitizer output comes from a sanitizer tool; name it")
+        raise typer.Exit(ExitCode.USAGE)
     settings = get_settings()
     parsed = parse_xml(
         xml,
@@ -203,15 +206,15 @@ def parse(
         )
         raise typer.Exit(ExitCode.USAGE)
     used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
-    if summary is None:
+    if parsed.error:  # with or without a log: nothing in the file was read, so nothing can be called clean
+        outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
+    elif summary is None:
         outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
         message = (
             f"{len(parsed.findings)} finding(s) from {parsed.records} record(s)"
             if parsed.records
             else "no records, and no --log with the summary line: cannot say the run was clean"
         )
-        if parsed.error:
-            outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
     else:
         verdict = classify(
             RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed, probe_expected=False)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +38,9 @@ class TestEntry(BaseModel):
     tool: Tool
     cwd: str | None = Field(None, description="working directory; relative to where cuprobe gate runs")
     env: dict[str, str] = Field(default_factory=dict, description="added to every test process's environment")
-    timeout_s: float = Field(600, gt=0, le=24 * 3600, description="per test (per process)")
+    timeout_s: float = Field(
+        600, gt=0, le=24 * 3600 - SANITIZER_MARGIN_S, description="per test (per process); the sanitizer gets 60 s more"
+    )
     repeats: int = Field(1, ge=1, le=50)
     fail_on: Severity | None = Field(None, description="error (default) or warning: what fails the gate")
     options: SanitizerOptions = Field(default_factory=SanitizerOptions)
@@ -80,6 +84,21 @@ class TestCommand(BaseModel):
     argv: list[str]
     cwd: str
     env: dict[str, str] = Field(default_factory=dict)
+    expect_any_exit: bool = Field(False, description="the test is expected to fail (ctest's WILL_FAIL)")
+
+
+# What says a test process never ran a test, per kind. pytest's exit statuses: 2 interrupted, 3 internal error,
+# 4 usage error (e.g. a node id it cannot find), 5 no tests collected. gtest runs nothing and exits 0 when its filter
+# matches no enabled test.
+NOT_RUN_EXITS: dict[str, dict[int, str]] = {
+    "pytest": {
+        2: "pytest: interrupted",
+        3: "pytest: internal error",
+        4: "pytest: usage error",
+        5: "pytest: no tests collected",
+    },
+}
+NOT_RUN_OUTPUT: dict[str, str] = {"gtest": r"^\[=+\] 0 tests from 0 test (?:suites|cases) ran"}
 
 
 def _run(entry: TestEntry, argv: list[str], cwd: str, env: dict[str, str] | None = None) -> str:
@@ -111,12 +130,41 @@ def pytest_node_ids(text: str) -> list[str]:
     return ids
 
 
+# A pytest plugin that writes the rootdir, which node ids are relative to, where ROOTDIR_FILE_ENV says.
+ROOTDIR_FILE_ENV = "CUPROBE_PYTEST_ROOTDIR_FILE"
+ROOTDIR_PLUGIN = f"""import os
+
+
+def pytest_collection_finish(session):
+    with open(os.environ["{ROOTDIR_FILE_ENV}"], "w", encoding="utf-8") as out:
+        out.write(str(session.config.rootpath))
+"""
+
+
+def _from_cwd(node: str, rootdir: Path | None, cwd: str) -> str:
+    """Node id `node` (its path relative to pytest's rootdir) as an argument given in `cwd`: pytest reads a node id's
+    path from where it is invoked, so a cwd below or beside the rootdir needs the path rewritten."""
+    if rootdir is None:
+        return node
+    path, sep, rest = node.partition("::")
+    return os.path.relpath(rootdir / path, cwd) + sep + rest
+
+
 def _pytest(entry: TestEntry, cwd: str) -> list[TestCommand]:
     python = entry.python or sys.executable
     base = [python, "-m", "pytest", "-p", "no:cacheprovider"]
     collect = [*base, "--collect-only", "-q", *entry.paths, *(["-m", entry.markers] if entry.markers else [])]
-    ids = pytest_node_ids(_run(entry, collect, cwd, entry.env))
-    return [TestCommand(case=node, argv=[*base, "-q", *entry.args, node], cwd=cwd, env=entry.env) for node in ids]
+    with tempfile.TemporaryDirectory(prefix="cuprobe-collect-") as tmp:
+        (Path(tmp) / "cuprobe_rootdir.py").write_text(ROOTDIR_PLUGIN, encoding="utf-8")
+        found = Path(tmp) / "rootdir.txt"
+        path = os.pathsep.join(p for p in (tmp, {**os.environ, **entry.env}.get("PYTHONPATH", "")) if p)
+        env = {**entry.env, "PYTHONPATH": path, ROOTDIR_FILE_ENV: str(found)}
+        ids = pytest_node_ids(_run(entry, [*collect[:3], "-p", "cuprobe_rootdir", *collect[3:]], cwd, env))
+        rootdir = Path(found.read_text(encoding="utf-8")) if found.is_file() else None
+    return [
+        TestCommand(case=node, argv=[*base, "-q", *entry.args, _from_cwd(node, rootdir, cwd)], cwd=cwd, env=entry.env)
+        for node in ids
+    ]
 
 
 def ctest_tests(text: str) -> list[dict[str, Any]]:
@@ -124,6 +172,8 @@ def ctest_tests(text: str) -> list[dict[str, Any]]:
     out = []
     for test in json.loads(text).get("tests", []):
         props = {p.get("name"): p.get("value") for p in test.get("properties", [])}
+        if props.get("DISABLED") is True:  # ctest does not run it either
+            continue
         env = props.get("ENVIRONMENT") or []
         out.append(
             {
@@ -131,6 +181,7 @@ def ctest_tests(text: str) -> list[dict[str, Any]]:
                 "command": list(test.get("command") or []),
                 "cwd": props.get("WORKING_DIRECTORY"),
                 "env": dict(item.split("=", 1) for item in env if "=" in item),
+                "will_fail": props.get("WILL_FAIL") is True,
             }
         )
     return out
@@ -139,7 +190,14 @@ def ctest_tests(text: str) -> list[dict[str, Any]]:
 def _ctest(entry: TestEntry, cwd: str) -> list[TestCommand]:
     build = _absolute(entry.build_dir or ".", cwd)
     listing = ["ctest", "--show-only=json-v1", *(["-R", entry.regex] if entry.regex else [])]
-    tests = ctest_tests(_run(entry, listing, build))
+    printed = _run(entry, listing, build)
+    try:
+        tests = ctest_tests(printed)
+    except (ValueError, KeyError, TypeError) as exc:  # ctest prints a bad -R's error before its JSON, and exits 0
+        raise DiscoveryError(
+            f"[[test]] {entry.name}: `{shlex.join(listing)}` in {build} did not print its JSON test list "
+            f"({exc}): {printed.strip()[:1500] or 'no output'}"
+        ) from exc
     if any(not t["command"] for t in tests):
         missing = [t["name"] for t in tests if not t["command"]]
         raise DiscoveryError(f"[[test]] {entry.name}: ctest lists no command for {', '.join(missing)}")
@@ -154,6 +212,7 @@ def _ctest(entry: TestEntry, cwd: str) -> list[TestCommand]:
             argv=[*t["command"], *entry.args],
             cwd=t["cwd"] or build,
             env={**t["env"], **entry.env},
+            expect_any_exit=t["will_fail"],
         )
         for t in tests
     ]
@@ -169,7 +228,9 @@ def gtest_names(text: str) -> list[str]:
             suite = line.split("#")[0].strip()
         else:
             names.append(suite + line.split("#")[0].strip())
-    return names
+    # gtest lists disabled tests but runs them only with --gtest_also_run_disabled_tests: run alone, one would run
+    # nothing and exit 0.
+    return [n for n in names if not any(part.startswith("DISABLED_") for part in re.split(r"[./]", n))]
 
 
 def _gtest(entry: TestEntry, cwd: str) -> list[TestCommand]:
@@ -207,7 +268,9 @@ def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
         "cwd": test.cwd,
         "env": test.env,
         "timeout_s": entry.timeout_s,
-        "expect_exit": None if entry.expect_exit == "any" else entry.expect_exit,
+        "expect_exit": None if entry.expect_exit == "any" or test.expect_any_exit else entry.expect_exit,
+        "not_run_exits": NOT_RUN_EXITS.get(entry.kind, {}),
+        "not_run_output": NOT_RUN_OUTPUT.get(entry.kind),
         "case": test.case,
         **({"expect": entry.expect} if entry.control else {}),
     }

@@ -149,9 +149,16 @@ def test_entry(test: TestEntry, case: str, params: dict[str, Any], index: int) -
 
 def expand(suite: Suite, here: str | None = None) -> Suite:
     """The suite with every [[test]] entry discovered into one command-probe entry per process (per test, or per
-    binary); DiscoveryError says which entry could not list its tests."""
+    binary); DiscoveryError says which entry could not list its tests, SuiteError which generated name (TEST.0000)
+    a [[probe]] entry already has."""
     generated = []
     for test in suite.test:
         for index, found in enumerate(discover(test, here)):
             generated.append(test_entry(test, found.case, command_params(test, found), index))
+    taken = {entry.name for entry in suite.probe}
+    if clash := sorted(entry.name for entry in generated if entry.name in taken):
+        raise SuiteError(
+            f"{suite.path}: [[probe]] names {', '.join(clash)} are also the names of [[test]] processes "
+            "(TEST.0000, TEST.0001, ...): rename those probe entries"
+        )
     return suite.model_copy(update={"probe": [*suite.probe, *generated], "test": []})

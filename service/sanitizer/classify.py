@@ -205,6 +205,15 @@ def classify(ev: RunEvidence) -> Classification:
             f"the summary counts {summary.errors} errors but the XML held {records}: records were lost",
         )
     findings = parsed.findings if parsed else []
+    counted = summary.errors or 0
+    if sanitized and parsed and parsed.truncated and counted and not any(not f.fallout for f in findings):
+        # A cap (cuprobe's record or byte cap, the sanitizer's print limit) kept none of what the summary counts.
+        return Classification(
+            Outcome.SANITIZER_ERROR,
+            f"the summary counts {counted} errors but the capped XML kept none of them (records {records}): "
+            "the run cannot be called clean; raise the record or byte cap (CUPROBE_MAX_RECORDS, "
+            "CUPROBE_MAX_XML_BYTES) or the sanitizer's --print-limit",
+        )
     if not ev.probe_expected:
         return _saved_output(ev, findings, records)
     exit_says_errors = sanitized and ev.returncode == ev.error_exitcode
@@ -215,7 +224,8 @@ def classify(ev: RunEvidence) -> Classification:
             f"the probe exited {ev.returncode} without sanitizer records: {detail or 'no message'}",
         )
     if not records and (probe is None or not probe.complete):
-        why = ev.probe_unreadable or "result.json missing or without its completion sentinel"
+        said = _last_line(probe.error) if probe and probe.error else None
+        why = ev.probe_unreadable or said or "result.json missing or without its completion sentinel"
         return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     capped_at = parsed.truncated_at_case if parsed and parsed.truncated else None
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool, capped_at)
@@ -246,6 +256,21 @@ def classify(ev: RunEvidence) -> Classification:
 def _saved_output(ev: RunEvidence, findings: list[Finding], records: int) -> Classification:
     """Saved sanitizer output (no probe ran here): its records, or clean when the summary counts none."""
     real = [f for f in findings if not f.fallout]
+    summary = ev.summary or SanitizerSummary()
+    failed = (
+        "did not terminate successfully (killed or crashed)"
+        if summary.process_failed
+        else "returned an error (exited non-zero)"
+        if summary.returned_error
+        else None
+    )
     if real:
-        return Classification(Outcome.FINDINGS, f"{len(real)} finding(s) from {records} record(s)")
+        ended = f"; the log says the program {failed}" if failed else ""
+        return Classification(Outcome.FINDINGS, f"{len(real)} finding(s) from {records} record(s){ended}")
+    if failed:
+        return Classification(
+            Outcome.PROBE_ERROR,
+            f"the log says the program {failed} and the XML holds no finding: it may have stopped before its "
+            "GPU work, so the run cannot be called clean",
+        )
     return Classification(Outcome.CLEAN, f"compute-sanitizer {ev.tool}: 0 errors (from saved output)")

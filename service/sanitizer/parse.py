@@ -81,6 +81,8 @@ def _in_chunks(
 ) -> FindingGrouper:
     """The file cut at record boundaries, parsed on `workers` processes, merged in file order."""
     prolog = check_prolog(ctx.path)
+    if (local := prolog.root.rsplit("}", 1)[-1]) not in SANITIZER_ROOTS:  # its name without a namespace
+        raise BrokenXML(f"the root element is <{local}>, not compute-sanitizer's <{SANITIZER_ROOTS[0]}>")
     ctx = replace(ctx, root=prolog.root)
     chunks = plan(ctx.path, prolog, max_bytes)
     size = ctx.path.stat().st_size
@@ -94,6 +96,10 @@ def _in_chunks(
     result.truncated = merged.truncated or size > max_bytes
     result.bytes_read = min(size, max_bytes)
     return merged.grouper
+
+
+# compute-sanitizer's XML root (2025.x, 2026.x); a file of one bare <record> is read as that record.
+SANITIZER_ROOTS = ("ComputeSanitizerOutput", "record")
 
 
 def parse_xml(

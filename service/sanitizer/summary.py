@@ -18,6 +18,7 @@ _ERROR_LINE = re.compile(r"^=+ (?:Error|Internal Sanitizer Error): (.+)$", re.M)
 NOT_CUDA = "Target application terminated before first instrumented API call"
 MISSING_PROGRAM = "Target application doesn't exist or is not a valid executable"
 PROCESS_FAILED = "process didn't terminate successfully"
+RETURNED_ERROR = "Target application returned an error"  # it exited non-zero (also printed after a crash)
 INTERNAL_ERROR = "Internal Sanitizer Error"
 
 
@@ -33,6 +34,7 @@ class SanitizerSummary:
     not_cuda: bool = False
     missing_program: bool = False
     process_failed: bool = False
+    returned_error: bool = False
     internal_error: str | None = None
     error_lines: tuple[str, ...] = ()
 
@@ -56,6 +58,7 @@ def read_summary(text: str) -> SanitizerSummary:
     summary.not_cuda = NOT_CUDA in text
     summary.missing_program = MISSING_PROGRAM in text
     summary.process_failed = PROCESS_FAILED in text
+    summary.returned_error = RETURNED_ERROR in text
     lines = tuple(m.strip() for m in _ERROR_LINE.findall(text))
     summary.error_lines = lines
     internal = [line for line in text.splitlines() if INTERNAL_ERROR in line]

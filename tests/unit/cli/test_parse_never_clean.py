@@ -1,0 +1,95 @@
+"""`cuprobe parse` with a log never says `clean` for output it could not read, a cap that kept none of the errors
+the summary counts, or a program the log says failed: real captures, some of them cut or edited."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli.main import app
+from tests.conftest import VERSIONS, capture, xml_of
+
+cli = CliRunner()
+
+
+def _parse(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
+    result = cli.invoke(app, ["parse", *args, "--json"], env=env)
+    return result.exit_code, json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+
+
+def _unreadable(kind: str, real: Path, tmp: Path) -> Path:
+    text = real.read_bytes()
+    if kind == "empty":
+        return _write(tmp / "empty.xml", b"")
+    if kind == "cut":
+        return _write(tmp / "cut.xml", text[:100])
+    if kind == "doctype":
+        head = b'<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n'
+        return _write(tmp / "doctype.xml", head + text.split(b"?>", 1)[1])
+    if kind == "gzip-unnamed":
+        return _write(tmp / "run.xml", gzip.compress(b"\x00\x01 not xml"))
+    return _write(tmp / "page.xml", b"<html><body>not sanitizer output</body></html>")
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("kind", ["empty", "cut", "doctype", "gzip-unnamed", "html"])
+@pytest.mark.parametrize("tool", [None, "memcheck"])
+def test_unreadable_xml_with_a_clean_log_is_a_sanitizer_error(
+    version: str, kind: str, tool: str | None, tmp_path: Path
+) -> None:
+    case = capture(version, "memcheck_ok")
+    xml = _unreadable(kind, xml_of(capture(version, "memcheck_oob")), tmp_path)
+    code, body = _parse(str(xml), "--log", str(case / "stdout.txt"), *(["--tool", tool] if tool else []))
+    assert (code, body["outcome"]) == (3, "sanitizer_error"), body
+    assert "refused or unreadable" in body["message"]
+
+
+def test_tool_none_is_refused_for_saved_output() -> None:
+    case = capture(VERSIONS[1], "memcheck_ok")
+    result = cli.invoke(app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "none"])
+    assert result.exit_code == 2 and "--tool none" in result.stdout
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_cap_that_kept_none_of_the_counted_errors_is_not_clean(version: str) -> None:
+    case = capture(version, "initcheck_uninit")
+    args = (str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "initcheck")
+    code, body = _parse(*args)
+    assert (code, body["outcome"]) == (1, "findings")  # the positive control: uncapped, the findings are there
+    code, body = _parse(*args, env={"CUPROBE_MAX_XML_BYTES": "100"})
+    assert (code, body["outcome"], body["truncated"]) == (3, "sanitizer_error", True), body
+    assert "kept none of them" in body["message"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_print_limit_that_hid_every_error_is_not_clean(version: str) -> None:
+    """A log whose summary says errors were not printed, beside an XML without them."""
+    code, body = _parse(
+        str(xml_of(capture(version, "initcheck_ok"))),
+        "--log",
+        str(capture(version, "initcheck_many_default_limit") / "stdout.txt"),
+        "--tool",
+        "initcheck",
+    )
+    assert (code, body["outcome"]) == (3, "sanitizer_error"), body
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("case", ["memcheck_kill", "memcheck_segv", "memcheck_abort", "memcheck_exit3"])
+def test_a_program_the_log_says_failed_is_not_clean(version: str, case: str) -> None:
+    found = capture(version, case)
+    code, body = _parse(str(xml_of(found)), "--log", str(found / "stdout.txt"), "--tool", "memcheck")
+    assert (code, body["outcome"]) == (3, "probe_error"), body
+    assert "the log says the program" in body["message"]
+    ok = capture(version, "memcheck_ok")  # the same tool's clean run stays clean
+    code, body = _parse(str(xml_of(ok)), "--log", str(ok / "stdout.txt"), "--tool", "memcheck")
+    assert (code, body["outcome"]) == (0, "clean"), body

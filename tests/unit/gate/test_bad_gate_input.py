@@ -1,0 +1,66 @@
+"""Input the gate cannot use is refused with exit 2 before anything runs, naming the problem: outputs it could not
+write, a missing suppressions file, a test time limit past the sanitizer's margin, generated names that clash,
+a ctest regex ctest refuses. Never a traceback's exit 1, which CI reads as new findings."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from probes.contract import Tool
+from service.gate.discover import DiscoveryError, TestEntry, discover
+from tests.unit.gate.conftest import BASE_SUITE, Gate
+
+
+def _refused(result: object, says: str) -> None:
+    output = getattr(result, "output", "")
+    assert getattr(result, "exit_code", None) == 2, output
+    assert says in " ".join(output.split()) and "Traceback" not in output
+
+
+@pytest.mark.parametrize("option", ["--junit", "--sarif", "--summary"])
+def test_an_output_in_a_missing_directory_is_refused_before_running(gate: Gate, tmp_path: Path, option: str) -> None:
+    target = tmp_path / "no" / "dir" / "out"
+    _refused(gate(BASE_SUITE, option, str(target)), f"{option} {target}: the directory {target.parent} does not exist")
+    assert not (tmp_path / "summary.md").exists() or option == "--summary"  # nothing ran, nothing was summarised
+
+
+def test_an_output_that_is_a_directory_is_refused(gate: Gate, tmp_path: Path) -> None:
+    (tmp_path / "ci").mkdir()
+    _refused(gate(BASE_SUITE, "--junit", str(tmp_path / "ci")), "is a directory; name a file")
+
+
+def test_a_baseline_to_write_in_a_missing_directory_is_refused(gate: Gate, tmp_path: Path) -> None:
+    target = tmp_path / "no" / "b.toml"
+    _refused(gate(BASE_SUITE, "--update-baseline", "--baseline", str(target)), "--update-baseline")
+
+
+def test_a_missing_local_suppressions_file_names_its_entry(gate: Gate) -> None:
+    suite = BASE_SUITE.replace('name = "gate-test"\n', 'name = "gate-test"\noptions = { suppressions = "nosuch.xml" }\n')
+    _refused(gate(suite), "initcheck-control: suppressions file nosuch.xml does not exist")
+
+
+def test_a_test_time_limit_past_the_sanitizers_margin_is_refused_at_load(gate: Gate) -> None:
+    suite = BASE_SUITE + '\n[[test]]\nname = "a"\nkind = "command"\ntool = "initcheck"\nargv = ["true"]\n'
+    _refused(gate(suite + "timeout_s = 86400\n"), "timeout_s")
+
+
+def test_a_probe_named_like_a_test_process_is_refused(gate: Gate) -> None:
+    suite = BASE_SUITE + (
+        '\n[[probe]]\nname = "a.0000"\nprobe = "selftest"\ntool = "none"\n'
+        '\n[[test]]\nname = "a"\nkind = "command"\ntool = "none"\nargv = ["true"]\n'
+    )
+    _refused(gate(suite), "a.0000 are also the names of [[test]] processes")
+
+
+def test_a_ctest_regex_ctest_refuses_is_a_discovery_error(tmp_path: Path) -> None:
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(tiny NONE)\nenable_testing()\nadd_test(NAME t COMMAND true)\n"
+    )
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b")], check=True, capture_output=True)
+    entry = TestEntry(name="c", kind="ctest", tool=Tool.MEMCHECK, build_dir=str(tmp_path / "b"))
+    assert [t.case for t in discover(entry)] == ["t"]  # the build dir itself is fine
+    with pytest.raises(DiscoveryError, match=r"\[\[test\]\] c: .* did not print its JSON test list"):
+        discover(entry.model_copy(update={"regex": "("}))

@@ -1,0 +1,137 @@
+"""A test process that never ran a test is never `clean`: pytest node ids given from a cwd below the rootdir, pytest's
+own not-run exit statuses, gtest's disabled tests and empty filters, ctest's DISABLED and WILL_FAIL properties."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from probes.contract import Tool
+from service.config import Settings
+from service.gate.discover import TestEntry, command_params, discover
+from service.gate.runs import run_local
+from service.gate.suite import Suite, expand
+from service.models import Outcome
+from service.probing import runner
+from service.probing.environment import GpuFacts
+from tests.conftest import VERSIONS, capture
+
+
+def _project(root: Path) -> Path:
+    """A pytest project whose rootdir (pytest.ini) is above its tests folder."""
+    tests = root / "tests"
+    tests.mkdir(parents=True)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (tests / "test_x.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    return tests
+
+
+@pytest.fixture
+def replayed_clean_memcheck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay stand-in runs the real command probe (and so the real test), then replays a clean memcheck run."""
+    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(VERSIONS[1], "memcheck_ok")))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
+
+
+def _results(suite: Suite, work: Path, settings: Settings) -> list[tuple[str, Outcome, str]]:
+    return [(e.entry.case or "", r.outcome, r.message) for e in run_local(suite, work, settings) for r in e.results]
+
+
+def test_node_ids_run_from_a_cwd_below_the_rootdir(tmp_path: Path) -> None:
+    tests = _project(tmp_path)
+    entry = TestEntry(name="x", kind="pytest", tool=Tool.MEMCHECK, paths=["test_x.py"], cwd=str(tests))
+    found = discover(entry)
+    assert [t.case for t in found] == ["tests/test_x.py::test_a", "tests/test_x.py::test_b"]  # as pytest names them
+    assert found[0].argv[-1] == "test_x.py::test_a"  # as pytest finds them from the cwd
+    ran = subprocess.run(found[0].argv, cwd=found[0].cwd, capture_output=True, text=True)
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout + ran.stderr
+    beside = TestEntry(name="y", kind="pytest", tool=Tool.MEMCHECK, paths=["../tests"], cwd=str(tmp_path / "elsewhere"))
+    (tmp_path / "elsewhere").mkdir()
+    (other,) = [t for t in discover(beside) if t.case.endswith("test_b")]
+    assert other.argv[-1] == "../tests/test_x.py::test_b"
+    ran = subprocess.run(other.argv, cwd=other.cwd, capture_output=True, text=True)
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout + ran.stderr
+
+
+def test_a_pytest_process_that_ran_no_test_is_an_error_even_with_any_exit(
+    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    tests = _project(tmp_path)
+    suite = expand(Suite.model_validate({"name": "s", "test": [{
+        "name": "x", "kind": "pytest", "tool": "memcheck", "paths": ["test_x.py"], "cwd": str(tests),
+        "expect_exit": "any"}]}))
+    ran = _results(suite, tmp_path / "work", replay_settings)
+    assert [o for _, o, _ in ran] == [Outcome.CLEAN, Outcome.CLEAN]  # the positive control: both tests really ran
+    (tests / "test_x.py").unlink()  # now pytest finds no such file: exit 4, a usage error
+    ran = _results(suite, tmp_path / "work2", replay_settings)
+    assert [o for _, o, _ in ran] == [Outcome.PROBE_ERROR, Outcome.PROBE_ERROR]
+    assert "exited 4 (pytest: usage error): the test did not run" in ran[0][2]
+
+
+GTEST = """
+#include <gtest/gtest.h>
+TEST(Math, Adds) { EXPECT_EQ(1 + 1, 2); }
+TEST(Math, DISABLED_Broken) { EXPECT_EQ(1, 2); }
+TEST(DISABLED_Old, Anything) { EXPECT_EQ(1, 2); }
+"""
+
+
+@pytest.fixture(scope="module")
+def gtest_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("gtest")
+    (where / "t.cpp").write_text(GTEST)
+    binary = where / "math_test"
+    subprocess.run(
+        ["g++", "-std=c++17", str(where / "t.cpp"), "-o", str(binary), "-lgtest", "-lgtest_main", "-pthread"],
+        check=True,
+        capture_output=True,
+    )
+    return binary
+
+
+def test_gtest_disabled_tests_are_not_run_and_an_empty_filter_is_an_error(
+    gtest_binary: Path, tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    entry = TestEntry(name="m", kind="gtest", tool=Tool.MEMCHECK, binary=str(gtest_binary))
+    assert [t.case for t in discover(entry)] == ["Math.Adds"]
+    suite = expand(Suite.model_validate({"name": "s", "test": [
+        {"name": "m", "kind": "gtest", "tool": "memcheck", "binary": str(gtest_binary)},
+        {"name": "none", "kind": "gtest", "tool": "memcheck", "binary": str(gtest_binary), "per": "binary",
+         "filter": "Nothing.*"}]}))
+    ran = _results(suite, tmp_path / "work", replay_settings)
+    assert [(case, o) for case, o, _ in ran] == [("Math.Adds", Outcome.CLEAN), ("math_test", Outcome.PROBE_ERROR)]
+    assert "0 tests from 0 test suites ran" in ran[1][2] and "no test ran" in ran[1][2]
+
+
+CMAKE = """
+cmake_minimum_required(VERSION 3.16)
+project(tiny CXX)
+enable_testing()
+add_executable(code code.cpp)
+add_test(NAME passes COMMAND code 0)
+add_test(NAME fails_by_design COMMAND code 1)
+add_test(NAME switched_off COMMAND code 0)
+set_tests_properties(fails_by_design PROPERTIES WILL_FAIL TRUE)
+set_tests_properties(switched_off PROPERTIES DISABLED TRUE)
+"""
+
+
+def test_ctest_disabled_tests_are_left_out_and_will_fail_tests_may_exit_non_zero(tmp_path: Path) -> None:
+    if not shutil.which("cmake"):
+        pytest.fail("cmake is not installed (.ci/run installs the build tools these tests use)")
+    (tmp_path / "CMakeLists.txt").write_text(CMAKE)
+    (tmp_path / "code.cpp").write_text(
+        textwrap.dedent("#include <cstdlib>\nint main(int c, char** v) { return std::atoi(v[1]); }\n")
+    )
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(build)], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    entry = TestEntry(name="t", kind="ctest", tool=Tool.MEMCHECK, build_dir=str(build))
+    found = discover(entry)
+    assert [t.case for t in found] == ["passes", "fails_by_design"]
+    assert [command_params(entry, t)["expect_exit"] for t in found] == [0, None]
