@@ -30,7 +30,7 @@ class Settings(BaseSettings):
     # only the console text, not the XML findings come from, and cost a quarter to a third of a record-heavy
     # initcheck run's time on the H200 (service/probing/demangle.py). Their stdout.txt then names C++ functions mangled.
     skip_demangling: bool = True
-    timeout_s: float = 600.0
+    timeout_s: float = Field(600.0, gt=0)
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,
     # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").
     stall_s: float = 120.0

@@ -19,7 +19,7 @@ from service.config import get_settings
 from service.gate import github, junit, markdown, sarif
 from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
 from service.gate.discover import DiscoveryError
-from service.gate.runs import EntryRuns, run_local, run_remote
+from service.gate.runs import EntryRuns, ServiceRefused, run_local, run_remote
 from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
 from service.gate.verdict import GateReport, judge, updated_baseline
 from service.models import ExitCode, RunResult
@@ -78,7 +78,11 @@ def _run(
             progress.advance(task)
 
         if not local:
-            return run_remote(suite, Client(url or get_settings().api_url, token), hold_s=hold_s, on_result=on_result)
+            client = Client(url or get_settings().api_url, token)
+            try:
+                return run_remote(suite, client, hold_s=hold_s, on_result=on_result)
+            except ServiceRefused as exc:
+                raise _refuse(f"{exc} (nothing of this gate runs: the jobs already submitted were cancelled)") from exc
         if workdir is not None:
             return run_local(suite, workdir, get_settings(), on_result)
         with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:

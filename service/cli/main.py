@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +22,7 @@ from service.cli import jobs as cli_jobs
 from service.cli.check import check_local, check_service
 from service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
 from service.cli.render import parameter_rows, print_result
-from service.config import get_settings
+from service.config import ENV_PREFIX, Settings, get_settings
 from service.models import ExitCode, Outcome, ProbeRequest, RunResult, Severity, exit_code_for
 from service.models.problems import describe
 from service.models.reasons import ALSO, by_reason, names_line
@@ -32,7 +33,7 @@ from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import is_text_log, read_summary
+from service.sanitizer.summary import is_text_log, read_log, read_summary
 from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
 
 app = typer.Typer(
@@ -76,12 +77,38 @@ def _refused(exc: ValueError) -> typer.Exit:
     return typer.Exit(ExitCode.USAGE)
 
 
+def _settings() -> Settings:
+    """This process's settings, or exit 2 naming each CUPROBE_* variable that holds a bad value."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        bad = [
+            f"{ENV_PREFIX}{str(e['loc'][0]).upper()}={e.get('input')!r}: {e['msg']}" if e.get("loc") else e["msg"]
+            for e in exc.errors()
+        ]
+        console.print(f"[red]error:[/] bad setting: {escape('; '.join(bad))}")
+        raise typer.Exit(ExitCode.USAGE) from exc
+
+
+def _workdir(workdir: Path | None) -> None:
+    """Refuse (exit 2) a --workdir that cannot be a folder: a file, or a place no folder can be made."""
+    if workdir is None:
+        return
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        console.print(f"[red]error:[/] --workdir {escape(str(workdir))}: {escape(exc.strerror or str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from exc
+
+
 def _run_here(request: ProbeRequest, workdir: Path | None) -> RunResult:
     """Run `request` on this machine as the user (trusted: paths are local, commands unrestricted)."""
+    settings = _settings()
+    _workdir(workdir)
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="cuprobe-") as tmp:
-            return run_probe(request, workdir=Path(tmp), settings=get_settings(), trusted=True)
-    return run_probe(request, workdir=workdir, settings=get_settings(), trusted=True)
+            return run_probe(request, workdir=Path(tmp), settings=settings, trusted=True)
+    return run_probe(request, workdir=workdir, settings=settings, trusted=True)
 
 
 @app.command()
@@ -106,7 +133,8 @@ def run(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 3 could not run)."""
+    """Run PROBE once on this machine and report its findings (exit 0 clean, 1 findings, 2 bad usage, 3 could not
+    run)."""
     level = fail_on(fail_on_level)
     try:
         request = ProbeRequest(
@@ -174,9 +202,11 @@ def parse(
     log: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")] = None,
     tool: ToolOption = None,
     source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
+    fail_on_level: FailOnOpt = "error",
     as_json: JsonFlag = False,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
+    level = fail_on(fail_on_level)
     if is_text_log(xml):
         console.print(
             f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
@@ -186,15 +216,19 @@ def parse(
     if tool is Tool.NONE:
         console.print("[red]error:[/] --tool none: saved sanitizer output comes from a sanitizer tool; name it")
         raise typer.Exit(ExitCode.USAGE)
-    settings = get_settings()
-    parsed = parse_xml(
-        xml,
-        tool=tool,
-        roots=source_root or [str(Path.cwd())],
-        max_records=settings.max_records,
-        max_bytes=settings.max_xml_bytes,
-    )
-    summary = read_summary(log.read_text(errors="replace")) if log else None
+    settings = _settings()
+    roots = source_root or [str(Path.cwd())]
+    reading = partial(parse_xml, xml, roots=roots, max_records=settings.max_records, max_bytes=settings.max_xml_bytes)
+    parsed = reading(tool=None)  # first as the records name their tool
+    if tool is not None and parsed.tool is not None and tool is not parsed.tool:
+        console.print(
+            f"[red]error:[/] --tool {tool.value}, but the file's records name {parsed.tool.value}: "
+            "pass the tool that wrote them, or leave --tool out"
+        )
+        raise typer.Exit(ExitCode.USAGE)
+    if tool is not None and parsed.tool is None and parsed.records and not parsed.error:
+        parsed = reading(tool=tool)  # records that name no tool carry the one given
+    summary = read_summary(read_log(log)) if log else None
     if summary and summary.not_printed:
         parsed.truncated = True
     used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
@@ -230,7 +264,7 @@ def parse(
         truncated=parsed.truncated,
         findings=parsed.findings,
     )
-    _emit(result, as_json)
+    _emit(result, as_json, level)
 
 
 @app.command()
@@ -243,7 +277,7 @@ def check(
 ) -> None:
     """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
     broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
-    settings = get_settings()
+    settings = _settings()
     with console.status("cuprobe check") as status:
 
         def progress(text: str) -> None:
@@ -331,7 +365,7 @@ def _show_probe(name: str) -> None:
 @app.command()
 def doctor() -> None:
     """What this machine has for running probes: GPU, driver, sanitizer, pycuda, torch (exit 3 if not ready)."""
-    settings = get_settings()
+    settings = _settings()
     gpu, driver, cuda, uuid = gpu_facts()
     ready = True
     console.print(

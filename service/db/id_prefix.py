@@ -24,7 +24,9 @@ def by_id_prefix(
     given: str, get: Callable[[str], Found | None], ids_starting: Callable[[str, int], list[str]]
 ) -> Found | Ambiguous | None:
     """What `given` names: the row with that id, else the one whose id starts with it; Ambiguous for several,
-    None for none (an empty id names nothing)."""
+    None for none (an empty id names nothing). Ids are lowercase hex: a prefix in capitals names the same rows on
+    every store (SQLite's LIKE ignores case, PostgreSQL's does not)."""
+    given = given.lower()
     exact = get(given)
     if exact is not None or not given:
         return exact

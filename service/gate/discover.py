@@ -10,9 +10,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from probes.contract import Tool
 from service.models import SanitizerOptions, Severity
@@ -25,6 +25,16 @@ SANITIZER_MARGIN_S = 60.0
 
 class DiscoveryError(ValueError):
     """Discovery could not list the tests; the message names the entry, the command and what it printed."""
+
+
+# The keys only some kinds read: any other kind refuses them rather than ignoring them (a ctest entry given gtest's
+# `filter` would otherwise run every test).
+KIND_KEYS: dict[str, set[str]] = {
+    "pytest": {"paths", "markers", "python"},
+    "ctest": {"build_dir", "regex", "per"},
+    "gtest": {"binary", "filter", "per"},
+    "command": {"argv"},
+}
 
 
 class TestEntry(BaseModel):
@@ -46,7 +56,9 @@ class TestEntry(BaseModel):
     options: SanitizerOptions = Field(default_factory=SanitizerOptions)
     control: bool = Field(False, description="a known defect the tool must see (needs `expect`)")
     expect: str | None = Field(None, description="with control: the finding kind the tool must report")
-    expect_exit: int | Literal["any"] = Field(0, description='exit status each process must end with, or "any"')
+    expect_exit: Annotated[StrictInt, Field(ge=0, le=255)] | Literal["any"] = Field(
+        0, description='exit status each process must end with (0-255), or "any"'
+    )
     per: Literal["test", "binary"] = Field("test", description="ctest/gtest: one process per test or per binary")
     args: list[str] = Field(default_factory=list, description="extra arguments for every test process")
     # pytest
@@ -67,8 +79,17 @@ class TestEntry(BaseModel):
         needs = {"pytest": "paths", "ctest": "build_dir", "gtest": "binary", "command": "argv"}[self.kind]
         if not getattr(self, needs):
             raise ValueError(f"a {self.kind} entry needs `{needs}`")
+        others = sorted(
+            f"`{key}` ({', '.join(k for k, keys in KIND_KEYS.items() if key in keys)})"
+            for key in self.model_fields_set
+            if any(key in keys for keys in KIND_KEYS.values()) and key not in KIND_KEYS[self.kind]
+        )
+        if others:
+            raise ValueError(f"a {self.kind} entry does not use {', '.join(others)}: those keys belong to other kinds")
         if self.control and not self.expect:
             raise ValueError("control = true needs `expect`: the finding kind the tool must report")
+        if self.expect and not self.control:
+            raise ValueError("`expect` is read only with control = true (a known defect the tool must report)")
         if self.tool is Tool.NONE and self.control:
             raise ValueError("a bare run (tool none) cannot be a positive control")
         return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,17 @@ def _not_run(entry: SuiteEntry, outcome: Outcome, message: str) -> RunResult:
     return RunResult(probe=entry.probe, tool=entry.tool, params=entry.params, outcome=outcome, message=message)
 
 
+class ServiceRefused(ValueError):
+    """The service refused one of the suite's jobs as bad input (HTTP 4xx): the gate's input, not a run, is wrong."""
+
+
+def _cancel_all(client: Client, pending: dict[str, tuple[EntryRuns, int]]) -> None:
+    """Cancel the jobs already submitted (a gate refused as a whole runs none of them); best effort."""
+    for job_id in pending:
+        with contextlib.suppress(ApiError):
+            client.cancel(job_id)
+
+
 def run_remote(
     suite: Suite, client: Client, *, hold_s: float = MAX_WAIT_S, on_result: OnResult = _quiet
 ) -> list[EntryRuns]:
@@ -87,6 +99,9 @@ def run_remote(
             try:
                 job = client.submit(spec)
             except ApiError as exc:
+                if 400 <= exc.status < 500:  # the suite asks for something this service refuses: bad input
+                    _cancel_all(client, pending)
+                    raise ServiceRefused(f"{entry.name}: the service refused the job ({exc.status}): {exc}") from exc
                 outcome = Outcome.UNAVAILABLE if exc.status == 0 else Outcome.PROBE_ERROR
                 result = _not_run(entry, outcome, f"the service did not take the job: {exc}")
                 if exc.status == 0:

@@ -66,6 +66,14 @@ def read_summary(text: str) -> SanitizerSummary:
     return summary
 
 
+def read_log(path: Path) -> str:
+    """The text of a saved log, gunzipped when it is gzip (by its magic bytes, whatever its name)."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("utf-8", errors="replace")
+
+
 def is_text_log(path: Path) -> bool:
     """Whether `path` is compute-sanitizer's text output (its `=========` lines) rather than its XML."""
     opener = gzip.open if path.suffix == ".gz" else open

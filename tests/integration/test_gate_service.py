@@ -66,3 +66,20 @@ def test_a_job_no_worker_takes_is_could_not_run_exit_3(api: httpx.Client, tmp_pa
     code, text = gate(api, tmp_path, SUITE.replace('name = "service-gate"', 'name = "g"\ndeadline_s = 5') + GPU)
     assert code == 3, text
     assert "| needs-a-gpu | 1 | unavailable |" in text
+
+
+def test_a_job_the_service_refuses_is_bad_input_exit_2(api: httpx.Client, tmp_path: Path) -> None:
+    # A suppressions path is fine for --local but refused by a service (it takes a name in its own directory).
+    refused = """
+[[probe]]
+name = "memcheck-control"
+probe = "planted"
+tool = "memcheck"
+params = { defect = "oob" }
+control = true
+options = { suppressions = "ci/memcheck.supp.xml" }
+"""
+    code, text = gate(api, tmp_path, SUITE + refused)
+    assert code == 2, text
+    said = " ".join(text.split())
+    assert "memcheck-control: the service refused the job (422)" in said and "were cancelled" in said

@@ -50,6 +50,9 @@ def test_a_job_is_found_by_its_id_or_a_unique_prefix_and_an_ambiguous_one_names_
     assert set(capped.matches) < set(many)
     second = find("abcd2")
     assert isinstance(second, Job) and second.id == twins[1]
+    for shouted in ("ABCD2", only.upper(), only[:5].upper()):  # the same rows on both stores, whatever the case
+        found = find(shouted)
+        assert isinstance(found, Job) and found.id.startswith(shouted.lower()), shouted
     for nothing in ("9999", "", "%", "_bcd", only + "0"):
         assert find(nothing) is None, nothing
 

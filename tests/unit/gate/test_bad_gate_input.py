@@ -38,7 +38,8 @@ def test_a_baseline_to_write_in_a_missing_directory_is_refused(gate: Gate, tmp_p
 
 
 def test_a_missing_local_suppressions_file_names_its_entry(gate: Gate) -> None:
-    suite = BASE_SUITE.replace('name = "gate-test"\n', 'name = "gate-test"\noptions = { suppressions = "nosuch.xml" }\n')
+    named = 'name = "gate-test"\n'
+    suite = BASE_SUITE.replace(named, named + 'options = { suppressions = "nosuch.xml" }\n')
     _refused(gate(suite), "initcheck-control: suppressions file nosuch.xml does not exist")
 
 
@@ -64,3 +65,23 @@ def test_a_ctest_regex_ctest_refuses_is_a_discovery_error(tmp_path: Path) -> Non
     assert [t.case for t in discover(entry)] == ["t"]  # the build dir itself is fine
     with pytest.raises(DiscoveryError, match=r"\[\[test\]\] c: .* did not print its JSON test list"):
         discover(entry.model_copy(update={"regex": "("}))
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ('argv = ["true"]\nbinary = "t"\n', "a command entry does not use `binary` (gtest)"),
+        ('argv = ["true"]\nexpect_exit = 256\n', "expect_exit"),
+        ('argv = ["true"]\nexpect_exit = true\n', "expect_exit"),
+        ('argv = ["true"]\nexpect_exit = -11\n', "expect_exit"),
+        ('argv = ["true"]\nexpect = "invalid-global-write"\n', "`expect` is read only with control = true"),
+    ],
+)
+def test_a_test_entry_key_that_would_be_ignored_or_never_match_is_refused(gate: Gate, extra: str, says: str) -> None:
+    suite = BASE_SUITE + '\n[[test]]\nname = "a"\nkind = "command"\ntool = "initcheck"\n' + extra
+    _refused(gate(suite), says)
+
+
+def test_a_ctest_entry_given_gtests_filter_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"a ctest entry does not use `filter` \(gtest\)"):
+        TestEntry(name="c", kind="ctest", tool=Tool.MEMCHECK, build_dir="b", filter="Math.*")
