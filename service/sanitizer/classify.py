@@ -162,6 +162,10 @@ def classify(ev: RunEvidence) -> Classification:
     probe = ev.probe
     if probe and probe.unavailable:
         return Classification(Outcome.UNAVAILABLE, probe.unavailable)
+    if probe and not probe.complete and any(c.observations.get("timed_out") is True for c in probe.cases):
+        # The probe's own limit on a program it ran (the command probe's timeout_s): that program timed out.
+        said = _last_line(probe.error) if probe.error else "the program exceeded its wall-clock limit"
+        return Classification(Outcome.TIMEOUT, f"{said.removeprefix('RuntimeError: ')}{kept}")
     if ev.returncode == EXIT_UNAVAILABLE and ev.tool is Tool.NONE:
         return Classification(Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable")
     sanitized = ev.tool is not Tool.NONE

@@ -135,3 +135,16 @@ def test_ctest_disabled_tests_are_left_out_and_will_fail_tests_may_exit_non_zero
     found = discover(entry)
     assert [t.case for t in found] == ["passes", "fails_by_design"]
     assert [command_params(entry, t)["expect_exit"] for t in found] == [0, None]
+
+
+def test_a_test_past_its_own_time_limit_is_a_timeout(
+    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    sleep = shutil.which("sleep")
+    assert sleep
+    suite = expand(Suite.model_validate({"name": "s", "test": [
+        {"name": "slow", "kind": "command", "tool": "memcheck", "argv": [sleep, "30"], "timeout_s": 1},
+        {"name": "quick", "kind": "command", "tool": "memcheck", "argv": [sleep, "0"], "timeout_s": 10}]}))
+    ran = _results(suite, tmp_path / "work", replay_settings)
+    assert [(case, o) for case, o, _ in ran] == [("slow", Outcome.TIMEOUT), ("quick", Outcome.CLEAN)]
+    assert "exceeded its wall-clock limit of 1 s" in ran[0][2]
