@@ -228,8 +228,8 @@ def classify(ev: RunEvidence) -> Classification:
             f"the probe exited {ev.returncode} without sanitizer records: {detail or 'no message'}",
         )
     if not records and (probe is None or not probe.complete):
-        said = _last_line(probe.error) if probe and probe.error else None
-        why = ev.probe_unreadable or said or "result.json missing or without its completion sentinel"
+        raised = _last_line(probe.error) if probe and probe.error else None
+        why = ev.probe_unreadable or raised or "result.json missing or without its completion sentinel"
         return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     capped_at = parsed.truncated_at_case if parsed and parsed.truncated else None
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool, capped_at)
