@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from service.models.problems import describe
+from service.models.problems import problem
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,7 +24,20 @@ def parse_toml(
     try:
         return model.model_validate({**raw, **(extra or {})})
     except ValidationError as exc:
-        raise error(f"{source}: {describe(exc)}") from exc
+        said = "; ".join(problem({**e, "loc": _named(raw, tuple(e["loc"]))}) for e in exc.errors(include_url=False))
+        raise error(f"{source}: {said}") from exc
+
+
+def _named(raw: dict[str, Any], loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """An error's place with an array-of-tables index given as the entry's name: `test.0.tool` -> `[[test]] "ops" tool`,
+    as the file is read by a person (the index stays where the entry has no name)."""
+    if len(loc) >= 2 and isinstance(loc[0], str) and isinstance(loc[1], int):
+        table = raw.get(loc[0])
+        entry = table[loc[1]] if isinstance(table, list) and loc[1] < len(table) else None
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"]:
+            rest = ".".join(str(part) for part in loc[2:])
+            return (f'[[{loc[0]}]] "{entry["name"]}"' + (f" {rest}" if rest else ""),)
+    return loc
 
 
 def load_toml(

@@ -37,7 +37,7 @@ def test_a_control_that_plants_nothing_is_refused(tmp_path: Path) -> None:
     [
         ("name = [", "not valid TOML"),
         ('name = "x"\n[[probe]]\nname = "a"\nprobe = "nope"\ntool = "none"\n', "unknown probe 'nope'"),
-        ('name = "x"\n[[probe]]\nname = "a"\nprobe = "selftest"\ntool = "none"\nrepeats = 0\n', "probe.0.repeats"),
+        ('name = "x"\n[[probe]]\nname = "a"\nprobe = "selftest"\ntool = "none"\nrepeats = 0\n', '[[probe]] "a" repeat'),
         ('name = "x"\n[[probe]]\nname = "a"\nprobe = "selftest"\ntool = "none"\nparams = { bogus = 1 }\n', "bogus"),
         ('name = "x"\n[[probe]]\nname = "t"\nprobe = "matmul-throughput"\ntool = "initcheck"\n', "not run under"),
         ('name = "x"\n' + VIOLATE + VIOLATE, "repeated: selftest-bare"),
