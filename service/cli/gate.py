@@ -161,6 +161,13 @@ def gate(
     baseline_path = baseline or suite.baseline_path()
     if baseline is not None and not baseline.exists() and not update_baseline:
         raise _refuse(f"baseline {baseline} does not exist (write one with --update-baseline)")
+    if baseline is None and suite.baseline and not baseline_path.exists() and not update_baseline:
+        raise _refuse(
+            f"the suite's baseline {baseline_path} (its `baseline` key) does not exist "
+            "(write one with --update-baseline)"
+        )
+    if workdir is not None and not local:
+        raise _refuse("--workdir keeps the artifacts of runs on this machine: it needs --local")
     outputs = {"--junit": junit_file, "--sarif": sarif_file, "--summary": summary}
     _check_outputs(outputs | ({"--update-baseline": baseline_path} if update_baseline else {}))
     if local:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+from typing import Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from probes.contract import Tool
 from service.models.files import load_toml
 
-BASELINE_VERSION = 1
+BASELINE_VERSION: Literal[1] = 1
 
 
 class BaselineError(ValueError):
@@ -42,7 +43,7 @@ class Baseline(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = BASELINE_VERSION
+    version: Literal[1] = BASELINE_VERSION  # the only format there is: a newer file is refused, not misread
     sanitizers: dict[str, str] = Field(default_factory=dict)
     finding: list[BaselineEntry] = Field(default_factory=list)
 

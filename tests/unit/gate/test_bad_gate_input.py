@@ -8,8 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from probes.contract import Tool
+from service.cli.main import app
 from service.gate.discover import DiscoveryError, TestEntry, discover
 from tests.unit.gate.conftest import BASE_SUITE, Gate
 
@@ -85,3 +87,20 @@ def test_a_test_entry_key_that_would_be_ignored_or_never_match_is_refused(gate: 
 def test_a_ctest_entry_given_gtests_filter_is_refused() -> None:
     with pytest.raises(ValueError, match=r"a ctest entry does not use `filter` \(gtest\)"):
         TestEntry(name="c", kind="ctest", tool=Tool.MEMCHECK, build_dir="b", filter="Math.*")
+
+
+def test_a_baseline_the_suite_names_must_exist(gate: Gate, tmp_path: Path) -> None:
+    named = 'name = "gate-test"\n'
+    suite = BASE_SUITE.replace(named, named + 'baseline = "known.toml"\n')
+    _refused(gate(suite), "(its `baseline` key) does not exist")
+
+
+def test_a_baseline_of_another_format_version_is_refused(gate: Gate, tmp_path: Path) -> None:
+    (tmp_path / "b.toml").write_text("version = 2\n")
+    _refused(gate(BASE_SUITE, "--baseline", str(tmp_path / "b.toml")), "version")
+
+
+def test_workdir_without_local_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "suite.toml").write_text(BASE_SUITE)
+    result = CliRunner().invoke(app, ["gate", str(tmp_path / "suite.toml"), "--workdir", str(tmp_path / "w")])
+    _refused(result, "--workdir keeps the artifacts of runs on this machine: it needs --local")
