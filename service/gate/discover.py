@@ -106,6 +106,9 @@ class TestCommand(BaseModel):
     cwd: str
     env: dict[str, str] = Field(default_factory=dict)
     expect_any_exit: bool = Field(False, description="the test is expected to fail (ctest's WILL_FAIL)")
+    not_run_exits: dict[int, str] = Field(
+        default_factory=dict, description="this test's own exit statuses that say it did not run (SKIP_RETURN_CODE)"
+    )
 
 
 # What says a test process never ran a test, per kind. pytest's exit statuses: 2 interrupted, 3 internal error,
@@ -203,6 +206,7 @@ def ctest_tests(text: str) -> list[dict[str, Any]]:
                 "cwd": props.get("WORKING_DIRECTORY"),
                 "env": dict(item.split("=", 1) for item in env if "=" in item),
                 "will_fail": props.get("WILL_FAIL") is True,
+                "skip_code": props.get("SKIP_RETURN_CODE"),
             }
         )
     return out
@@ -234,6 +238,11 @@ def _ctest(entry: TestEntry, cwd: str) -> list[TestCommand]:
             cwd=t["cwd"] or build,
             env={**t["env"], **entry.env},
             expect_any_exit=t["will_fail"],
+            not_run_exits=(
+                {int(t["skip_code"]): "ctest: the test's SKIP_RETURN_CODE, it skipped itself"}
+                if isinstance(t["skip_code"], int)
+                else {}
+            ),
         )
         for t in tests
     ]
@@ -290,7 +299,7 @@ def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
         "env": test.env,
         "timeout_s": entry.timeout_s,
         "expect_exit": None if entry.expect_exit == "any" or test.expect_any_exit else entry.expect_exit,
-        "not_run_exits": NOT_RUN_EXITS.get(entry.kind, {}),
+        "not_run_exits": {**NOT_RUN_EXITS.get(entry.kind, {}), **test.not_run_exits},
         "not_run_output": NOT_RUN_OUTPUT.get(entry.kind),
         "case": test.case,
         **({"expect": entry.expect} if entry.control else {}),

@@ -1,5 +1,6 @@
 """A test process that never ran a test is never `clean`: pytest node ids given from a cwd below the rootdir, pytest's
-own not-run exit statuses, gtest's disabled tests and empty filters, ctest's DISABLED and WILL_FAIL properties."""
+own not-run exit statuses, gtest's disabled tests and empty filters, ctest's DISABLED, WILL_FAIL and SKIP_RETURN_CODE
+properties."""
 
 from __future__ import annotations
 
@@ -116,7 +117,9 @@ add_executable(code code.cpp)
 add_test(NAME passes COMMAND code 0)
 add_test(NAME fails_by_design COMMAND code 1)
 add_test(NAME switched_off COMMAND code 0)
+add_test(NAME skips_itself COMMAND code 77)
 set_tests_properties(fails_by_design PROPERTIES WILL_FAIL TRUE)
+set_tests_properties(skips_itself PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(switched_off PROPERTIES DISABLED TRUE)
 """
 
@@ -133,8 +136,10 @@ def test_ctest_disabled_tests_are_left_out_and_will_fail_tests_may_exit_non_zero
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
     entry = TestEntry(name="t", kind="ctest", tool=Tool.MEMCHECK, build_dir=str(build))
     found = discover(entry)
-    assert [t.case for t in found] == ["passes", "fails_by_design"]
-    assert [command_params(entry, t)["expect_exit"] for t in found] == [0, None]
+    assert [t.case for t in found] == ["passes", "fails_by_design", "skips_itself"]
+    params = [command_params(entry, t) for t in found]
+    assert [p["expect_exit"] for p in params] == [0, None, 0]
+    assert 77 in params[2]["not_run_exits"] and 77 not in params[0]["not_run_exits"]
 
 
 def test_a_test_past_its_own_time_limit_is_a_timeout(
