@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,3 +107,15 @@ def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gate:
 
 def summary(tmp_path: Path) -> str:
     return (tmp_path / "summary.md").read_text()
+
+
+def built_gtest(where: Path, source: str, name: str = "math_test") -> Path:
+    """A real gtest binary built from `source` with Debian's googletest (.ci/run installs it)."""
+    (where / "t.cpp").write_text(source)
+    binary = where / name
+    subprocess.run(
+        ["g++", "-std=c++17", str(where / "t.cpp"), "-o", str(binary), "-lgtest", "-lgtest_main", "-pthread"],
+        check=True,
+        capture_output=True,
+    )
+    return binary

@@ -20,6 +20,7 @@ from service.models import Outcome
 from service.probing import runner
 from service.probing.environment import GpuFacts
 from tests.conftest import VERSIONS, capture
+from tests.unit.gate.conftest import built_gtest
 
 
 def _project(root: Path) -> Path:
@@ -84,15 +85,7 @@ TEST(DISABLED_Old, Anything) { EXPECT_EQ(1, 2); }
 
 @pytest.fixture(scope="module")
 def gtest_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("gtest")
-    (where / "t.cpp").write_text(GTEST)
-    binary = where / "math_test"
-    subprocess.run(
-        ["g++", "-std=c++17", str(where / "t.cpp"), "-o", str(binary), "-lgtest", "-lgtest_main", "-pthread"],
-        check=True,
-        capture_output=True,
-    )
-    return binary
+    return built_gtest(tmp_path_factory.mktemp("gtest"), GTEST)
 
 
 def test_gtest_disabled_tests_are_not_run_and_an_empty_filter_is_an_error(

@@ -20,6 +20,7 @@ from service.models import Finding, Outcome, RunResult
 from service.probing import runner
 from service.probing.environment import GpuFacts
 from tests.conftest import VERSIONS, capture
+from tests.unit.gate.conftest import built_gtest
 
 
 def _pytest_package(root: Path) -> Path:
@@ -125,15 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Small, Sized, ::testing::Values(1, 64));
 
 @pytest.fixture(scope="module")
 def gtest_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("gtest")
-    (where / "t.cpp").write_text(GTEST)
-    binary = where / "math_test"
-    subprocess.run(
-        ["g++", "-std=c++17", str(where / "t.cpp"), "-o", str(binary), "-lgtest", "-lgtest_main", "-pthread"],
-        check=True,
-        capture_output=True,
-    )
-    return binary
+    return built_gtest(tmp_path_factory.mktemp("gtest"), GTEST)
 
 
 def test_gtest_discovery_lists_every_test_and_filters_each_process(gtest_binary: Path) -> None:
