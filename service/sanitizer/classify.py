@@ -210,8 +210,10 @@ def classify(ev: RunEvidence) -> Classification:
         )
     findings = parsed.findings if parsed else []
     counted = summary.errors or 0
-    if sanitized and parsed and parsed.truncated and counted and not any(not f.fallout for f in findings):
-        # A cap (cuprobe's record or byte cap, the sanitizer's print limit) kept none of what the summary counts.
+    kept_real = any(not f.fallout and not is_confirm_control(f.case) for f in findings)
+    if sanitized and parsed and parsed.truncated and counted and not kept_real:
+        # A cap (cuprobe's record or byte cap, the sanitizer's print limit) kept none of what the summary counts
+        # (the confirmer's planted records, kept past any cap, are not the run's own).
         return Classification(
             Outcome.SANITIZER_ERROR,
             f"the summary counts {counted} errors but the capped XML kept none of them (records {records}): "

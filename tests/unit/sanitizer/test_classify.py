@@ -35,3 +35,15 @@ def test_saved_output_with_a_zero_summary_and_no_records_is_clean() -> None:
         RunEvidence(tool=Tool.INITCHECK, returncode=None, summary=summary, parsed=parsed, probe_expected=False)
     )
     assert verdict.outcome is Outcome.CLEAN
+
+
+@pytest.mark.parametrize("probe_expected", [True, False])
+def test_a_record_cap_that_kept_none_of_the_counted_errors_is_never_clean(probe_expected: bool) -> None:
+    case = capture(VERSIONS[1], "initcheck_uninit")
+    summary = read_summary((case / "stdout.txt").read_text())
+    capped = parse_xml(xml_of(case), tool=Tool.INITCHECK, roots=[], max_records=0)
+    assert capped.truncated and capped.records == 24 and not capped.findings
+    verdict = classify(
+        RunEvidence(tool=Tool.INITCHECK, returncode=0, summary=summary, parsed=capped, probe_expected=probe_expected)
+    )
+    assert verdict.outcome is Outcome.SANITIZER_ERROR and "kept none of them" in verdict.message
