@@ -78,7 +78,7 @@ def test_command_timeout_kills_every_process_it_started(
 ) -> None:
     result = runner.run_probe(_command(script, timeout_s=3), workdir=tmp_path, settings=command_worker)
     assert _gone(1234, 1235, 1236, 1237) == []
-    assert result.outcome is Outcome.PROBE_ERROR, result.message
+    assert result.outcome is Outcome.TIMEOUT, result.message  # the command's own limit: it timed out
     assert "wall-clock limit of 3 s; it and every process it started were killed" in result.message
 
 
