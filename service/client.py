@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -23,6 +24,14 @@ class ApiError(RuntimeError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+def _job_path(job_id: str, *rest: str) -> str:
+    """`/jobs/ID[/REST]` with the id quoted (a `/`, `?` or `..` in it cannot reach another route); an empty id is
+    refused here: `/jobs/` is the list."""
+    if not job_id.strip():
+        raise ApiError(400, "a job id (or a unique prefix of one) is needed")
+    return "/".join(["/jobs", quote(job_id, safe=""), *rest])
 
 
 class Client:
@@ -61,8 +70,10 @@ class Client:
             ) from exc
         try:
             body: dict[str, Any] = response.json()
-        except ValueError:
-            body = {"error": response.text}
+        except ValueError:  # not cuprobe's API (its every answer is JSON): a page of some other server
+            text = " ".join(response.text.split())
+            said = f"HTTP {response.status_code} from {self.url}, not JSON (is it cuprobe's API?): {text[:200]}"
+            raise ApiError(response.status_code if response.status_code >= 400 else 502, said) from None
         if response.status_code >= 400:
             raise ApiError(response.status_code, str(body.get("error") or body))
         return body
@@ -74,8 +85,8 @@ class Client:
         """The job; with `wait_s`, the server holds the answer up to that long until the job ends."""
         wait_s = min(max(wait_s, 0.0), MAX_WAIT_S)
         if not wait_s:
-            return self._call("GET", f"/jobs/{job_id}")
-        return self._call("GET", f"/jobs/{job_id}", params={"wait_s": wait_s}, timeout=self.timeout + wait_s)
+            return self._call("GET", _job_path(job_id))
+        return self._call("GET", _job_path(job_id), params={"wait_s": wait_s}, timeout=self.timeout + wait_s)
 
     def wait(self, job_ids: Sequence[str], *, wait_s: float = 0.0) -> dict[str, Any]:
         """The jobs of `job_ids` (at most MAX_WAITED_JOBS) and the ids of none; with `wait_s`, the server holds the
@@ -113,10 +124,10 @@ class Client:
         return {"jobs": jobs, "missing": missing}
 
     def findings(self, job_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/jobs/{job_id}/findings")
+        return self._call("GET", _job_path(job_id, "findings"))
 
     def cancel(self, job_id: str) -> dict[str, Any]:
-        return self._call("POST", f"/jobs/{job_id}/cancel")
+        return self._call("POST", _job_path(job_id, "cancel"))
 
     def jobs(self, **filters: str) -> dict[str, Any]:
         return self._call("GET", "/jobs", params={k: v for k, v in filters.items() if v})

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from service.cli.options import SanitizerOpt, parse_options
@@ -38,8 +39,10 @@ def _client(url: str | None, token: str | None) -> Client:
 
 
 def _fail(exc: ApiError) -> typer.Exit:
-    err.print(f"[red]error:[/red] {exc}")
-    return typer.Exit(ExitCode.NOT_RUN if exc.status == 0 else ExitCode.USAGE)
+    """Say what the API said (as text: it may hold brackets rich would read as markup) and exit: 2 for a request
+    the service refused (4xx), 3 where it could not be reached or failed itself (5xx: try again later)."""
+    err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+    return typer.Exit(ExitCode.NOT_RUN if exc.status == 0 or exc.status >= 500 else ExitCode.USAGE)
 
 
 def _param_value(raw: str) -> Any:
@@ -51,7 +54,12 @@ def _param_value(raw: str) -> Any:
 
 def parse_params(pairs: list[str], params_json: str | None) -> dict[str, Any]:
     """`--params '{...}'` then each `--param key=value` (value read as JSON when it parses)."""
-    params: dict[str, Any] = json.loads(params_json) if params_json else {}
+    try:
+        params: Any = json.loads(params_json) if params_json else {}
+    except ValueError as exc:
+        raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--params") from exc
+    if not isinstance(params, dict):
+        raise typer.BadParameter(f"a JSON object is needed, not {type(params).__name__}", param_hint="--params")
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -61,10 +69,16 @@ def parse_params(pairs: list[str], params_json: str | None) -> dict[str, Any]:
 
 
 def _describe(job: dict[str, Any]) -> str:
+    """`outcome: message` (or `state: message`), escaped for rich: messages quote the user's own input."""
     state = job["state"]
     if state == "done":
-        return f"{job['outcome']}: {job['message']}"
-    return f"{state}: {job['message']}"
+        return escape(f"{job['outcome']}: {job['message']}")
+    return escape(f"{state}: {job['message']}")
+
+
+def _named(job: dict[str, Any]) -> str:
+    """`ID PROBE [TOOL]`, escaped for rich (whose markup `[TOOL]` would otherwise be)."""
+    return escape(f"{job['id']} {job['probe']} [{job['tool']}]")
 
 
 def _exit_code(job: dict[str, Any]) -> int:
@@ -137,7 +151,7 @@ def submit(
     if as_json:
         out.print_json(data=job)
     elif wait:
-        out.print(f"{job['id']} {job['probe']}: {_describe(job)} ({job.get('findings') or 0} findings)")
+        out.print(f"{escape(job['id'] + ' ' + job['probe'])}: {_describe(job)} ({job.get('findings') or 0} findings)")
     else:
         out.print(job["id"])
     raise typer.Exit(_exit_code(job) if wait else ExitCode.CLEAN)
@@ -153,7 +167,7 @@ def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: Tok
         out.print_json(data=job)
     else:
         out.print(
-            f"{job['id']} {job['probe']} [{job['tool']}] attempts={job['attempts']} {_describe(job)}", soft_wrap=True
+            f"{_named(job)} attempts={job['attempts']} {_describe(job)}", soft_wrap=True
         )
     raise typer.Exit(_exit_code(job))
 
@@ -169,7 +183,7 @@ def results(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: To
     if as_json:
         out.print_json(data={**job, "findings": findings})
         raise typer.Exit(_exit_code(job))
-    out.print(f"{job['id']} {job['probe']} [{job['tool']}]: {_describe(job)}")
+    out.print(f"{_named(job)}: {_describe(job)}", soft_wrap=True)
     if findings:
         out.print(findings_table([Finding.model_validate(f) for f in findings]))
     raise typer.Exit(_exit_code(job))

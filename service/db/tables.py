@@ -106,8 +106,12 @@ def as_utc(moment: datetime) -> datetime:
 
 
 def in_utc(moment: datetime) -> datetime:
-    """`moment` in UTC: one with another offset converted, a naive one read as UTC (as the store writes them)."""
-    return as_utc(moment).astimezone(UTC)
+    """`moment` in UTC: one with another offset converted, a naive one read as UTC (as the store writes them). A moment
+    whose UTC time lies past the calendar's ends (year 1 at +14:00, year 9999 at -14:00) is the end it passed."""
+    try:
+        return as_utc(moment).astimezone(UTC)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC) if moment.year == 1 else datetime.max.replace(tzinfo=UTC)
 
 
 class SweepRow(Base):

@@ -76,7 +76,8 @@ class JobFilter:
                 self.date = ""
             else:
                 args["since"] = datetime.combine(day, time(), UTC)
-                args["before"] = args["since"] + timedelta(days=1)
+                if day < date.max:  # the last day there is has no next day: nothing bounds it above
+                    args["before"] = args["since"] + timedelta(days=1)
         if self.before:
             try:
                 cursor = datetime.fromisoformat(self.before)
