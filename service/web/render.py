@@ -61,13 +61,32 @@ def tone(value: str | None) -> str:
     return "warn" if value else ""
 
 
-def run_command(probe: str, tool: str | None, params: dict[str, Any]) -> str:
-    """The `cuprobe run` line that runs the same probe here."""
+def run_command(probe: str, tool: str | None, params: dict[str, Any], request: dict[str, Any] | None = None) -> str:
+    """The `cuprobe run` line that runs the same probe here: its tool and parameters, and from the stored `request`
+    its time limit, kernel filter, backtrace, confirmation and sanitizer options (a job's suppressions file is a name
+    in the server's directory: the line names it as a path that must be there)."""
+    request = request or {}
     argv = ["cuprobe", "run", probe]
     if tool:
         argv += ["--tool", tool]
     for name, value in params.items():
         argv += ["-p", f"{name}={value if isinstance(value, str) else json.dumps(value)}"]
+    if request.get("timeout_s") is not None:
+        argv += ["--timeout", f"{request['timeout_s']:g}"]
+    for kernel in request.get("kernel_filter") or []:
+        argv += ["--kernel", kernel]
+    if request.get("show_backtrace"):
+        argv += ["--show-backtrace", str(request["show_backtrace"])]
+    if request.get("confirm") is not None:
+        argv.append("--confirm" if request["confirm"] else "--no-confirm")
+    options = dict(request.get("options") or {})
+    if request.get("suppressions") and not options.get("suppressions"):
+        options["suppressions"] = request["suppressions"]
+    for name, value in options.items():
+        flag = name.replace("_", "-")
+        for one in value if isinstance(value, list) else [value]:
+            if one is not None:
+                argv += ["-S", f"{flag}={('yes' if one else 'no') if isinstance(one, bool) else one}"]
     return shlex.join(argv)
 
 

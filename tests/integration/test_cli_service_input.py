@@ -3,7 +3,10 @@ as text (never read as rich markup), ids that cannot reach another route, a serv
 
 from __future__ import annotations
 
+import html
 import http.server
+import re
+import shlex
 import threading
 from collections.abc import Iterator
 
@@ -93,3 +96,18 @@ def test_the_dashboard_and_api_answer_dates_at_the_calendars_ends(url: str) -> N
             response = client.get("/jobs", params={"before": before})
             assert response.status_code == 200, (before, response.text)
             assert client.get("/ui/jobs", params={"before": before}).status_code == 200
+
+
+def test_the_dashboards_reproduce_line_keeps_the_whole_request_and_runs(url: str) -> None:
+    body = {"probe": "selftest", "tool": "none", "params": {"behaviour": "ok"}, "timeout_s": 20}
+    with httpx.Client(base_url=url) as client:
+        response = client.post("/jobs", json=body)
+        assert response.status_code == 202, response.text
+        job = response.json()
+        page = client.get(f"/ui/jobs/{job['id']}").text
+    found = re.search(r'<pre class="command" id="reproduce-command">(.*?)</pre>', page, re.S)
+    assert found, page[:500]
+    line = html.unescape(found.group(1)).strip()
+    assert line == "cuprobe run selftest --tool none -p behaviour=ok -p seconds=0.0 -p cuda_init=false --timeout 20"
+    ran = _cli(*shlex.split(line)[1:], "--json")
+    assert ran.exit_code == 0 and '"outcome": "clean"' in ran.output, ran.output
