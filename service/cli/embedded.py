@@ -25,6 +25,7 @@ from rich.console import Console
 from probes import registry
 from service.config import Settings
 from service.db.store import Store
+from service.models import ExitCode
 from service.probing.admission import needs_gpu_by_default
 from service.probing.gpus import GpuDevice, visible_gpus
 from service.worker.commands import WorkerCommand, stop_all, worker_commands
@@ -87,6 +88,17 @@ class EmbeddedStack:
     url: str
     devices: list[GpuDevice]
     api_thread: threading.Thread
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be served (in use, not an address here), or None: checked before anything starts."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a closing socket is no bar
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -153,6 +165,9 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
     def stop(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
+    if port and (taken := port_taken(host, port)):
+        console.print(f"[red]error:[/] cuprobe up: cannot serve on {host}:{port}: {taken}; choose another with --port")
+        return int(ExitCode.USAGE)
     signal.signal(signal.SIGTERM, stop)
     with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
         try:

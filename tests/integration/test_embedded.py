@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -143,3 +144,19 @@ def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
     finally:
         os.killpg(up.pid, signal.SIGTERM)
         up.wait(30)
+
+
+def test_up_on_a_port_in_use_says_so_before_starting_anything(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(REPO), "CUPROBE_DATA_DIR": str(tmp_path / "data")}
+        done = subprocess.run(
+            [*CLI, "up", "--port", str(port)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, said
+    assert f"cannot serve on 127.0.0.1:{port}: Address already in use; choose another with --port" in said
+    assert "Traceback" not in said and "broker" not in said  # nothing was started
+    assert not (tmp_path / "data").exists()
