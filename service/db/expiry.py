@@ -23,8 +23,15 @@ class JobExpiry(JobQueries):
         now = now or utcnow()
         with self.session() as s:
             rows = s.execute(select(Job.id, Job.queue).where(Job.state == JobState.QUEUED, Job.deadline_at < now)).all()
+            # Said without guessing why: the workers that serve the queue may all have been busy until the deadline
+            # (a job on a queue nobody serves usually ends sooner, by expire_unserved).
             return _unavailable(
-                s, rows, now, "no worker picked this job up by its deadline: nothing is serving queue {queue}. "
+                s,
+                rows,
+                now,
+                "no worker picked this job up by its deadline: the workers serving queue {queue} were busy until "
+                "then, or none serves it. Give the job a longer deadline (deadline_s, `--deadline`), or ",
+                lower=True,
             )
 
     def expire_unserved(self, served: set[str], older_than: datetime, now: datetime | None = None) -> list[str]:
@@ -61,7 +68,9 @@ class JobExpiry(JobQueries):
             return bool(_unavailable(s, rows, now, why))
 
 
-def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str) -> list[str]:
+def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str, *, lower: bool = False) -> list[str]:
+    """End these queued jobs `unavailable`: `why` (with {queue}) and how to serve the queue (its first letter lower
+    when `why` runs on into it)."""
     expired = []
     for job_id, queue in rows:
         changed = changed_rows(
@@ -71,7 +80,7 @@ def _unavailable(s: Session, rows: Sequence[Any], now: datetime, why: str) -> li
             .values(
                 state=JobState.DONE,
                 outcome=Outcome.UNAVAILABLE.value,
-                message=why.format(queue=queue) + _how_to_serve(queue),
+                message=why.format(queue=queue) + _lowered(_how_to_serve(queue), lower),
                 finished_at=now,
             ),
         )
@@ -85,3 +94,7 @@ def _how_to_serve(queue: str) -> str:
         arch = queue.split(".")[1]
         return f"Start `cuprobe worker` on a machine with an {arch} GPU, or submit for an arch that has one."
     return "Start `cuprobe worker` (it always starts a CPU worker)."
+
+
+def _lowered(text: str, lower: bool) -> str:
+    return text[:1].lower() + text[1:] if lower else text

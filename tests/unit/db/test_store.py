@@ -80,6 +80,11 @@ def test_unpicked_job_past_its_deadline_is_unavailable(store: Store) -> None:
     assert store.expire_unpicked(utcnow() + timedelta(seconds=6)) == [job_id]
     job = store.get(job_id)
     assert job is not None and job.outcome == "unavailable" and "gpu.sm90" in job.message
+    # Not "nothing is serving": the queue's workers may only have been busy; the message says both, and what to do
+    assert job.message.startswith(
+        "no worker picked this job up by its deadline: the workers serving queue gpu.sm90 were busy until then, or "
+        "none serves it. Give the job a longer deadline (deadline_s, `--deadline`), or start `cuprobe worker` on a "
+    )
 
 
 def test_cancel_queued_then_running(store: Store) -> None:
