@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import uuid
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -32,6 +35,10 @@ console = Console()
 err = Console(stderr=True)
 
 
+def _interrupted(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def _sweeps() -> tuple[SweepStore, Settings]:
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -49,7 +56,7 @@ def _sweep(sweeps: SweepStore, sweep_id: str) -> Sweep:
         said = f"no sweep {sweep_id} (`cuprobe sweep show` lists them)"
     else:
         return found
-    console.print(f"[red]{escape(said)}[/red]")
+    err.print(f"[red]{escape(said)}[/red]")
     raise typer.Exit(2)
 
 
@@ -68,11 +75,16 @@ def run_cmd(
             parsed = load_definition(definition)
         plan(parsed)  # every process's request through admission before the sweep is stored as running
     except DefinitionError as exc:
-        console.print(f"[red]{exc}[/red]")
+        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(ExitCode.USAGE) from exc
+    if report is not None and report.exists() and not report.is_dir():
+        said = f"--report {report} is a file: it names a folder for report.html and summary.md"
+        err.print(f"[red]{escape(said)}[/red]")
+        raise typer.Exit(ExitCode.USAGE)
     sweeps, settings = _sweeps()
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
+    signal.signal(signal.SIGTERM, _interrupted)  # `kill`, a CI job's timeout: stored as failed, like Ctrl-C
     with Progress(console=err) as bar:  # stderr: a redirected stdout holds only the summary
         task = bar.add_task(f"sweep {parsed.name}", total=None)
 
@@ -83,10 +95,13 @@ def run_cmd(
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
         try:
             sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
+            sweeps.save(sweep)
         except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
             sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, KeyboardInterrupt):
+                err.print(f"sweep {sweep_id} stopped: its running probes were killed and it is stored as failed")
+                raise typer.Exit(ExitCode.NOT_RUN) from exc
             raise
-    sweeps.save(sweep)
     changes = diff(sweep, sweeps.previous(sweep))
     told = notify(changes, settings.sweep_webhook_url)
     if told:
@@ -113,9 +128,18 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List stored sweeps, or show one (Markdown, JSON, or an HTML report)."""
+    if html_out is not None and (html_out.is_dir() or not html_out.absolute().parent.is_dir()):
+        err.print(f"[red]--html {escape(str(html_out))}: name a file in a folder that exists[/red]")
+        raise typer.Exit(ExitCode.USAGE)
     sweeps, settings = _sweeps()
     if sweep_id is None:
         rows = sweeps.list()
+        if as_json:
+            listed = [
+                {"id": r.id, "definition": r.definition, "state": r.state, "started_at": r.started_at} for r in rows
+            ]
+            typer.echo(json.dumps(listed, default=str, indent=1))
+            return
         if not rows:
             console.print(f"no sweeps stored in {settings.database} yet: `cuprobe sweep run DEFINITION` runs one")
         for row in rows:

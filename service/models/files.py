@@ -45,7 +45,10 @@ def load_toml(
 ) -> M:
     """`model` from the TOML file at `path` (a `what`: suite, baseline, sweep definition); `error` otherwise."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        said = f"not UTF-8 text (byte {exc.start}: {exc.reason}); TOML is UTF-8"
+        raise error(f"cannot read {what} {path}: {said}") from exc
     return parse_toml(text, f"{what} {path}", model, error, extra)

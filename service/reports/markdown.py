@@ -17,9 +17,15 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
     counts = sweep.counts()
     batched = [p for p in sweep.processes if p.batched]
     single = [p for p in sweep.processes if not p.batched]
+    unfinished = (
+        [f"**This sweep is {sweep.state}, not a result**" + (f": {sweep.message}" if sweep.message else ""), ""]
+        if sweep.state != "done"
+        else []
+    )
     lines = [
         f"# Sweep {sweep.definition} ({sweep.id[:12]})",
         "",
+        *unfinished,
         f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
         f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
         "",

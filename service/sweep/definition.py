@@ -27,8 +27,19 @@ class IntRange(BaseModel):
     last: int
     step: int = Field(1, ge=1)
 
+    @model_validator(mode="after")
+    def _not_empty(self) -> IntRange:
+        if self.last < self.first:
+            raise ValueError(f"last ({self.last}) is before first ({self.first}): the range holds no value")
+        return self
+
     def values(self) -> list[int]:
         return list(range(self.first, self.last + 1, self.step))
+
+
+# Cases one sweep may hold: a grid past this is a typo (a range's `last` a few digits too long) more often than a plan,
+# and it would be planned for minutes before anything runs.
+MAX_CASES = 100_000
 
 
 class Entry(BaseModel):
@@ -36,7 +47,12 @@ class Entry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("", description="unique label in case keys; the probe name when empty")
+    name: str = Field(
+        "",
+        pattern=r"^$|^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        max_length=80,
+        description="unique label in case keys (letters, digits, `._-`); the probe name when empty",
+    )
     probe: str
     tools: list[Tool] = Field(min_length=1, alias="tool", description="one tool, or a list: each runs the grid")
     params: dict[str, Any] = Field(default_factory=dict, description="fixed parameters of every case")
@@ -72,6 +88,38 @@ class Entry(BaseModel):
         self.name = self.name or self.probe
         return self
 
+    @field_validator("grid")
+    @classmethod
+    def _axes_with_distinct_values(cls, grid: dict[str, list[Any] | IntRange]) -> dict[str, list[Any] | IntRange]:
+        """Each axis holds values, each once: an empty axis would run nothing, a repeated value the same case twice."""
+        for axis, values in grid.items():
+            if isinstance(values, IntRange):
+                continue
+            if not values:
+                raise ValueError(f"grid axis {axis} has no values: the entry would run no case")
+            seen: list[Any] = []
+            for value in values:
+                if value in seen:
+                    raise ValueError(f"grid axis {axis} gives {value!r} twice: each case runs once")
+                seen.append(value)
+        return grid
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_once(cls, tools: list[Tool]) -> list[Tool]:
+        if repeated := sorted({t.value for t in tools if tools.count(t) > 1}):
+            raise ValueError(f"tool {', '.join(repeated)} is given twice: each tool runs the grid once")
+        return tools
+
+    def cases(self) -> int:
+        """How many cases the entry's grid makes (every tool runs each point once)."""
+        count = len(self.tools)
+        for values in self.grid.values():
+            count *= len(range(values.first, values.last + 1, values.step)) if isinstance(values, IntRange) else len(
+                values
+            )
+        return count
+
     def axes(self) -> dict[str, list[Any]]:
         return {k: v.values() if isinstance(v, IntRange) else list(v) for k, v in self.grid.items()}
 
@@ -93,6 +141,10 @@ class SweepDefinition(BaseModel):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"entry names must be unique (give each a `name`): {', '.join(dupes)}")
+        total = sum(entry.cases() for entry in entries)
+        if total > MAX_CASES:
+            counts = ", ".join(f"{e.name} {e.cases():,}" for e in entries)
+            raise ValueError(f"the grid makes {total:,} cases ({counts}); a sweep holds at most {MAX_CASES:,}")
         return entries
 
 

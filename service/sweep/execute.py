@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -69,22 +70,31 @@ class LocalRunner:
         # Their parses fork their child processes from one server that imports the parser now (forked.py).
         server = start_server() if self.settings.parse_in_children and self.settings.fork_parsers else None
 
+        stop = threading.Event()  # set when the sweep is interrupted: running probes killed, queued ones never run
+
         def run(slot: int) -> RunResult:
             return run_probe(
                 requests[slot],
                 workdir=self.workdir / f"slot{slot:04d}",
                 settings=self.settings,
+                cancel_event=stop,
                 spares=spares,
                 shared=shared.for_request(slot),
                 child_parser=server.child if server is not None else None,
             )
 
+        # Threads: each waits on its own probe subprocess, and parses in child processes (above).
+        pool = ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot")
         try:
-            # Threads: each waits on its own probe subprocess, and parses in child processes (above).
-            with ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot") as pool:
-                futures = {pool.submit(run, slot): slot for slot in range(len(requests))}
-                for future in as_completed(futures):
-                    yield futures[future], future.result()
+            futures = {pool.submit(run, slot): slot for slot in range(len(requests))}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:  # Ctrl-C, SIGTERM, the consumer gone: stop now, not after every queued probe has run
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        else:
+            pool.shutdown(wait=True)
         finally:
             shared.close()
             if server is not None:

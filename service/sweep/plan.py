@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from pydantic import ValidationError
 
 from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads
 from service.models import SanitizerOptions
+from service.models.problems import describe
 from service.probing.admission import BadRequest, admit
 from service.sweep.definition import DefinitionError, Entry, SweepDefinition
 
@@ -235,23 +239,39 @@ def plan(definition: SweepDefinition, slots: int = 1) -> list[Process]:
     `slots` is how many processes will run at once: batches are split so each slot gets one."""
     processes: list[Process] = []
     for entry in definition.entries:
-        points = _points(entry)
-        repeats = entry.repeats or definition.repeats
-        for tool in entry.tools:
-            batching = BATCHING.get(entry.probe)
-            if not entry.batch:
-                why: str | None = "batching turned off for this entry"
-            elif batching is None:
-                why = f"{entry.probe} records no per-case allocation map: findings could not be attributed"
-            else:
-                why = batching.why_not(tool, set(entry.grid))
-            if tool is Tool.RACECHECK and batching is not None:
-                why = "racecheck reports shared-memory addresses, which no allocation map holds"
-            if why is None and len(points) > 1:
-                processes += _admitted(entry, _batches(entry, tool, points, len(processes), repeats, slots))
-            else:
-                processes += _admitted(
-                    entry, _singles(entry, tool, points, why or "a single case", len(processes), repeats)
-                )
+        try:
+            processes += _entry(definition, entry, slots, len(processes))
+        except DefinitionError:
+            raise
+        except ValueError as exc:  # a grid value the probe's own parameter model refuses while batches are costed
+            said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise DefinitionError(f"entry {entry.name}: {said}") from exc
+    counted = Counter(case.key for process in processes for case in process.cases)
+    if repeated := sorted(key for key, n in counted.items() if n > 1):
+        raise DefinitionError(f"cases {', '.join(repeated[:5])} would run twice: each case key must be unique")
+    return processes
+
+
+def _entry(definition: SweepDefinition, entry: Entry, slots: int, start: int) -> list[Process]:
+    """The processes of one entry, numbered from `start`: batched where its probe attributes findings per case."""
+    processes: list[Process] = []
+    points = _points(entry)
+    repeats = entry.repeats or definition.repeats
+    for tool in entry.tools:
+        batching = BATCHING.get(entry.probe)
+        if not entry.batch:
+            why: str | None = "batching turned off for this entry"
+        elif batching is None:
+            why = f"{entry.probe} records no per-case allocation map: findings could not be attributed"
+        else:
+            why = batching.why_not(tool, set(entry.grid))
+        if tool is Tool.RACECHECK and batching is not None:
+            why = "racecheck reports shared-memory addresses, which no allocation map holds"
+        if why is None and len(points) > 1:
+            processes += _admitted(entry, _batches(entry, tool, points, start + len(processes), repeats, slots))
+        else:
+            processes += _admitted(
+                entry, _singles(entry, tool, points, why or "a single case", start + len(processes), repeats)
+            )
     return processes
 

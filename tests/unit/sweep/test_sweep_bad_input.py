@@ -1,0 +1,136 @@
+"""`cuprobe sweep` given definitions or paths it cannot use: exit 2 naming the problem before anything runs or is
+stored; an interrupted sweep stops its probes and is stored as failed; a failed sweep never reads as a result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from service.cli.main import app
+from service.db.store import Store
+from service.db.sweeps import SweepStore
+from tests.processes import processes_mentioning
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _cli(tmp_path: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"CUPROBE_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "250"})
+
+
+def _run(tmp_path: Path, definition: str, *args: str) -> Result:
+    path = tmp_path / "sweep.toml"
+    path.write_text(definition)
+    return _cli(tmp_path, "sweep", "run", str(path), *args)
+
+
+def _stored(tmp_path: Path) -> int:
+    if not (tmp_path / "data").exists():
+        return 0
+    store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
+    store.migrate()
+    return len(SweepStore(store).list())
+
+
+def _entry(grid: str, probe: str = "selftest", extra: str = "") -> str:
+    return f'name = "bad"\n[[entry]]\nprobe = "{probe}"\ntool = "none"\ngrid = {grid}\n{extra}'
+
+
+@pytest.mark.parametrize(
+    ("definition", "says"),
+    [
+        (_entry('{ behaviour = ["violate", "violate"] }'), "grid axis behaviour gives 'violate' twice"),
+        (_entry("{ behaviour = [] }"), "grid axis behaviour has no values"),
+        (_entry("{ seconds = { first = 5, last = 1 } }"), "last (1) is before first (5)"),
+        (_entry("{ seed = { first = 0, last = 1000000 } }", "gradcheck"), "1,000,001 cases"),
+        (
+            'name = "bad"\n[[entry]]\nprobe = "selftest"\ntool = ["none", "none"]\n',
+            "tool none is given twice",
+        ),
+        (
+            _entry('{ n = { first = 0, last = 3 }, variants = ["unguarded"] }', "narrow-matmul").replace(
+                'tool = "none"', 'tool = "initcheck"'
+            ),
+            "entry narrow-matmul:",
+        ),
+        (_entry('{ behaviour = ["[/x] and [bold]loud"] }'), "'[/x] and [bold]loud' is not one of"),
+        ('name = "bad"\n[[entry]]\nname = "a/b<c>"\nprobe = "selftest"\ntool = "none"\n', "name"),
+    ],
+)
+def test_a_definition_that_cannot_run_is_refused_before_anything_is_stored(
+    tmp_path: Path, definition: str, says: str
+) -> None:
+    began = time.monotonic()
+    result = _run(tmp_path, definition)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and says in said and "Traceback" not in said, said
+    assert _stored(tmp_path) == 0
+    assert time.monotonic() - began < 30  # refused, not planned for minutes
+
+
+def test_a_definition_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "sweep.toml"
+    path.write_bytes(b"\xff\xfename = 'x'\n")
+    result = _cli(tmp_path, "sweep", "run", str(path))
+    assert result.exit_code == 2 and "not UTF-8 text" in result.output, result.output
+
+
+def test_paths_it_cannot_write_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    ok = _entry('{ behaviour = ["ok"] }')
+    result = _run(tmp_path, ok, "--report", str(tmp_path / "afile"))
+    assert result.exit_code == 2 and "is a file" in result.output and _stored(tmp_path) == 0
+    ran = _run(tmp_path, ok)
+    assert ran.exit_code == 0, ran.output
+    sweep_id = _cli(tmp_path, "sweep", "show", "--json").output
+    listed = json.loads(sweep_id)
+    assert [s["state"] for s in listed] == ["done"]
+    shown = _cli(tmp_path, "sweep", "show", listed[0]["id"], "--html", str(tmp_path / "no" / "dir" / "r.html"))
+    assert shown.exit_code == 2 and "name a file in a folder that exists" in shown.output
+
+
+def test_a_failed_sweep_says_so_and_is_not_shown_as_a_result(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
+    store.migrate()
+    sweeps = SweepStore(store)
+    sweeps.start("f00d0001", "nightly")
+    sweeps.fail("f00d0001", "KeyboardInterrupt: ")
+    shown = _cli(tmp_path, "sweep", "show", "f00d")
+    assert shown.exit_code == 0 and "**This sweep is failed, not a result**: KeyboardInterrupt" in shown.output
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path: Path, sent: signal.Signals) -> None:
+    """Twenty 60 s cases, one at a time: the sweep must end within seconds of the signal, not after them all."""
+    path = tmp_path / "slow.toml"
+    path.write_text(_entry("{ seconds = { first = 60, last = 79 } }", extra='params = { behaviour = "sleep" }\n'))
+    env = {**os.environ, "CUPROBE_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not processes_mentioning('"seconds": 60'):  # the first probe is running
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.2)
+        proc.send_signal(sent)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, out
+    assert "stored as failed" in out
+    assert not processes_mentioning('"seconds": 6') and not processes_mentioning('"seconds": 7')
+    store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
+    (row,) = SweepStore(store).list()
+    assert row.state == "failed"
