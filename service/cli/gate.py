@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from service.cli.jobs import TokenOpt, UrlOpt
+from service.cli.options import unwritable
 from service.cli.render import spelling_warnings
 from service.client import MAX_WAIT_S, Client
 from service.config import get_settings
@@ -38,15 +39,8 @@ def _check_outputs(paths: dict[str, Path | None]) -> None:
     """Refuse (exit 2) an output file that could not be written, before anything runs: a result must not be lost,
     nor a pass or a could-not-run turned into a traceback's exit 1, at the end of a long gate."""
     for option, path in paths.items():
-        if path is None:
-            continue
-        if path.is_dir():
-            raise _refuse(f"{option} {path} is a directory; name a file")
-        parent = path.parent if str(path.parent) else Path(".")
-        if not parent.is_dir():
-            raise _refuse(f"{option} {path}: the directory {parent} does not exist")
-        if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-            raise _refuse(f"{option} {path} is not writable")
+        if path is not None and (why := unwritable(path)):
+            raise _refuse(f"{option} {path}{why}")
 
 
 def _check_local_suppressions(suite: Suite) -> None:

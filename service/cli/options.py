@@ -1,7 +1,10 @@
-"""`--sanitizer-option NAME=VALUE` flags of cuprobe run/exec/submit, read into SanitizerOptions."""
+"""`--sanitizer-option NAME=VALUE` flags of cuprobe run/exec/submit, read into SanitizerOptions; `--fail-on`; and the
+check of an output file's path that a command makes before it runs anything."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -56,3 +59,15 @@ def fail_on(value: str) -> Severity:
     if value == "warning":
         return "warning"
     raise typer.BadParameter(f"--fail-on takes error or warning, not {value!r}")
+
+
+def unwritable(path: Path) -> str | None:
+    """Why the output file `path` could not be written, said after its name (` is a directory; name a file`), or
+    None: checked before a long run, whose result must not be lost to a traceback at the end."""
+    if path.is_dir():
+        return " is a directory; name a file"
+    if not path.parent.is_dir():
+        return f": the directory {path.parent} does not exist"
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return " is not writable"
+    return None

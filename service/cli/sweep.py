@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
+from service.cli.options import unwritable
 from service.cli.render import spelling_warnings
 from service.config import Settings, get_settings
 from service.db.id_prefix import Ambiguous, by_id_prefix
@@ -128,8 +129,8 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List stored sweeps, or show one (Markdown, JSON, or an HTML report)."""
-    if html_out is not None and (html_out.is_dir() or not html_out.absolute().parent.is_dir()):
-        err.print(f"[red]--html {escape(str(html_out))}: name a file in a folder that exists[/red]")
+    if html_out is not None and (why := unwritable(html_out)):
+        err.print(f"[red]{escape(f'--html {html_out}{why}')} (name a file in a folder that exists)[/red]")
         raise typer.Exit(ExitCode.USAGE)
     sweeps, settings = _sweeps()
     if sweep_id is None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import tomllib
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from service.models.problems import problem
+from service.models.problems import describe
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,8 +25,7 @@ def parse_toml(
     try:
         return model.model_validate({**raw, **(extra or {})})
     except ValidationError as exc:
-        said = "; ".join(problem({**e, "loc": _named(raw, tuple(e["loc"]))}) for e in exc.errors(include_url=False))
-        raise error(f"{source}: {said}") from exc
+        raise error(f"{source}: {describe(exc, partial(_named, raw))}") from exc
 
 
 def _named(raw: dict[str, Any], loc: tuple[int | str, ...]) -> tuple[int | str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,9 +34,13 @@ def problem(error: Any) -> str:
     return f"{where}: {message}{shown}"
 
 
-def describe(exc: ValidationError) -> str:
-    """Every error of `exc`, `; `-separated."""
-    return "; ".join(problem(e) for e in exc.errors(include_url=False))
+Place = tuple[int | str, ...]
+
+
+def describe(exc: ValidationError, place: Callable[[Place], Place] | None = None) -> str:
+    """Every error of `exc`, `; `-separated; `place` rewrites where each one is (e.g. an index as the entry's name)."""
+    errors = exc.errors(include_url=False)
+    return "; ".join(problem({**e, "loc": place(tuple(e["loc"]))} if place else e) for e in errors)
 
 
 class SpellingDeprecated(FutureWarning):

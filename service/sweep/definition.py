@@ -33,8 +33,11 @@ class IntRange(BaseModel):
             raise ValueError(f"last ({self.last}) is before first ({self.first}): the range holds no value")
         return self
 
+    def steps(self) -> range:
+        return range(self.first, self.last + 1, self.step)
+
     def values(self) -> list[int]:
-        return list(range(self.first, self.last + 1, self.step))
+        return list(self.steps())
 
 
 # Cases one sweep may hold: a grid past this is a typo (a range's `last` a few digits too long) more often than a plan,
@@ -115,9 +118,7 @@ class Entry(BaseModel):
         """How many cases the entry's grid makes (every tool runs each point once)."""
         count = len(self.tools)
         for values in self.grid.values():
-            count *= len(range(values.first, values.last + 1, values.step)) if isinstance(values, IntRange) else len(
-                values
-            )
+            count *= len(values.steps() if isinstance(values, IntRange) else values)  # a range is never listed
         return count
 
     def axes(self) -> dict[str, list[Any]]:
