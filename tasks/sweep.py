@@ -13,8 +13,8 @@ from service.db.store import Store, utcnow
 from service.db.sweeps import SweepStore
 from service.models.sweep import Sweep
 from service.queue.broker import enqueue
+from service.sweep.compare import changes
 from service.sweep.definition import load_definition
-from service.sweep.diff import diff
 from service.sweep.execute import ServiceRunner, run_sweep
 from service.sweep.notify import notify
 from service.sweep.schedule import start_once
@@ -39,7 +39,7 @@ def run_and_store(definition_path: Path, store: Store, settings: Settings, runne
         sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
         raise
     sweeps.save(sweep)
-    notify(diff(sweep, sweeps.previous(sweep)), settings.sweep_webhook_url)
+    notify(changes(sweeps, sweep), settings.sweep_webhook_url)
     return sweep
 
 

@@ -24,6 +24,7 @@ from service.models import ExitCode
 from service.models.sweep import Sweep
 from service.reports.html import html
 from service.reports.markdown import markdown
+from service.sweep.compare import changes as changes_of
 from service.sweep.definition import DefinitionError, load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
@@ -103,7 +104,7 @@ def run_cmd(
                 err.print(f"sweep {sweep_id} stopped: its running probes were killed and it is stored as failed")
                 raise typer.Exit(ExitCode.NOT_RUN) from exc
             raise
-    changes = diff(sweep, sweeps.previous(sweep))
+    changes = changes_of(sweeps, sweep)
     told = notify(changes, settings.sweep_webhook_url)
     if told:
         console.print(told, markup=False, highlight=False)
@@ -147,7 +148,7 @@ def show_cmd(
             console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
         return
     sweep = _sweep(sweeps, sweep_id)
-    changes = diff(sweep, sweeps.previous(sweep))
+    changes = changes_of(sweeps, sweep)
     if html_out:
         html_out.write_text(html(sweep, changes))
     if as_json:
@@ -160,13 +161,16 @@ def show_cmd(
 def diff_cmd(
     sweep_id: Annotated[str, typer.Argument(help="sweep id")],
     against: Annotated[
-        str | None, typer.Option(help="another sweep id (default: the previous of its definition)")
+        str | None,
+        typer.Option(
+            help="another sweep id, compared case by case (default: the previous of its definition, and for a case "
+            "it could not run, that case's last run)"
+        ),
     ] = None,
 ) -> None:
     """What changed since the previous sweep of the same definition (JSON); exit 1 when anything changed."""
     sweeps, _ = _sweeps()
     sweep = _sweep(sweeps, sweep_id)
-    previous = _sweep(sweeps, against) if against else sweeps.previous(sweep)
-    changes = diff(sweep, previous)
+    changes = diff(sweep, _sweep(sweeps, against)) if against else changes_of(sweeps, sweep)
     typer.echo(changes.model_dump_json(indent=1))
     raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
 
 from service.db.store import Store
 from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, utcnow
@@ -46,6 +48,58 @@ class SweepChanges:
     sanitizer_version: str | None
     driver: str | None
     cases: list[CaseChange]
+
+
+class SweepDated(Protocol):
+    """What earlier_runs reads of a sweep: a Sweep, or its lean copy."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def definition(self) -> str: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def cases(self) -> Sequence[CaseSeen]: ...
+
+
+class CaseSeen(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def outcome(self) -> Outcome: ...
+
+
+def _lean(s: Session, row: SweepRow, keys: list[str] | None) -> SweepChanges:
+    """The sweep of `row` as a diff reads it, holding only the cases named in `keys` (all when None)."""
+    findings: dict[str, list[FindingChange]] = {}
+    query = (
+        select(
+            SweepFindingRow.case_key,
+            SweepFindingRow.signature,
+            SweepFindingRow.count,
+            SweepFindingRow.seen,
+            SweepFindingRow.finding["fallout"].as_boolean(),
+        )
+        .where(SweepFindingRow.sweep_id == row.id)
+        .order_by(SweepFindingRow.id)
+    )
+    if keys is not None:
+        query = query.where(SweepFindingRow.case_key.in_(keys))
+    for key, signature, count, seen, fallout in s.execute(query):
+        findings.setdefault(key, []).append(FindingChange(signature, count, seen, bool(fallout)))
+    message = SweepCaseRow.case["message"].as_string()
+    cases_query = (
+        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message)
+        .where(SweepCaseRow.sweep_id == row.id)
+        .order_by(SweepCaseRow.id)
+    )
+    if keys is not None:
+        cases_query = cases_query.where(SweepCaseRow.key.in_(keys))
+    cases = [CaseChange(k, Outcome(o), f, m or "", findings.get(k, [])) for k, o, f, m in s.execute(cases_query)]
+    return SweepChanges(
+        row.id, row.definition, row.state, as_utc(row.started_at), row.sanitizer_version, row.driver, cases
+    )
 
 
 class SweepStore:
@@ -145,31 +199,47 @@ class SweepStore:
         validating the cases' full JSON (frames, observations, evidence) again is most of what `get` costs."""
         with self.store.session() as s:
             row = s.get(SweepRow, sweep_id)
-            if row is None:
-                return None
-            findings: dict[str, list[FindingChange]] = {}
-            for key, signature, count, seen, fallout in s.execute(
-                select(
-                    SweepFindingRow.case_key,
-                    SweepFindingRow.signature,
-                    SweepFindingRow.count,
-                    SweepFindingRow.seen,
-                    SweepFindingRow.finding["fallout"].as_boolean(),
+            return None if row is None else _lean(s, row, None)
+
+    def earlier_runs(self, sweep: SweepDated, previous: SweepDated | None) -> dict[str, SweepChanges]:
+        """For each case of `sweep` that ran but that `previous` could not run (or did not have): the last finished
+        sweep before `previous` in which that case ran, holding that case. A diff compares such a case with its
+        last real run, so a finding that could not be checked last time is not called new, nor dropped unfixed."""
+        if previous is None:
+            return {}
+        before = {c.key: c for c in previous.cases}
+        keys = [c.key for c in sweep.cases if c.outcome.ran and not (c.key in before and before[c.key].outcome.ran)]
+        if not keys:
+            return {}
+        ran = [o.value for o in Outcome if o.ran]
+        last: dict[str, str] = {}
+        with self.store.session() as s:
+            for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
+                rows = s.execute(
+                    select(SweepCaseRow.key, SweepRow.id)
+                    .join(SweepRow, SweepRow.id == SweepCaseRow.sweep_id)
+                    .where(
+                        SweepRow.definition == sweep.definition,
+                        SweepRow.state == "done",
+                        SweepRow.id.not_in((sweep.id, previous.id)),
+                        SweepRow.started_at < previous.started_at,
+                        SweepCaseRow.key.in_(chunk),
+                        SweepCaseRow.outcome.in_(ran),
+                    )
+                    .order_by(SweepRow.started_at.desc())
                 )
-                .where(SweepFindingRow.sweep_id == sweep_id)
-                .order_by(SweepFindingRow.id)
-            ):
-                findings.setdefault(key, []).append(FindingChange(signature, count, seen, bool(fallout)))
-            message = SweepCaseRow.case["message"].as_string()
-            rows = s.execute(
-                select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message)
-                .where(SweepCaseRow.sweep_id == sweep_id)
-                .order_by(SweepCaseRow.id)
-            )
-            cases = [CaseChange(k, Outcome(o), f, m or "", findings.get(k, [])) for k, o, f, m in rows]
-            return SweepChanges(
-                row.id, row.definition, row.state, as_utc(row.started_at), row.sanitizer_version, row.driver, cases
-            )
+                for key, sweep_id in rows:
+                    last.setdefault(key, sweep_id)
+            wanted: dict[str, list[str]] = {}
+            for key, sweep_id in last.items():
+                wanted.setdefault(sweep_id, []).append(key)
+            found: dict[str, SweepChanges] = {}
+            for sweep_id, its_keys in wanted.items():
+                row = s.get(SweepRow, sweep_id)
+                if row is not None:
+                    lean = _lean(s, row, its_keys)
+                    found.update((key, lean) for key in its_keys)
+            return found
 
     def row(self, sweep_id: str) -> SweepRow | None:
         """The sweep's own row: state, times, and its summary (progress while running, the message if it failed)."""

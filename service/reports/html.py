@@ -37,7 +37,7 @@ def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         parts.append("<table><tr><th>change</th><th>case</th><th>signature</th><th>count</th><th>note</th></tr>")
         for name in ("new", "fixed", "flaky", "unverified", "persisting"):
             for item in getattr(diff, name):
-                parts.append(_row([name, item.case, item.signature, item.count, item.note]))
+                parts.append(_row([name, item.case, item.signature, item.count, item.explained]))
         parts.append("</table>")
     for title, svg in (
         ("Sanitizer records per case against out_features", findings_by_out_features(sweep)),

@@ -54,7 +54,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         ]
         for name in ("new", "fixed", "flaky", "unverified"):
             for item in getattr(diff, name):
-                lines.append(f"- **{name}** `{item.case}` `{item.signature}` {item.note}".rstrip())
+                lines.append(f"- **{name}** `{item.case}` `{item.signature}` {item.explained}".rstrip())
         lines.append(f"- persisting: {len(diff.persisting)}")
         lines.append("")
     not_run = [c for c in sweep.cases if not c.outcome.ran]

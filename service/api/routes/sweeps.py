@@ -12,7 +12,8 @@ from service.api.ids import named_or_error
 from service.db.sweeps import SweepStore
 from service.models import SCHEMA_VERSION
 from service.models.sweep import Sweep
-from service.sweep.diff import SweepDiff, diff
+from service.sweep.compare import changes
+from service.sweep.diff import SweepDiff
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], dependencies=[Authorized])
 
@@ -50,5 +51,4 @@ def get_sweep(store: StoreDep, sweep_id: str) -> Sweep:
 def get_diff(store: StoreDep, sweep_id: str) -> SweepDiff:
     sweeps = SweepStore(store)
     sweep = named_or_error("sweep", sweep_id, sweeps.for_diff, sweeps.ids_starting)
-    previous = sweeps.previous_id(sweep)
-    return diff(sweep, sweeps.for_diff(previous) if previous else None)
+    return changes(sweeps, sweep)

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from service.db.overview import active_jobs, gate_runs, queue_loads
 from service.db.sweeps import SweepStore
 from service.db.tables import SweepRow
-from service.sweep.diff import diff
+from service.sweep.compare import changes
 from service.web.auth import Viewer
 from service.web.pages import store_of
 from service.web.render import page
@@ -38,9 +38,9 @@ class DiffCounts:
         sweep = sweeps.for_diff(row.id)
         if sweep is None:
             return None
-        changes = diff(sweep, sweeps.for_diff(pair[1]) if pair[1] else None)
-        counts: dict[str, Any] = {part: len(getattr(changes, part)) for part in DIFF_PARTS}
-        counts["previous"] = changes.previous
+        found = changes(sweeps, sweep)
+        counts: dict[str, Any] = {part: len(getattr(found, part)) for part in DIFF_PARTS}
+        counts["previous"] = found.previous
         with self._lock:
             if len(self._counts) >= self.size:
                 self._counts.pop(next(iter(self._counts)))

@@ -13,7 +13,8 @@ from service.db.sweeps import SweepStore
 from service.models import confirmation_counts
 from service.models.sweep import Sweep
 from service.reports.plots import findings_by_out_features, throughput_by_dtype
-from service.sweep.diff import SweepDiff, diff
+from service.sweep.compare import changes
+from service.sweep.diff import SweepDiff
 from service.web.auth import Viewer
 from service.web.pages import store_of, sweep_or_missing
 from service.web.render import page
@@ -53,12 +54,11 @@ class PlotCache:
 
 
 def changes_of(sweeps: SweepStore, sweep_id: str) -> SweepDiff | None:
-    """The diff of a stored sweep against the previous one of its definition, read lean (SweepStore.for_diff)."""
+    """The diff of a stored sweep against the sweeps before it, read lean (service.sweep.compare)."""
     sweep = sweeps.for_diff(sweep_id)
     if sweep is None:
         return None
-    previous = sweeps.previous_id(sweep)
-    return diff(sweep, sweeps.for_diff(previous) if previous else None)
+    return changes(sweeps, sweep)
 
 
 @router.get("", response_class=HTMLResponse)

@@ -16,7 +16,7 @@ from service.db.sweeps import SweepStore
 from service.db.tables import SweepFindingRow, SweepRow
 from service.models import signature_key
 from service.queue.registry import WorkerBeat, publish, withdraw
-from service.sweep.diff import diff
+from service.sweep.compare import changes as compared
 from tests.unit.web.conftest import Deployment
 
 
@@ -152,7 +152,7 @@ def test_sweep_diff_page_lists_what_the_diff_says(deployment: Deployment, open_u
     sweeps = SweepStore(deployment.store)
     latest = sweeps.get(deployment.sweeps[-2])
     assert latest is not None
-    changes = diff(latest, sweeps.previous(latest))
+    changes = compared(sweeps, latest)
     assert changes.new and changes.fixed and changes.persisting  # the seed makes each of them
     response = open_ui.get(f"/ui/sweeps/{latest.id}/diff")
     assert response.status_code == 200
@@ -163,6 +163,10 @@ def test_sweep_diff_page_lists_what_the_diff_says(deployment: Deployment, open_u
         assert f"({len(items)})" in section.group(0)
         for item in items:
             assert f"/ui/findings/{signature_key(item.signature)}" in section.group(0)
+            if item.against:  # compared with the case's last run: the page links that sweep
+                assert f'in sweep <a class="mono" href="/ui/sweeps/{item.against}">' in section.group(0)
+    # the seed has a finding back after a night its case could not run: it persists, compared with its last run
+    assert any(item.against for item in changes.persisting)
     page = open_ui.get(f"/ui/sweeps/{latest.id}")
     assert re.search(rf"<b>{len(changes.new)}</b> new", page.text)
     assert f'hx-get="/ui/sweeps/{latest.id}/plots"' in page.text
@@ -214,7 +218,7 @@ def test_now_shows_live_and_gone_workers_queues_gate_runs_and_the_last_sweep(
     sweeps = SweepStore(deployment.store)
     last = sweeps.get(deployment.sweeps[-2])
     assert last is not None
-    changes = diff(last, sweeps.previous(last))
+    changes = compared(sweeps, last)
     counts = re.search(r'id="now-diff-counts">(.*?)</p>', page.text, re.S)
     assert counts is not None
     for part in ("new", "fixed", "persisting", "flaky", "unverified"):

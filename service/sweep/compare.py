@@ -1,0 +1,15 @@
+"""A stored sweep's diff as everyone shows it: against the previous sweep of its definition, and each case that
+the previous sweep could not run against the last sweep in which it ran."""
+
+from __future__ import annotations
+
+from service.db.sweeps import SweepChanges, SweepStore
+from service.models.sweep import Sweep
+from service.sweep.diff import SweepDiff, diff
+
+
+def changes(sweeps: SweepStore, sweep: Sweep | SweepChanges) -> SweepDiff:
+    """The diff of `sweep` (stored or just saved) against the sweeps before it, read lean from the store."""
+    previous_id = sweeps.previous_id(sweep)
+    previous = sweeps.for_diff(previous_id) if previous_id else None
+    return diff(sweep, previous, sweeps.earlier_runs(sweep, previous))

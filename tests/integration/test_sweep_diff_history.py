@@ -1,0 +1,126 @@
+"""A case the previous sweep could not run is compared with its last real run, on SQLite and PostgreSQL: a finding
+that comes back after a night of `unavailable` persists (it is not new, it rings no webhook), and one that is gone
+after such a night is fixed. The CLI's diff reads it this way
+(the API, the dashboard and the webhook call the same service.sweep.compare.changes)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli.main import app
+from service.db.store import Store
+from service.db.sweeps import SweepStore
+from service.models import Finding, Outcome, Tool
+from service.models.sweep import Sweep, SweepCase
+from service.sweep.compare import changes
+
+START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
+LOAD = "initcheck|uninitialized-global-read|tile_load|kernels/narrow_matmul.cu:23|global-read-4"
+STORE = "initcheck|uninitialized-global-read|epilogue|kernels/narrow_matmul.cu:41|global-read-4"
+LATE = "initcheck|uninitialized-global-read|late|kernels/narrow_matmul.cu:52|global-read-4"
+
+
+def _case(key: str, outcome: Outcome, *signatures: str) -> SweepCase:
+    findings = [
+        Finding(signature=s, tool=Tool.INITCHECK, kind="uninitialized-global-read", message="read", count=3)
+        for s in signatures
+    ]
+    message = "no GPU on this worker" if outcome is Outcome.UNAVAILABLE else ""
+    return SweepCase(
+        key=f"narrow-matmul/initcheck/{key}",
+        entry="narrow-matmul",
+        probe="narrow-matmul",
+        tool=Tool.INITCHECK,
+        process=0,
+        batched=True,
+        outcome=outcome,
+        message=message,
+        findings=findings,
+    )
+
+
+def _save(sweeps: SweepStore, night: int, *cases: SweepCase) -> Sweep:
+    started = START + timedelta(days=night)
+    sweep = Sweep(
+        id=f"{night:02d}" + "ab" * 15,
+        definition="nightly",
+        state="done",
+        started_at=started,
+        finished_at=started + timedelta(minutes=30),
+        sanitizer_version="2026.4.0.0",
+        driver="580.159.04",
+        cases=list(cases),
+    )
+    sweeps.save(sweep)
+    return sweep
+
+
+def _parts(sweeps: SweepStore, sweep: Sweep) -> dict[str, list[tuple[str, str | None]]]:
+    found = changes(sweeps, sweep)
+    parts = ("new", "fixed", "persisting", "flaky", "unverified")
+    return {p: [(i.case.rsplit("/", 1)[1], i.against) for i in getattr(found, p)] for p in parts if getattr(found, p)}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_each_case_is_compared_with_its_last_real_run(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = f"sqlite:///{tmp_path / 'd.db'}" if backend == "sqlite" else request.getfixturevalue("pg_schema_url")
+    store = Store(url)
+    store.migrate()
+    sweeps = SweepStore(store)
+    A, U = Outcome.FINDINGS, Outcome.UNAVAILABLE
+    first = _save(sweeps, 1, _case("back", A, LOAD), _case("gone", A, STORE), _case("quiet", Outcome.CLEAN))
+    assert _parts(sweeps, first) == {"new": [("back", None), ("gone", None)]}
+
+    # Night 2: the GPU was gone for two cases. Their findings are unverified: neither fixed nor seen.
+    second = _save(sweeps, 2, _case("back", U), _case("gone", U), _case("quiet", Outcome.CLEAN))
+    assert _parts(sweeps, second) == {"unverified": [("back", None), ("gone", None)]}
+
+    # Night 3: both could not run again. That is no news: nothing is reported twice, nothing is fixed.
+    third = _save(sweeps, 3, _case("back", U), _case("gone", U), _case("quiet", Outcome.CLEAN))
+    assert _parts(sweeps, third) == {}
+
+    # Night 4: they run again. The finding that is back persists, the one that is gone is fixed, both compared with
+    # night 1, the last night they ran; a case that never had a finding reads as before.
+    fourth = _save(sweeps, 4, _case("back", A, LOAD), _case("gone", Outcome.CLEAN), _case("quiet", A, LATE))
+    assert _parts(sweeps, fourth) == {
+        "new": [("quiet", None)],
+        "fixed": [("gone", first.id)],
+        "persisting": [("back", first.id)],
+    }
+    found = changes(sweeps, fourth)
+    assert found.previous == third.id and found.persisting[0].previous_count == 3
+
+    # Night 5 compares with night 4 again, which ran every case.
+    fifth = _save(sweeps, 5, _case("back", A, LOAD), _case("gone", Outcome.CLEAN), _case("quiet", A, LATE))
+    assert _parts(sweeps, fifth) == {"persisting": [("back", None), ("quiet", None)]}
+
+    # A case new to the definition, after a night it could not run, has nothing to compare with: its finding is new.
+    sixth = _save(sweeps, 6, _case("back", A, LOAD), _case("added", U))
+    seventh = _save(sweeps, 7, _case("back", A, LOAD), _case("added", A, LATE))
+    # (and "quiet", no longer in the definition, leaves its finding unverified)
+    assert _parts(sweeps, sixth) == {"persisting": [("back", None)], "unverified": [("quiet", None)]}
+    assert _parts(sweeps, seventh) == {"new": [("added", None)], "persisting": [("back", None)]}
+    store.engine.dispose()
+
+
+def test_cuprobe_sweep_diff_compares_with_the_last_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cuprobe sweep diff` exits 0 when the only change is a finding back after a night it could not run."""
+    monkeypatch.setenv("CUPROBE_DATA_DIR", str(tmp_path))
+    store = Store(f"sqlite:///{tmp_path / 'cuprobe.db'}")
+    store.migrate()
+    sweeps = SweepStore(store)
+    first = _save(sweeps, 1, _case("back", Outcome.FINDINGS, LOAD))
+    _save(sweeps, 2, _case("back", Outcome.UNAVAILABLE))
+    third = _save(sweeps, 3, _case("back", Outcome.FINDINGS, LOAD))
+    answer = CliRunner().invoke(app, ["sweep", "diff", third.id])
+    assert answer.exit_code == 0, answer.output
+    said = json.loads(answer.output)
+    assert not said["new"] and [i["against"] for i in said["persisting"]] == [first.id]
+    store.engine.dispose()
