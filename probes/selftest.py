@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.base import Probe, Recorder
+from probes.base import Probe, ProbeUnavailable, Recorder
 from probes.contract import Tool
 
 Behaviour = Literal["ok", "sleep", "hang", "kill", "segv", "raise", "exit0-no-sentinel", "violate", "stall-once"]
@@ -43,6 +43,8 @@ class Selftest(Probe[SelftestParams]):
             from probes.gpu import cuda_device_count
 
             case.observations["cuda_devices"] = cuda_device_count()
+            if not case.observations["cuda_devices"]:  # asked to be a CUDA program and could not be: not clean
+                raise ProbeUnavailable("selftest cuda_init: no CUDA device or driver here, so CUDA was not initialised")
         if params.behaviour == "sleep":
             time.sleep(params.seconds)
         elif params.behaviour == "hang" or (params.behaviour == "stall-once" and _first_in(recorder)):

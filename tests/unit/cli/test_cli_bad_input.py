@@ -8,6 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from probes.gpu import cuda_device_count
 from service.cli.main import app
 from tests.conftest import VERSIONS, capture, xml_of
 
@@ -58,3 +59,14 @@ def test_a_bad_setting_names_its_variable() -> None:
     _usage_error(["parse", str(xml_of(case))], "CUPROBE_MAX_RECORDS='abc'", bad)
     _usage_error(["doctor"], "CUPROBE_MAX_RECORDS='abc'", bad)
     _usage_error(["run", "selftest"], "CUPROBE_TIMEOUT_S", {"CUPROBE_TIMEOUT_S": "-1"})
+
+
+def test_selftest_asked_to_initialise_cuda_is_never_clean_without_it(tmp_path: Path) -> None:
+    """`-p cuda_init=true` promises a CUDA program: where the driver has no device it is `unavailable` (exit 3)."""
+    done = cli.invoke(app, ["run", "selftest", "-p", "cuda_init=true", "--json", "--workdir", str(tmp_path)])
+    said = json.loads(done.stdout)
+    if cuda_device_count():  # a GPU machine: CUDA really initialised
+        assert said["outcome"] == "clean" and done.exit_code == 0, done.stdout
+    else:
+        assert said["outcome"] == "unavailable" and done.exit_code == 3, done.stdout
+        assert "CUDA was not initialised" in said["message"]
