@@ -33,7 +33,7 @@ from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import is_text_log, read_log, read_summary
+from service.sanitizer.summary import DEFAULT_PREFIX, is_text_log, other_prefix, read_log, read_summary, unprefixed
 from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
 
 app = typer.Typer(
@@ -57,6 +57,7 @@ def _options(
     ] = False,
 ) -> None:
     """cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes."""
+
 
 ToolOption = Annotated[Tool | None, typer.Option("--tool", "-t", help="sanitizer tool, or none for a bare run")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the RunResult as JSON")]
@@ -204,6 +205,13 @@ def parse(
     source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
     fail_on_level: FailOnOpt = "error",
     as_json: JsonFlag = False,
+    prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="the --prefix the sanitizer ran with, when not its default '========= ' (the --log's lines start "
+            "with it)"
+        ),
+    ] = None,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
     level = fail_on(fail_on_level)
@@ -228,7 +236,18 @@ def parse(
         raise typer.Exit(ExitCode.USAGE)
     if tool is not None and parsed.tool is None and parsed.records and not parsed.error:
         parsed = reading(tool=tool)  # records that name no tool carry the one given
-    summary = read_summary(read_log(log)) if log else None
+    if prefix is not None and (not prefix or not log):
+        console.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
+        raise typer.Exit(ExitCode.USAGE)
+    text = unprefixed(read_log(log), prefix) if log and prefix else read_log(log) if log else None
+    summary = read_summary(text) if text is not None else None
+    if text is not None and summary is not None and not summary.present and (seen := other_prefix(text)):
+        console.print(
+            f"[red]error:[/] {escape(str(log))}: its summary line starts with {escape(repr(seen))}, not "
+            f"{escape(repr(prefix or DEFAULT_PREFIX))}: pass the --prefix the sanitizer ran with "
+            f"(--prefix {escape(repr(seen))})"
+        )
+        raise typer.Exit(ExitCode.USAGE)
     if summary and summary.not_printed:
         parsed.truncated = True
     used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)

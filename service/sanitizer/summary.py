@@ -66,6 +66,26 @@ def read_summary(text: str) -> SanitizerSummary:
     return summary
 
 
+DEFAULT_PREFIX = "========= "
+_SUMMARY_ANY_PREFIX = re.compile(r"^(.*?)(?:ERROR|RACECHECK) SUMMARY: \d+ ", re.M)
+
+
+def unprefixed(text: str, prefix: str) -> str:
+    """`text` with compute-sanitizer's `--prefix` at the start of its lines put back to the default `========= `."""
+    if prefix == DEFAULT_PREFIX:
+        return text
+    return re.sub(rf"^{re.escape(prefix)} ?", DEFAULT_PREFIX, text, flags=re.M)  # with or without its own space
+
+
+def other_prefix(text: str) -> str | None:
+    """The line start before an `ERROR SUMMARY:` (or racecheck's) line that is not the default prefix, if any:
+    a log written with `--prefix`, whose summary read_summary cannot see until it is given that prefix."""
+    for match in _SUMMARY_ANY_PREFIX.finditer(text):
+        if not re.fullmatch(r"=+ ", match.group(1)):
+            return match.group(1)
+    return None
+
+
 def read_log(path: Path) -> str:
     """The text of a saved log, gunzipped when it is gzip (by its magic bytes, whatever its name)."""
     data = path.read_bytes()

@@ -36,6 +36,7 @@ for san in "${sanitizers[@]}"; do
   run_case initcheck_many_default_limit initcheck "" /tmp/harness uninit 300 0
   run_case initcheck_ok initcheck "$P0" /tmp/harness ok
   run_case memcheck_oob memcheck "$P0" /tmp/harness oob
+  run_case memcheck_oob_prefix memcheck "$P0 --prefix cs:" /tmp/harness oob  # a log written with --prefix
   run_case memcheck_oob_then_more memcheck "$P0" /tmp/harness oob_then_more
   run_case memcheck_leak_api memcheck "$P0 --leak-check full" /tmp/harness leak_api
   run_case memcheck_ok memcheck "$P0" /tmp/harness ok

@@ -70,3 +70,24 @@ def test_selftest_asked_to_initialise_cuda_is_never_clean_without_it(tmp_path: P
     else:
         assert said["outcome"] == "unavailable" and done.exit_code == 3, done.stdout
         assert "CUDA was not initialised" in said["message"]
+
+
+def test_a_log_written_with_prefix_is_read_with_the_same_prefix(tmp_path: Path) -> None:
+    """A log from `--prefix cs:` (here the real memcheck_oob capture's log with its default prefix swapped for
+    `cs:`, as the option writes it) is read with `--prefix cs:`; without it, exit 2 says which prefix to pass."""
+    case = capture(NEW, "memcheck_oob")
+    original = (case / "stdout.txt").read_text()
+    log = tmp_path / "prefixed.txt"
+    log.write_text(
+        "".join(
+            ("cs:" + line[10:]) if line.startswith("========= ") else line
+            for line in original.splitlines(keepends=True)
+        )
+    )
+    assert "=========" not in log.read_text()
+    args = ["parse", str(xml_of(case)), "--json"]
+    want = json.loads(cli.invoke(app, [*args, "--log", str(case / "stdout.txt")]).stdout)
+    read = cli.invoke(app, [*args, "--log", str(log), "--prefix", "cs:"])
+    assert read.exit_code == 1 and json.loads(read.stdout) == want and want["summary_count"] == 4
+    _usage_error([*args, "--log", str(log)], "pass the --prefix the sanitizer ran with (--prefix 'cs:')")
+    _usage_error([*args, "--prefix", "cs:"], "--prefix needs --log")
