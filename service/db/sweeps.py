@@ -35,6 +35,7 @@ class CaseChange:
     flaky: bool
     message: str
     findings: list[FindingChange]
+    setup: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,15 +89,15 @@ def _lean(s: Session, row: SweepRow, keys: list[str] | None) -> SweepChanges:
         query = query.where(SweepFindingRow.case_key.in_(keys))
     for key, signature, count, seen, fallout in s.execute(query):
         findings.setdefault(key, []).append(FindingChange(signature, count, seen, bool(fallout)))
-    message = SweepCaseRow.case["message"].as_string()
+    message, setup = SweepCaseRow.case["message"].as_string(), SweepCaseRow.case["setup"].as_string()
     cases_query = (
-        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message)
+        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message, setup)
         .where(SweepCaseRow.sweep_id == row.id)
         .order_by(SweepCaseRow.id)
     )
     if keys is not None:
         cases_query = cases_query.where(SweepCaseRow.key.in_(keys))
-    cases = [CaseChange(k, Outcome(o), f, m or "", findings.get(k, [])) for k, o, f, m in s.execute(cases_query)]
+    cases = [CaseChange(k, Outcome(o), f, m or "", findings.get(k, []), u) for k, o, f, m, u in s.execute(cases_query)]
     return SweepChanges(
         row.id, row.definition, row.state, as_utc(row.started_at), row.sanitizer_version, row.driver, cases
     )

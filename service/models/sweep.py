@@ -31,6 +31,11 @@ class SweepCase(BaseModel):
     probe_case: str | None = None
     control: bool = Field(False, description="a positive control case")
     added: bool = Field(False, description="not a grid case: run only to carry its batch's positive control")
+    setup: str | None = Field(
+        None,
+        description="what the case ran with beyond its grid point: its entry's fixed params and sanitizer options "
+        "(None: stored before sweeps recorded it); a diff does not call a finding fixed across a change of it",
+    )
     process: int
     batched: bool
     reason: str = Field("", description="why this case ran in a process of its own")

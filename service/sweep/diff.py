@@ -36,6 +36,8 @@ class CaseSeen(Protocol):
     def message(self) -> str: ...
     @property
     def findings(self) -> Sequence[FindingSeen]: ...
+    @property
+    def setup(self) -> str | None: ...
 
 
 class SweepSeen(Protocol):
@@ -106,6 +108,13 @@ def _version_change(sweep: SweepSeen, previous: SweepSeen) -> str | None:
     return ", ".join(parts) or None
 
 
+def _setup_change(case: CaseSeen, base: CaseSeen | None) -> str | None:
+    """'old -> new' when the case ran with other fixed params or options than its baseline (both recorded)."""
+    if base is None or base.setup is None or case.setup is None or base.setup == case.setup:
+        return None
+    return f"{base.setup or 'no params or options'} -> {case.setup or 'no params or options'}"
+
+
 def _findings(case: CaseSeen | None) -> dict[str, tuple[int, str | None]]:
     return {f.signature: (f.count, f.seen) for f in case.findings if not f.fallout} if case else {}
 
@@ -134,6 +143,7 @@ def diff(sweep: SweepSeen, previous: SweepSeen | None, earlier: Mapping[str, Swe
         base_sweep, base = _baseline(case, previous, before, earlier or {})
         against = base_sweep.id if base_sweep is not None and base_sweep is not previous else None
         change = _version_change(sweep, base_sweep) if base_sweep is not None else None
+        setup = _setup_change(case, base)
         then = _findings(base)
         now = _findings(case)
         for signature, (count, seen) in now.items():
@@ -148,6 +158,8 @@ def diff(sweep: SweepSeen, previous: SweepSeen | None, earlier: Mapping[str, Swe
             else:
                 if change:
                     item.note = f"new only since the version changed ({change}): may be the tool, not the code"
+                if setup:
+                    item.note = "; ".join(p for p in (item.note, f"new since the case's setup changed ({setup})") if p)
                 out.new.append(item)
         for signature, (count, seen) in then.items():
             if signature in now:
@@ -155,6 +167,9 @@ def diff(sweep: SweepSeen, previous: SweepSeen | None, earlier: Mapping[str, Swe
             item = DiffItem(case=case.key, signature=signature, previous_count=count, seen=seen, against=against)
             if not case.outcome.ran:
                 item.note = f"the case could not run this time ({case.outcome}): {case.message}"
+                out.unverified.append(item)
+            elif setup:  # gone under other parameters or options: not the same check, so not a fix
+                item.note = f"the case now runs with another setup ({setup}): not seen, not called fixed"
                 out.unverified.append(item)
             else:
                 if change:

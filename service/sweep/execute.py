@@ -207,6 +207,7 @@ def assemble(
                     probe_case=case.probe_case,
                     control=case.control,
                     added=case.added,
+                    setup=case.setup,
                     process=process.index,
                     batched=process.batched,
                     reason=process.reason,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -31,6 +32,7 @@ class PlannedCase:
     probe_case: str | None = None
     control: bool = False
     added: bool = False  # not a grid case: run only to carry the batch's positive control
+    setup: str = ""  # what it runs with beyond its grid point (setup_of): a diff reads a change as "not the same check"
 
 
 @dataclass
@@ -142,7 +144,16 @@ def _singles(entry: Entry, tool: Tool, points: list[Point], reason: str, start: 
         case = PlannedCase(f"{entry.name}/{tool}/{label}", entry.name, entry.probe, tool, point, probe_case)
         out.append(
             Process(
-                start + offset, entry.probe, tool, params, [case], False, reason, None, repeats, entry.timeout_s,
+                start + offset,
+                entry.probe,
+                tool,
+                params,
+                [case],
+                False,
+                reason,
+                None,
+                repeats,
+                entry.timeout_s,
                 options=entry.options,
             )
         )
@@ -273,5 +284,16 @@ def _entry(definition: SweepDefinition, entry: Entry, slots: int, start: int) ->
             processes += _admitted(
                 entry, _singles(entry, tool, points, why or "a single case", start + len(processes), repeats)
             )
+    setup = setup_of(entry)
+    for process in processes:
+        process.cases = [replace(case, setup=setup) for case in process.cases]
     return processes
 
+
+def setup_of(entry: Entry) -> str:
+    """What every case of `entry` runs with beyond its grid point, as canonical text: the fixed parameters and the
+    sanitizer options (not in the case key: a case keeps its history when they change, and a diff says so)."""
+    parts = [f"params {json.dumps(entry.params, sort_keys=True, default=str)}"] if entry.params else []
+    if options := entry.options.key():
+        parts.append(f"options {options}")
+    return "; ".join(parts)

@@ -18,6 +18,8 @@ from service.db.sweeps import SweepStore
 from service.models import Finding, Outcome, Tool
 from service.models.sweep import Sweep, SweepCase
 from service.sweep.compare import changes
+from service.sweep.definition import parse_definition
+from service.sweep.plan import plan
 
 START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 LOAD = "initcheck|uninitialized-global-read|tile_load|kernels/narrow_matmul.cu:23|global-read-4"
@@ -25,7 +27,7 @@ STORE = "initcheck|uninitialized-global-read|epilogue|kernels/narrow_matmul.cu:4
 LATE = "initcheck|uninitialized-global-read|late|kernels/narrow_matmul.cu:52|global-read-4"
 
 
-def _case(key: str, outcome: Outcome, *signatures: str) -> SweepCase:
+def _case(key: str, outcome: Outcome, *signatures: str, setup: str | None = None) -> SweepCase:
     findings = [
         Finding(signature=s, tool=Tool.INITCHECK, kind="uninitialized-global-read", message="read", count=3)
         for s in signatures
@@ -41,6 +43,7 @@ def _case(key: str, outcome: Outcome, *signatures: str) -> SweepCase:
         outcome=outcome,
         message=message,
         findings=findings,
+        setup=setup,
     )
 
 
@@ -123,4 +126,37 @@ def test_cuprobe_sweep_diff_compares_with_the_last_real_run(tmp_path: Path, monk
     assert answer.exit_code == 0, answer.output
     said = json.loads(answer.output)
     assert not said["new"] and [i["against"] for i in said["persisting"]] == [first.id]
+    store.engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_finding_gone_after_the_setup_changed_is_not_called_fixed(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Fixed params and options are not in a case's key (its history survives a change of them), so a finding gone
+    after `params` or `options` changed is unverified, not fixed; one that appears is new and says why."""
+    url = f"sqlite:///{tmp_path / 'd.db'}" if backend == "sqlite" else request.getfixturevalue("pg_schema_url")
+    store = Store(url)
+    store.migrate()
+    sweeps = SweepStore(store)
+    definition = parse_definition(
+        'name = "nightly"\n[[entry]]\nprobe = "uninit-read"\ntool = "initcheck"\nparams = {k = 100}\n'
+        "grid = {n = [256, 1024]}\noptions = {track_unused_memory = true}\n"
+    )
+    planned = [case for process in plan(definition) for case in process.cases]
+    assert {c.setup for c in planned} == {'params {"k": 100}; options track-unused-memory'}
+    before, after = planned[0].setup, 'params {"k": 100}'
+    _save(sweeps, 1, _case("a", Outcome.FINDINGS, LOAD, setup=before), _case("b", Outcome.FINDINGS, LOAD, setup=before))
+    lean = sweeps.for_diff(f"{1:02d}" + "ab" * 15)
+    assert lean is not None and {c.setup for c in lean.cases} == {before}
+    second = _save(sweeps, 2, _case("a", Outcome.CLEAN, setup=after), _case("b", Outcome.FINDINGS, LATE, setup=after))
+    found = changes(sweeps, second)
+    assert not found.fixed and [(i.case[-1], i.signature) for i in found.unverified] == [("a", LOAD), ("b", LOAD)]
+    assert all("setup" in i.note and before in i.note for i in found.unverified)
+    assert [i.case[-1] for i in found.new] == ["b"] and "setup changed" in found.new[0].note
+    # A case stored before setups were recorded (None) compares as before: gone is fixed.
+    third = _save(sweeps, 3, _case("a", Outcome.FINDINGS, LOAD, setup=None), _case("b", Outcome.CLEAN, setup=after))
+    fourth = _save(sweeps, 4, _case("a", Outcome.CLEAN, setup=after), _case("b", Outcome.CLEAN, setup=after))
+    assert [i.case[-1] for i in changes(sweeps, third).new] == ["a"]
+    assert [i.case[-1] for i in changes(sweeps, fourth).fixed] == ["a"]
     store.engine.dispose()

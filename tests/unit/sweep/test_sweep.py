@@ -60,6 +60,7 @@ def test_batched_findings_are_attributed_to_their_cases(
     for case in sweep.cases:
         want = expected_uninit_reads(32, 32, case.point["n"], 32, case.point["variants"])
         assert case.records == want, case.key
+        assert case.setup == 'params {"k": 32, "m": 32, "tile": 32}'  # its entry's fixed params, for the diff
         assert case.outcome is (Outcome.FINDINGS if want else Outcome.CLEAN)
     assert sum(c.records for c in sweep.cases) == 6624
 
