@@ -75,6 +75,8 @@ def test_logging_in_sets_an_httponly_cookie_that_is_not_the_token_and_opens_the_
 
     # The cookie opens the pages, not the JSON API: scripts keep using the bearer token.
     assert ui.get("/jobs").status_code == 401
+    assert ui.get("/logout").status_code == 405  # a link or an image elsewhere cannot log anyone out
+    assert ui.get(target).status_code == 200
     out = ui.post("/logout", follow_redirects=False)
     assert out.status_code == 303 and f"{COOKIE}=" in out.headers["set-cookie"]
     assert ui.get(target).status_code == 401
