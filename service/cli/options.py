@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from service.models import SanitizerOptions, Severity
+from service.models.options import NOT_PASSED
 
 SanitizerOpt = Annotated[
     list[str] | None,
@@ -21,9 +22,7 @@ SanitizerOpt = Annotated[
         "track-unused-memory, kernel-name=kns=gemm, racecheck-report=hazard, suppressions=FILE ...",
     ),
 ]
-FailOnOpt = Annotated[
-    str, typer.Option("--fail-on", help="error: only errors give exit 1; warning: warnings do too")
-]
+FailOnOpt = Annotated[str, typer.Option("--fail-on", help="error: only errors give exit 1; warning: warnings do too")]
 _BOOLEAN = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
 
 
@@ -34,9 +33,11 @@ def parse_options(pairs: list[str]) -> SanitizerOptions:
         name, sep, value = pair.lstrip("-").partition("=")
         field = name.replace("-", "_")
         info = SanitizerOptions.model_fields.get(field)
+        if info is None and (why := NOT_PASSED.get(name.replace("_", "-"))):
+            raise typer.BadParameter(f"cuprobe does not pass --{name}: {why}", param_hint="-S")
         if info is None:
             known = ", ".join(f.replace("_", "-") for f in SanitizerOptions.model_fields)
-            raise typer.BadParameter(f"no sanitizer option {name!r}; cuprobe sets: {known}", param_hint="-S")
+            raise typer.BadParameter(f"cuprobe knows no sanitizer option {name!r}; it passes: {known}", param_hint="-S")
         if info.annotation is not None and "list" in str(info.annotation):
             values.setdefault(field, []).append(value)
         elif "bool" in str(info.annotation):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from probes.contract import Tool
 
@@ -30,9 +30,85 @@ OPTION_TOOL: dict[str, Tool | None] = {
     "--nvtx": None,
     "--suppressions": None,
     "--launch-timeout": None,
+    "--check-exit-code": None,
+    "--check-tensor-ops": None,
+    "--nvtx-include": None,
+    "--nvtx-exclude": None,
+    "--destroy-on-device-error": None,
+    "--force-blocking-launches": None,
+    "--force-synchronization-limit": None,
+    "--num-cuda-barriers": None,
+    "--ignore-getprocaddress-notfound": None,
+    "--check-optix-leaks": None,
+    "--check-cache-control": Tool.MEMCHECK,
+    "--detect-missing-module-unload": Tool.MEMCHECK,
+    "--report-api-errors": Tool.MEMCHECK,
+    "--report-device-side-allocation-failure": Tool.MEMCHECK,
+    "--track-stream-ordered-races": Tool.MEMCHECK,
+    "--racecheck-memcpy-async": Tool.RACECHECK,
+    "--racecheck-fence-proxy-async": Tool.RACECHECK,
+    "--racecheck-deadlock-timeout": Tool.RACECHECK,
+    "--racecheck-continue-on-deadlock": Tool.RACECHECK,
+    "--racecheck-num-workers": Tool.RACECHECK,
+    "--racecheck-filter-cluster-id": Tool.RACECHECK,
+    "--check-optix": Tool.INITCHECK,
+    "--unused-memory-threshold": Tool.INITCHECK,
+    "--unused-shared-memory-report-limit": Tool.INITCHECK,
+    "--initcheck-address-space": Tool.INITCHECK,
+    "--missing-barrier-init-is-fatal": Tool.SYNCCHECK,
 }
 # Flags that take no value: present when true, absent when false.
-SWITCHES = frozenset({"--track-unused-memory"})
+SWITCHES = frozenset(
+    {
+        "--track-unused-memory",
+        "--force-blocking-launches",
+        "--ignore-getprocaddress-notfound",
+        "--check-optix-leaks",
+        "--check-cache-control",
+        "--detect-missing-module-unload",
+        "--check-optix",
+    }
+)
+# Options that change how fast the tool works, not what it checks: left out of findings' signatures.
+SPEED_ONLY = frozenset({"racecheck_num_workers", "force_synchronization_limit"})
+# compute-sanitizer options cuprobe sets itself or does not pass, and why: refused by name, not as unknown.
+NOT_PASSED: dict[str, str] = {
+    "tool": "name the tool with --tool / -t (or `tool` in a suite, sweep or job)",
+    "xml": "cuprobe always asks for the XML and reads it itself",
+    "save": "cuprobe saves the XML into the run's folder and reads it from there",
+    "read": "cuprobe runs the program; `cuprobe parse` reads saved output",
+    "log-file": "cuprobe reads the sanitizer's text output from its stdout",
+    "prefix": "cuprobe reads the sanitizer's lines with their default prefix (`cuprobe parse --prefix` reads saved "
+    "logs written with another)",
+    "print-limit": "cuprobe sets --print-limit 0 so no record is left out (CUPROBE_MAX_RECORDS caps what it keeps)",
+    "print-level": "cuprobe reads every record and ranks them itself (--fail-on error|warning chooses what fails)",
+    "quiet": "cuprobe reads the sanitizer's text output for its summary line",
+    "error-exitcode": "cuprobe sets its own, to tell the sanitizer's findings from the program's exit code",
+    "demangle": "cuprobe decides demangling itself (names are demangled in every finding)",
+    "show-backtrace": "use cuprobe run's --show-backtrace (a job's `show_backtrace`)",
+    "strip-paths": "cuprobe makes paths relative to the source roots itself",
+    "mode": "cuprobe launches the program under the sanitizer itself",
+    "port": "cuprobe leases ports to each sanitizer process so that several run at once",
+    "max-connections": "cuprobe leases ports to each sanitizer process so that several run at once",
+    "kill": "cuprobe stops a run past its timeout itself",
+    "require-cuda-init": "cuprobe needs the sanitizer to say when a program never used CUDA (`not_cuda`), so that such "
+    "a run is never called clean",
+    "language": "fortran numbering shifts the thread and block indices that cuprobe attributes findings by",
+    "racecheck-trace-sync": "it reports every synchronization as a record",
+    "initcheck-track-filtered-global-memory": "cuprobe sets it for the confirmation's control where the version has it",
+    "generate-coredump": "cuprobe does not write coredumps into its run folders",
+    "coredump-name": "cuprobe does not write coredumps into its run folders",
+    "coredump-behavior": "cuprobe does not write coredumps into its run folders",
+    "injection-path": "it would load other code into the sanitized program",
+    "injection-path32": "it would load other code into the sanitized program",
+    "preload-library": "it would load other code into the sanitized program",
+    "support-32bit": "cuprobe runs 64-bit programs",
+    "print-session-details": "cuprobe records the session (versions, GPU, driver) in every result itself",
+    "save-session-details": "cuprobe records the session (versions, GPU, driver) in every result itself",
+    "dump-kernel-launches": "it prints every launch into the output cuprobe reads",
+    "target-processes-filter": "cuprobe runs its own wrapper around the program: a filter that matches no process "
+    "leaves nothing checked",
+}
 _FILTER = re.compile(r"^(kernel_name|kne|kernel_substring|kns|regex)=.+$")
 
 
@@ -78,15 +154,67 @@ class SanitizerOptions(BaseModel):
         "suppressions directory for service jobs",
     )
     launch_timeout: int | None = Field(None, ge=0, le=24 * 3600, description="--launch-timeout seconds (0: forever)")
+    check_exit_code: bool | None = Field(None, description="--check-exit-code")
+    check_tensor_ops: bool | None = Field(None, description="--check-tensor-ops (2026.4 and later)")
+    nvtx_include: list[str] = Field(default_factory=list, description="--nvtx-include scopes (2026.4 and later)")
+    nvtx_exclude: list[str] = Field(default_factory=list, description="--nvtx-exclude scopes (2026.4 and later)")
+    destroy_on_device_error: Literal["context", "kernel"] | None = Field(None, description="--destroy-on-device-error")
+    force_blocking_launches: bool | None = Field(None, description="--force-blocking-launches (a switch)")
+    force_synchronization_limit: int | None = Field(None, ge=0, description="--force-synchronization-limit")
+    num_cuda_barriers: int | None = Field(None, ge=0, description="--num-cuda-barriers (0: detected)")
+    ignore_getprocaddress_notfound: bool | None = Field(None, description="--ignore-getprocaddress-notfound (a switch)")
+    check_optix_leaks: bool | None = Field(None, description="--check-optix-leaks (a switch)")
+    check_cache_control: bool | None = Field(None, description="memcheck --check-cache-control (a switch)")
+    detect_missing_module_unload: bool | None = Field(
+        None, description="memcheck --detect-missing-module-unload (a switch)"
+    )
+    report_api_errors: Literal["all", "extended", "explicit", "no"] | None = Field(
+        None, description="memcheck --report-api-errors"
+    )
+    report_device_side_allocation_failure: bool | None = Field(
+        None, description="memcheck --report-device-side-allocation-failure (2026.4 and later)"
+    )
+    track_stream_ordered_races: Literal["all", "use-before-alloc", "use-after-free", "no"] | None = Field(
+        None, description="memcheck --track-stream-ordered-races"
+    )
+    racecheck_memcpy_async: bool | None = Field(None, description="racecheck --racecheck-memcpy-async")
+    racecheck_fence_proxy_async: bool | None = Field(
+        None, description="racecheck --racecheck-fence-proxy-async (2026.4 and later)"
+    )
+    racecheck_deadlock_timeout: int | None = Field(None, ge=0, description="racecheck --racecheck-deadlock-timeout ms")
+    racecheck_continue_on_deadlock: bool | None = Field(None, description="racecheck --racecheck-continue-on-deadlock")
+    racecheck_num_workers: int | None = Field(None, ge=0, le=1024, description="racecheck --racecheck-num-workers")
+    racecheck_filter_cluster_id: int | None = Field(
+        None, ge=0, description="racecheck --racecheck-filter-cluster-id (2026.4 and later)"
+    )
+    check_optix: bool | None = Field(None, description="initcheck --check-optix (a switch)")
+    unused_memory_threshold: int | None = Field(
+        None, ge=0, le=100, description="initcheck --unused-memory-threshold (percent)"
+    )
+    unused_shared_memory_report_limit: int | None = Field(
+        None, ge=0, description="initcheck --unused-shared-memory-report-limit (2026.4 and later)"
+    )
+    initcheck_address_space: Literal["global", "shared", "all"] | None = Field(
+        None, description="initcheck --initcheck-address-space (2026.4 and later)"
+    )
+    missing_barrier_init_is_fatal: bool | None = Field(None, description="synccheck --missing-barrier-init-is-fatal")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_passed(cls, data: Any) -> Any:
+        """An option cuprobe sets itself or does not pass is refused with the reason, not as an unknown name."""
+        if isinstance(data, dict):
+            for name in data:
+                if isinstance(name, str) and (why := NOT_PASSED.get(name.lstrip("-").replace("_", "-"))):
+                    raise ValueError(f"cuprobe does not pass --{name.lstrip('-').replace('_', '-')}: {why}")
+        return data
 
     @field_validator("kernel_name", "kernel_name_exclude")
     @classmethod
     def _filters(cls, values: list[str]) -> list[str]:
         for value in values:
             if not _FILTER.match(value):
-                raise ValueError(
-                    f"{value!r} is not a kernel filter: use kne=NAME, kns=SUBSTRING or regex=EXPRESSION"
-                )
+                raise ValueError(f"{value!r} is not a kernel filter: use kne=NAME, kns=SUBSTRING or regex=EXPRESSION")
         return values
 
     def pairs(self) -> list[tuple[str, str | None]]:
@@ -115,6 +243,16 @@ class SanitizerOptions(BaseModel):
     def key(self) -> str:
         """A canonical, stable text of the options set ('' when none): findings under different keys differ."""
         return ",".join(f"{flag[2:]}={value}" if value is not None else flag[2:] for flag, value in self.pairs())
+
+    @property
+    def filters_kernels(self) -> bool:
+        """Whether some kernels go unchecked (kernel-name or NVTX filters): initcheck may then report reads of
+        memory that an unchecked kernel wrote."""
+        return bool(self.kernel_name or self.kernel_name_exclude or self.nvtx_include or self.nvtx_exclude)
+
+    def signature_key(self) -> str:
+        """key() without what does not change what is checked: the suppressions file and SPEED_ONLY options."""
+        return self.model_copy(update={"suppressions": None, **dict.fromkeys(SPEED_ONLY)}).key()
 
     def merged(self, other: SanitizerOptions | None) -> SanitizerOptions:
         """These options with every field `other` sets taken from `other` (entry over suite, job over default)."""

@@ -295,7 +295,7 @@ def _run_planned(
                     allocations=allocations,
                     single_case=single,
                     sanitizer_version=version,
-                    filtered=bool(request.kernel_filter or request.options.kernel_name),
+                    filtered=bool(request.kernel_filter or request.options.filters_kernels),
                     max_records=settings.max_records,
                     max_bytes=settings.max_xml_bytes,
                     in_children=settings.parse_slots if settings.parse_in_children else 0,
@@ -340,7 +340,7 @@ def _run_planned(
             summary_count=summary.errors if summary else None,
             truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
             truncated_at_case=parsed.truncated_at_case if parsed else None,
-            filtered=bool(request.kernel_filter or request.options.kernel_name) and tool is Tool.INITCHECK,
+            filtered=bool(request.kernel_filter or request.options.filters_kernels) and tool is Tool.INITCHECK,
             options=request.options,
             sanitizer_version=version,
             environment=fingerprint(version, str(sanitizer) if sanitizer else None),
@@ -488,7 +488,7 @@ def _not_regular(xml: Path) -> str | None:
 def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:
     """Findings whose signatures carry the options they ran under (not the suppressions file): a baseline
     entry recorded under other options does not match them."""
-    key = request.options.model_copy(update={"suppressions": None}).key()
+    key = request.options.signature_key()
     if not key:
         return findings
     return [f.model_copy(update={"signature": bounded(f"{f.signature}|opts:{key}")}) for f in findings]

@@ -58,7 +58,17 @@ def test_exec_refuses_an_option_of_another_tool_before_running(
 
 def test_exec_unknown_option_name_is_a_usage_error() -> None:
     result = cli.invoke(app, ["exec", "-S", "leak-checks=full", "--", "true"])
-    assert result.exit_code == 2 and "no sanitizer option 'leak-checks'" in result.output
+    assert result.exit_code == 2 and "knows no sanitizer option 'leak-checks'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [("print-limit=5", "no record is left out"), ("require-cuda-init=no", "never called clean"), ("xml", "XML")],
+)
+def test_exec_names_why_an_option_cuprobe_sets_itself_is_refused(option: str, says: str) -> None:
+    result = cli.invoke(app, ["exec", "-S", option, "--", "true"], env={"COLUMNS": "300"})
+    name = option.split("=")[0]
+    assert result.exit_code == 2 and f"cuprobe does not pass --{name}:" in result.output and says in result.output
 
 
 def test_exec_without_a_gpu_is_unavailable() -> None:

@@ -104,3 +104,9 @@ def test_workdir_without_local_is_refused(tmp_path: Path) -> None:
     (tmp_path / "suite.toml").write_text(BASE_SUITE)
     result = CliRunner().invoke(app, ["gate", str(tmp_path / "suite.toml"), "--workdir", str(tmp_path / "w")])
     _refused(result, "--workdir keeps the artifacts of runs on this machine: it needs --local")
+
+
+def test_an_option_cuprobe_sets_itself_is_refused_with_its_reason(gate: Gate) -> None:
+    ok = 'params = { behaviour = "ok" }'
+    suite = BASE_SUITE.replace(ok, f"{ok}\noptions = {{ xml = true }}")
+    _refused(gate(suite), '[[probe]] "selftest-initcheck" options: cuprobe does not pass --xml: cuprobe always asks')

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from probes.contract import Tool
 from service.models import SanitizerOptions
+from service.models.options import NOT_PASSED, OPTION_TOOL
 from service.sanitizer.command import sanitizer_command
 from service.sanitizer.options import HelpOptions, OptionRefused, check_options, parse_help
 from tests.conftest import CAPTURES, VERSIONS
@@ -28,8 +29,53 @@ def test_help_lists_every_modelled_option_under_its_tool(version: str) -> None:
     assert known.options["--track-unused-memory"] is Tool.INITCHECK
     assert known.options["--check-api-memory-access"] is Tool.INITCHECK
     assert known.options["--launch-count"] is None and known.options["--kernel-name-exclude"] is None
-    every = SanitizerOptions.model_fields
-    assert {"--" + name.replace("_", "-") for name in every} <= set(known.options)
+    modelled = {"--" + name.replace("_", "-") for name in SanitizerOptions.model_fields}
+    assert modelled == set(OPTION_TOOL)
+    if version == VERSIONS[1]:  # the newer sanitizer has every option cuprobe passes
+        assert modelled <= set(known.options)
+    for flag in modelled & set(known.options):  # and the table names the tool the help lists it under
+        assert OPTION_TOOL[flag] is known.options[flag], flag
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_option_cuprobe_does_not_pass_is_a_real_one_with_a_reason(version: str) -> None:
+    known = help_of(VERSIONS[1])
+    for name, why in NOT_PASSED.items():
+        assert f"--{name}" in known.options and f"--{name}" not in OPTION_TOOL and why, name
+        field = name.replace("-", "_")
+        with pytest.raises(ValidationError, match=f"cuprobe does not pass --{name}: "):
+            SanitizerOptions.model_validate({field: "yes"})
+
+
+def test_an_option_only_the_newer_sanitizer_has_is_refused_by_the_older() -> None:
+    for options in (SanitizerOptions(check_tensor_ops=True), SanitizerOptions(nvtx_include=["setup"])):
+        with pytest.raises(OptionRefused, match=r"compute-sanitizer 2025\.3\.1\.0 has no option --"):
+            check_options(options, Tool.MEMCHECK, help_of(VERSIONS[0]))
+        check_options(options, Tool.MEMCHECK, help_of(VERSIONS[1]))
+    with pytest.raises(OptionRefused, match="--check-cache-control is a memcheck option"):
+        check_options(SanitizerOptions(check_cache_control=True), Tool.INITCHECK, help_of(VERSIONS[1]))
+
+
+def test_checking_options_reach_the_command_line_and_speed_only_ones_stay_out_of_signatures() -> None:
+    options = SanitizerOptions(
+        report_api_errors="all", check_cache_control=True, detect_missing_module_unload=False,
+        track_stream_ordered_races="use-after-free", nvtx_exclude=["warmup"], check_exit_code=False,
+        force_synchronization_limit=4,
+    )
+    cmd = sanitizer_command(Path("/cs"), Tool.MEMCHECK, ["./app"], xml=Path("x"), error_exitcode=86, options=options)
+    tail = cmd[cmd.index("86") + 1 :]
+    assert tail == [
+        "--check-exit-code", "no", "--nvtx-exclude", "warmup", "--force-synchronization-limit", "4",
+        "--check-cache-control", "--report-api-errors", "all", "--track-stream-ordered-races", "use-after-free",
+        "--", "./app",
+    ]
+    assert options.signature_key() == (
+        "check-exit-code=no,nvtx-exclude=warmup,check-cache-control,report-api-errors=all,"
+        "track-stream-ordered-races=use-after-free"
+    )
+    assert options.filters_kernels and not SanitizerOptions(report_api_errors="all").filters_kernels
+    with pytest.raises(ValidationError, match="unused_memory_threshold"):
+        SanitizerOptions(unused_memory_threshold=101)
 
 
 def test_newer_sanitizer_has_options_the_older_lacks() -> None:
