@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -13,7 +12,7 @@ from sqlalchemy.orm import Session
 from service.db.store import Store
 from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, utcnow
 from service.models import Outcome
-from service.models.sweep import Sweep, SweepCase
+from service.models.sweep import Sweep, SweepCase, SweepSeen
 
 
 @dataclass(frozen=True)
@@ -49,26 +48,6 @@ class SweepChanges:
     sanitizer_version: str | None
     driver: str | None
     cases: list[CaseChange]
-
-
-class SweepDated(Protocol):
-    """What earlier_runs reads of a sweep: a Sweep, or its lean copy."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def definition(self) -> str: ...
-    @property
-    def started_at(self) -> datetime: ...
-    @property
-    def cases(self) -> Sequence[CaseSeen]: ...
-
-
-class CaseSeen(Protocol):
-    @property
-    def key(self) -> str: ...
-    @property
-    def outcome(self) -> Outcome: ...
 
 
 def _lean(s: Session, row: SweepRow, keys: list[str] | None) -> SweepChanges:
@@ -202,7 +181,7 @@ class SweepStore:
             row = s.get(SweepRow, sweep_id)
             return None if row is None else _lean(s, row, None)
 
-    def earlier_runs(self, sweep: SweepDated, previous: SweepDated | None) -> dict[str, SweepChanges]:
+    def earlier_runs(self, sweep: SweepSeen, previous: SweepSeen | None) -> dict[str, SweepChanges]:
         """For each case of `sweep` that ran but that `previous` could not run (or did not have): the last finished
         sweep before `previous` in which that case ran, holding that case. A diff compares such a case with its
         last real run, so a finding that could not be checked last time is not called new, nor dropped unfixed."""

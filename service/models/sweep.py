@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -105,3 +106,53 @@ class Sweep(BaseModel):
             out[case.outcome.value] = out.get(case.outcome.value, 0) + 1
         out["flaky"] = sum(c.flaky for c in self.cases)
         return out
+
+
+# What a diff reads of stored sweeps: a Sweep, or the store's lean copy of one (service.db.sweeps.SweepChanges).
+
+
+class FindingSeen(Protocol):
+    """What a diff reads of a finding (a Finding, or the store's lean row of one)."""
+
+    @property
+    def signature(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def seen(self) -> str | None: ...
+    @property
+    def fallout(self) -> bool: ...
+
+
+class CaseSeen(Protocol):
+    """What a diff reads of a sweep case."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def flaky(self) -> bool: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def findings(self) -> Sequence[FindingSeen]: ...
+    @property
+    def setup(self) -> str | None: ...
+
+
+class SweepSeen(Protocol):
+    """What a diff reads of a sweep: a Sweep, or SweepStore.for_diff's lean copy of one."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def definition(self) -> str: ...
+    @property
+    def sanitizer_version(self) -> str | None: ...
+    @property
+    def driver(self) -> str | None: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def cases(self) -> Sequence[CaseSeen]: ...

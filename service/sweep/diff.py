@@ -2,57 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 
-from service.models import Outcome
-
-
-class FindingSeen(Protocol):
-    """What a diff reads of a finding (a Finding, or the store's lean row of one)."""
-
-    @property
-    def signature(self) -> str: ...
-    @property
-    def count(self) -> int: ...
-    @property
-    def seen(self) -> str | None: ...
-    @property
-    def fallout(self) -> bool: ...
-
-
-class CaseSeen(Protocol):
-    """What a diff reads of a sweep case."""
-
-    @property
-    def key(self) -> str: ...
-    @property
-    def outcome(self) -> Outcome: ...
-    @property
-    def flaky(self) -> bool: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def findings(self) -> Sequence[FindingSeen]: ...
-    @property
-    def setup(self) -> str | None: ...
-
-
-class SweepSeen(Protocol):
-    """What a diff reads of a sweep: a Sweep, or SweepStore.for_diff's lean copy of one."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def definition(self) -> str: ...
-    @property
-    def sanitizer_version(self) -> str | None: ...
-    @property
-    def driver(self) -> str | None: ...
-    @property
-    def cases(self) -> Sequence[CaseSeen]: ...
+from service.models.sweep import CaseSeen, SweepSeen
 
 
 class DiffItem(BaseModel):
