@@ -16,6 +16,7 @@ from probes.allocator import default_allocator
 from probes.base import Probe
 from probes.contract import Tool
 from service.config import Settings
+from service.models import ProbeRequest
 from service.models.options import SanitizerOptions
 from service.models.problems import describe
 from service.models.queues import Lane, queue_for
@@ -116,6 +117,16 @@ def options_for(probe: Probe[Any], tool: Tool, options: SanitizerOptions) -> Non
             "--target-processes application-only would check only the command probe's own Python process, "
             "never the command it starts: leave target_processes unset for command and test entries",
         )
+
+
+def sanitizer_fields(request: ProbeRequest, tool: Tool) -> None:
+    """Refuse what only a sanitizer run reads (kernel filters, suppressions, backtraces) in a bare run, where it
+    would be silently ignored; BadRequest naming the field."""
+    if tool is not Tool.NONE:
+        return
+    for name in ("kernel_filter", "suppressions", "show_backtrace"):
+        if getattr(request, name):
+            raise BadRequest(name, "applies only under a sanitizer tool: a bare run (tool none) would ignore it")
 
 
 def admit(

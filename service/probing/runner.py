@@ -19,7 +19,7 @@ from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
 from service.models.reasons import ALSO
 from service.models.timing import Stages
-from service.probing.admission import Admission, admit, suppressions_file
+from service.probing.admission import Admission, admit, sanitizer_fields, suppressions_file
 from service.probing.confirm import Reruns, confirm_findings, confirming, control_options, start_early
 from service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
@@ -174,6 +174,7 @@ def plan_run(
     demangler on even where the run would not need it (service/probing/demangle.py)."""
     workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     admitted = admit(request.probe, request.tool, request.params, request.options)
+    sanitizer_fields(request, admitted.tool)
     tool, params = admitted.tool, admitted.params
     chosen = request.options.suppressions or request.suppressions
     suppressions = (

@@ -14,7 +14,14 @@ from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
 from service.models.queues import LABEL_PATTERN, Lane
-from service.probing.admission import COMMAND_PROBE, SUPPRESSIONS_NAME, BadRequest, admit, suppressions_file
+from service.probing.admission import (
+    COMMAND_PROBE,
+    SUPPRESSIONS_NAME,
+    BadRequest,
+    admit,
+    sanitizer_fields,
+    suppressions_file,
+)
 from service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
@@ -87,6 +94,7 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
         suppressions_file(spec.suppressions, trusted=False, settings=settings, field="suppressions")
     if spec.options.suppressions:
         suppressions_file(spec.options.suppressions, trusted=False, settings=settings)
+    sanitizer_fields(spec, admitted.tool)
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise BadRequest("timeout_s", f"this server's job limit is {limit:.0f} s")

@@ -40,3 +40,13 @@ def test_bad_argv_values_are_422_naming_the_field(client: TestClient, body: dict
     response = client.post("/jobs", json=body)
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field
+
+
+@pytest.mark.parametrize("extra", [{"kernel_filter": ["gemm"]}, {"show_backtrace": "device"}])
+def test_sanitizer_only_fields_in_a_bare_job_are_refused_not_ignored(
+    client: TestClient, extra: dict[str, object]
+) -> None:
+    response = client.post("/jobs", json={"probe": "selftest", "tool": "none", **extra})
+    field = next(iter(extra))
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field and "bare run (tool none) would ignore it" in response.text

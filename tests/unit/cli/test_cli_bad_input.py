@@ -91,3 +91,7 @@ def test_a_log_written_with_prefix_is_read_with_the_same_prefix(tmp_path: Path) 
     assert read.exit_code == 1 and json.loads(read.stdout) == want and want["summary_count"] == 4
     _usage_error([*args, "--log", str(log)], "pass the --prefix the sanitizer ran with (--prefix 'cs:')")
     _usage_error([*args, "--prefix", "cs:"], "--prefix needs --log")
+
+
+def test_a_kernel_filter_on_a_bare_run_is_refused_not_ignored() -> None:
+    _usage_error(["run", "selftest", "--tool", "none", "--kernel", "gemm"], "a bare run (tool none) would ignore it")

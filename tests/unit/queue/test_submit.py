@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from probes.contract import Tool
 from service.config import Settings
 from service.db.store import Job, Store
 from service.models.queues import Lane, queue_for
@@ -101,8 +102,12 @@ def test_suppressions_are_a_name_never_a_path_or_an_option(value: str, tmp_path:
 
 def test_a_suppressions_name_in_the_configured_directory_is_accepted(tmp_path: Path) -> None:
     (tmp_path / "team.supp").write_text("<suppressions/>")
-    spec = check(JobSpec(probe="selftest", suppressions="team.supp"), Settings(suppressions_dir=tmp_path))
+    settings = Settings(suppressions_dir=tmp_path)
+    spec = check(JobSpec(probe="selftest", tool=Tool.MEMCHECK, suppressions="team.supp"), settings)
     assert spec.suppressions == "team.supp"
+    with pytest.raises(BadRequest, match="a bare run \\(tool none\\) would ignore it") as refused:
+        check(JobSpec(probe="selftest", tool=Tool.NONE, suppressions="team.supp"), settings)
+    assert refused.value.field == "suppressions"
 
 
 @pytest.mark.parametrize("name", ["x,kne=y", "x=y", "-x", "a\x00b", "a\nb"])
