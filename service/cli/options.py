@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from service.models import SanitizerOptions, Severity
-from service.models.options import NOT_PASSED
+from service.models.options import NOT_PASSED, SHORT_NAMES
 
 SanitizerOpt = Annotated[
     list[str] | None,
@@ -31,6 +31,7 @@ def parse_options(pairs: list[str]) -> SanitizerOptions:
     values: dict[str, Any] = {}
     for pair in pairs:
         name, sep, value = pair.lstrip("-").partition("=")
+        name = SHORT_NAMES.get(name, name).replace("_", "-")  # -S c=3 is --launch-count 3; print_limit is print-limit
         field = name.replace("-", "_")
         info = SanitizerOptions.model_fields.get(field)
         if info is None and (why := NOT_PASSED.get(name.replace("_", "-"))):

@@ -8,11 +8,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from probes.contract import Tool
+from service.config import get_settings
 from service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
 from service.models import ProbeRequest, SanitizerOptions, Severity
 from service.models.files import load_toml
+from service.models.options import OPTION_TOOL
 from service.models.problems import respell
 from service.probing.admission import BadRequest, admit
+from service.probing.confirm import refuse_unconfirmable
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
 CONTROL_HINTS: dict[Tool, str] = {
@@ -92,6 +95,7 @@ def _check_entry(path: Path, entry: SuiteEntry, where: str | None = None) -> Sui
     where = where or f"{path}: [[probe]] {entry.name}"
     try:
         admitted = admit(entry.probe, entry.tool, entry.params, entry.options)
+        refuse_unconfirmable(entry.request(), admitted.tool, get_settings())
     except BadRequest as exc:
         raise SuiteError(f"{where}: {exc.message}") from exc
     tool = admitted.tool
@@ -110,8 +114,20 @@ def load_suite(path: Path) -> Suite:
     suite = load_toml(path, "suite", Suite, SuiteError, extra={"path": path})
     if not suite.probe and not suite.test:
         raise SuiteError(f"{path}: a suite needs at least one [[probe]] or [[test]] entry")
-    suite.probe = [e.model_copy(update={"options": suite.options.merged(e.options)}) for e in suite.probe]
-    suite.test = [e.model_copy(update={"options": suite.options.merged(e.options)}) for e in suite.test]
+    # A suite's options reach the entries of the tool each belongs to (a general option reaches every sanitizer
+    # entry): `leak_check` at the top sets memcheck's entries, not the initcheck control beside them.
+    tools = {e.tool for e in suite.probe} | {e.tool for e in suite.test}
+    if unused := [f for f in suite.options.flags() if (owner := OPTION_TOOL.get(f)) is not None and owner not in tools]:
+        raise SuiteError(
+            f"{path}: options: {', '.join(f'{f} is a {OPTION_TOOL[f]} option' for f in unused)}, and no entry runs "
+            "that tool"
+        )
+    suite.probe = [
+        e.model_copy(update={"options": suite.options.for_tool(e.tool).merged(e.options)}) for e in suite.probe
+    ]
+    suite.test = [
+        e.model_copy(update={"options": suite.options.for_tool(e.tool).merged(e.options)}) for e in suite.test
+    ]
     names = [entry.name for entry in suite.entries] + [entry.name for entry in suite.test]
     if duplicates := sorted({n for n in names if names.count(n) > 1}):
         raise SuiteError(f"{path}: probe names must be unique; repeated: {', '.join(duplicates)}")

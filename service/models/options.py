@@ -70,7 +70,8 @@ SWITCHES = frozenset(
     }
 )
 # Options that change how fast the tool works, not what it checks: left out of findings' signatures.
-SPEED_ONLY = frozenset({"racecheck_num_workers", "force_synchronization_limit"})
+# (Blocking launches and a synchronization limit change which stream orders a run sees, so they stay in.)
+SPEED_ONLY = frozenset({"racecheck_num_workers"})
 # compute-sanitizer options cuprobe sets itself or does not pass, and why: refused by name, not as unknown.
 NOT_PASSED: dict[str, str] = {
     "tool": "name the tool with --tool / -t (or `tool` in a suite, sweep or job)",
@@ -81,11 +82,18 @@ NOT_PASSED: dict[str, str] = {
     "prefix": "cuprobe reads the sanitizer's lines with their default prefix (`cuprobe parse --prefix` reads saved "
     "logs written with another)",
     "print-limit": "cuprobe sets --print-limit 0 so no record is left out (CUPROBE_MAX_RECORDS caps what it keeps)",
-    "print-level": "cuprobe reads every record and ranks them itself (--fail-on error|warning chooses what fails)",
+    "print-level": "it filters what the sanitizer saves, not only what it prints: cuprobe keeps the default and passes "
+    "--print-level info itself with racecheck_detect_level info (--fail-on error|warning chooses what fails)",
     "quiet": "cuprobe reads the sanitizer's text output for its summary line",
     "error-exitcode": "cuprobe sets its own, to tell the sanitizer's findings from the program's exit code",
     "demangle": "cuprobe decides demangling itself (names are demangled in every finding)",
-    "show-backtrace": "use cuprobe run's --show-backtrace (a job's `show_backtrace`)",
+    "show-backtrace": "cuprobe chooses it per tool; `cuprobe run --show-backtrace`, a job's `show_backtrace` or "
+    "CUPROBE_SHOW_BACKTRACE set it",
+    "num-callers-host": "cuprobe reads whole host backtraces (a leak is named by its first frame outside CUDA)",
+    "num-callers-device": "cuprobe reads whole device backtraces",
+    "backtrace-short": "cuprobe reads the backtraces as the sanitizer writes them by default",
+    "help": "not an option of a run",
+    "version": "not an option of a run (`cuprobe doctor` names the sanitizer's version)",
     "strip-paths": "cuprobe makes paths relative to the source roots itself",
     "mode": "cuprobe launches the program under the sanitizer itself",
     "port": "cuprobe leases ports to each sanitizer process so that several run at once",
@@ -110,6 +118,9 @@ NOT_PASSED: dict[str, str] = {
     "leaves nothing checked",
 }
 _FILTER = re.compile(r"^(kernel_name|kne|kernel_substring|kns|regex)=.+$")
+_FILTER_PART = re.compile(r"^(kernel_name|kne|kernel_substring|kns|regex)=")
+# The sanitizer's one-letter spellings of options it also spells out.
+SHORT_NAMES = {"c": "launch-count", "s": "launch-skip", "q": "quiet", "h": "help", "v": "version"}
 
 
 def _flag(field: str) -> str:
@@ -204,9 +215,13 @@ class SanitizerOptions(BaseModel):
     def _not_passed(cls, data: Any) -> Any:
         """An option cuprobe sets itself or does not pass is refused with the reason, not as an unknown name."""
         if isinstance(data, dict):
-            for name in data:
-                if isinstance(name, str) and (why := NOT_PASSED.get(name.lstrip("-").replace("_", "-"))):
-                    raise ValueError(f"cuprobe does not pass --{name.lstrip('-').replace('_', '-')}: {why}")
+            for name, value in data.items():
+                flag = name.lstrip("-").replace("_", "-") if isinstance(name, str) else ""
+                if why := NOT_PASSED.get(SHORT_NAMES.get(flag, flag)):
+                    raise ValueError(f"cuprobe does not pass --{SHORT_NAMES.get(flag, flag)}: {why}")
+                info = cls.model_fields.get(flag.replace("-", "_"))
+                if isinstance(value, bool) and info is not None and "int" in str(info.annotation):
+                    raise ValueError(f"{flag} takes a number, not {str(value).lower()}")
         return data
 
     @field_validator("kernel_name", "kernel_name_exclude")
@@ -215,7 +230,26 @@ class SanitizerOptions(BaseModel):
         for value in values:
             if not _FILTER.match(value):
                 raise ValueError(f"{value!r} is not a kernel filter: use kne=NAME, kns=SUBSTRING or regex=EXPRESSION")
+            for part in value.split(","):  # key=value,key=value; a regex (last, by convention) may hold commas
+                if part.startswith("regex="):
+                    break
+                if not _FILTER_PART.match(part):
+                    raise ValueError(f"{value!r}: {part!r} is not a filter key=value (kne, kns, regex)")
         return values
+
+    @field_validator("nvtx_include", "nvtx_exclude")
+    @classmethod
+    def _scopes(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not value.strip() or value != value.strip():
+                raise ValueError(f"{value!r} is not an NVTX scope: a name, without surrounding spaces")
+        return values
+
+    @model_validator(mode="after")
+    def _nvtx_for_scopes(self) -> SanitizerOptions:
+        if self.nvtx is False and (self.nvtx_include or self.nvtx_exclude):
+            raise ValueError("nvtx_include and nvtx_exclude need NVTX support: leave nvtx unset (or yes)")
+        return self
 
     def pairs(self) -> list[tuple[str, str | None]]:
         """(flag, value) for every option set, in field order; a switch has value None."""
@@ -250,9 +284,26 @@ class SanitizerOptions(BaseModel):
         memory that an unchecked kernel wrote."""
         return bool(self.kernel_name or self.kernel_name_exclude or self.nvtx_include or self.nvtx_exclude)
 
-    def signature_key(self) -> str:
-        """key() without what does not change what is checked: the suppressions file and SPEED_ONLY options."""
-        return self.model_copy(update={"suppressions": None, **dict.fromkeys(SPEED_ONLY)}).key()
+    def signature_key(self, passed_anyway: SanitizerOptions | None = None) -> str:
+        """key() without what does not change what is checked: the suppressions file, SPEED_ONLY options, and any
+        option set to what the run passes anyway (`passed_anyway`: cuprobe's own defaults for the tool)."""
+        same = {
+            name: None
+            for name in type(self).model_fields
+            if passed_anyway is not None
+            and getattr(passed_anyway, name) not in (None, [])
+            and getattr(self, name) == getattr(passed_anyway, name)
+        }
+        return self.model_copy(update={"suppressions": None, **dict.fromkeys(SPEED_ONLY), **same}).key()
+
+    def for_tool(self, tool: Tool) -> SanitizerOptions:
+        """These options without those that belong to another tool (OPTION_TOOL): a suite's options for one entry."""
+        if tool is Tool.NONE:
+            return type(self)()
+        drop = [name for name in type(self).model_fields if OPTION_TOOL.get(_flag(name)) not in (None, tool)]
+        return self.model_copy(
+            update={name: type(self).model_fields[name].get_default(call_default_factory=True) for name in drop}
+        )
 
     def merged(self, other: SanitizerOptions | None) -> SanitizerOptions:
         """These options with every field `other` sets taken from `other` (entry over suite, job over default)."""

@@ -16,6 +16,7 @@ from probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
 from probes.contract import Tool, is_confirm_control
 from service.config import Settings
 from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
+from service.probing.admission import BadRequest
 from service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
 from service.probing.environment import PROJECT_ROOT
 from service.probing.launch import read_probe_result
@@ -35,6 +36,17 @@ def confirming(request: ProbeRequest, tool: Tool, settings: Settings) -> bool:
     """Whether this run confirms its findings: initcheck, confirmation on, and a probe that can poison."""
     enabled = request.confirm if request.confirm is not None else settings.confirm
     return tool is Tool.INITCHECK and enabled and registry.get(request.probe).poisonable
+
+
+def refuse_unconfirmable(request: ProbeRequest, tool: Tool, settings: Settings) -> None:
+    """BadRequest where the confirmation could not check itself: an NVTX include filter leaves the confirmer's
+    control kernels (launched outside the user's ranges) unchecked, so every such run would end could-not-run."""
+    if confirming(request, tool, settings) and request.options.nvtx_include:
+        raise BadRequest(
+            "options",
+            "nvtx_include would leave the confirmation's control kernels unchecked (they run outside your NVTX "
+            "ranges): filter with kernel_name, or turn the confirmation off for this run (confirm = false)",
+        )
 
 
 def control_options(version: str | None, kernel_filter: list[str]) -> list[str]:
@@ -128,9 +140,7 @@ class Reruns:
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
         self._pending = {
-            label: self._pool.submit(
-                self._timed, request, params, label, mode, watch, settings, workdir, self._cancel
-            )
+            label: self._pool.submit(self._timed, request, params, label, mode, watch, settings, workdir, self._cancel)
             for label, mode in runs
         }
 

@@ -20,7 +20,14 @@ from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, 
 from service.models.reasons import ALSO
 from service.models.timing import Stages
 from service.probing.admission import Admission, admit, sanitizer_fields, suppressions_file
-from service.probing.confirm import Reruns, confirm_findings, confirming, control_options, start_early
+from service.probing.confirm import (
+    Reruns,
+    confirm_findings,
+    confirming,
+    control_options,
+    refuse_unconfirmable,
+    start_early,
+)
 from service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from service.probing.launch import read_probe_result
@@ -37,7 +44,7 @@ from service.probing.spares import (
 )
 from service.sanitizer.chunks import Context
 from service.sanitizer.classify import RunEvidence, classify
-from service.sanitizer.command import probe_command, sanitizer_command
+from service.sanitizer.command import passed_anyway, probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.options import OptionRefused, check_options, installed_options
@@ -63,9 +70,7 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
     )
 
 
-def _preflight(
-    request: ProbeRequest, admitted: Admission, settings: Settings
-) -> tuple[Path | None, RunResult | None]:
+def _preflight(request: ProbeRequest, admitted: Admission, settings: Settings) -> tuple[Path | None, RunResult | None]:
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
     tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
@@ -175,6 +180,7 @@ def plan_run(
     workdir = workdir.resolve()  # the probe runs in the project root: a relative path would point there
     admitted = admit(request.probe, request.tool, request.params, request.options)
     sanitizer_fields(request, admitted.tool)
+    refuse_unconfirmable(request, admitted.tool, settings)
     tool, params = admitted.tool, admitted.params
     chosen = request.options.suppressions or request.suppressions
     suppressions = (
@@ -327,7 +333,7 @@ def _run_planned(
             )
         )
         findings = keyed_by_options(
-            (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request
+            (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request, tool
         )
         result = RunResult(
             probe=request.probe,
@@ -486,10 +492,10 @@ def _not_regular(xml: Path) -> str | None:
     return None
 
 
-def keyed_by_options(findings: list[Finding], request: ProbeRequest) -> list[Finding]:
-    """Findings whose signatures carry the options they ran under (not the suppressions file): a baseline
-    entry recorded under other options does not match them."""
-    key = request.options.signature_key()
+def keyed_by_options(findings: list[Finding], request: ProbeRequest, tool: Tool) -> list[Finding]:
+    """Findings whose signatures carry the options they ran under (not the suppressions file, nor an option set
+    to what cuprobe passes for the tool anyway): a baseline entry recorded under other options does not match."""
+    key = request.options.signature_key(passed_anyway(tool))
     if not key:
         return findings
     return [f.model_copy(update={"signature": bounded(f"{f.signature}|opts:{key}")}) for f in findings]

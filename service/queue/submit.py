@@ -22,6 +22,7 @@ from service.probing.admission import (
     sanitizer_fields,
     suppressions_file,
 )
+from service.probing.confirm import refuse_unconfirmable
 from service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
@@ -33,9 +34,7 @@ RUN_MARGIN_S = 30.0
 class JobSpec(ProbeRequest):
     """A ProbeRequest plus the GPU architecture, lane and pick-up deadline of its job."""
 
-    arch: str | None = Field(
-        default=None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90"
-    )
+    arch: str | None = Field(default=None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90")
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
     deadline_s: float | None = Field(
         default=None, gt=0, le=7 * 24 * 3600, allow_inf_nan=False, description="seconds to wait for a worker"
@@ -95,6 +94,7 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
     if spec.options.suppressions:
         suppressions_file(spec.options.suppressions, trusted=False, settings=settings)
     sanitizer_fields(spec, admitted.tool)
+    refuse_unconfirmable(spec, admitted.tool, settings)
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise BadRequest("timeout_s", f"this server's job limit is {limit:.0f} s")

@@ -18,6 +18,12 @@ TOOL_DEFAULTS: dict[Tool, SanitizerOptions] = {
 }
 
 
+def passed_anyway(tool: Tool) -> SanitizerOptions:
+    """What a run under `tool` passes when the request leaves it unset: cuprobe's defaults, and NVTX on (the
+    sanitizer's own default, which cuprobe also passes for torch's NVTX allocator)."""
+    return TOOL_DEFAULTS.get(tool, SanitizerOptions()).model_copy(update={"nvtx": True})
+
+
 def probe_command(probe: str, params: dict[str, Any], out: Path, tool: Tool, python: str | None = None) -> list[str]:
     """`python -m probes NAME --params JSON --out FILE --tool T`."""
     return [
@@ -65,6 +71,9 @@ def sanitizer_command(
     if nvtx and chosen.nvtx is None:
         update["nvtx"] = True
     chosen = chosen.model_copy(update=update)
+    # Info-level racecheck reports are dropped from the saved XML at the default print level (measured: the print
+    # level filters what the sanitizer saves), so asking to detect them asks to keep them.
+    info = ["--print-level", "info"] if tool is Tool.RACECHECK and chosen.racecheck_detect_level == "info" else []
     cmd = [
         str(sanitizer),
         "--tool",
@@ -76,6 +85,7 @@ def sanitizer_command(
         str(xml),
         "--error-exitcode",
         str(error_exitcode),
+        *info,
     ]
     for flag, value in chosen.pairs():
         cmd += [flag] if value is None else [flag, value]

@@ -189,8 +189,8 @@ def read_record(elem: Any) -> tuple[RawRecord, Varying]:
         address=what_leaves.get("address"),
     )
     _KIND_PARSERS.get(xml_kind, _parse_other)(elem, rec, var)
-    if rec.level and rec.level.lower().startswith("warn"):
-        rec.severity = "warning"  # the record's own <level> (racecheck analysis) says so
+    if rec.level and rec.level.lower().startswith(("warn", "info")):
+        rec.severity = "warning"  # the record's own <level> (racecheck analysis) says so; info is below warning
     return rec, var
 
 

@@ -12,9 +12,11 @@ from pydantic import ValidationError
 
 from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads
-from service.models import SanitizerOptions
+from service.config import get_settings
+from service.models import ProbeRequest, SanitizerOptions
 from service.models.problems import describe
 from service.probing.admission import BadRequest, admit
+from service.probing.confirm import refuse_unconfirmable
 from service.sweep.definition import DefinitionError, Entry, SweepDefinition
 
 Point = dict[str, Any]
@@ -238,6 +240,10 @@ def _admitted(entry: Entry, processes: list[Process]) -> list[Process]:
     for process in processes:
         try:
             admit(process.probe, process.tool, process.params, process.options)
+            request = ProbeRequest(
+                probe=process.probe, tool=process.tool, params=process.params, options=process.options
+            )
+            refuse_unconfirmable(request, process.tool, get_settings())
         except BadRequest as exc:
             raise DefinitionError(f"entry {entry.name} ({process.cases[0].key}): {exc}") from exc
     return processes

@@ -6,7 +6,8 @@
 # 2. `cuprobe exec` of the harness with each newly passed option: the option on the sanitizer's command line and a
 #    result the installed sanitizer accepted. Predicted: findings (exit 1) for every defect case, the option in the
 #    result's command; check-tensor-ops and nvtx-exclude refused on 2025.3 ("has no option", exit 2 or unavailable)
-#    and accepted on 2026.4.
+#    and accepted on 2026.4. racecheck-detect-level=info: `--print-level info` on the command line too, and at least
+#    as many records as racecheck_race_analysis at the default level.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session17_b.sh
 set -u
 OUT=${OUT:-/tmp/out}; O="$OUT/session17_b"; mkdir -p "$O"
@@ -60,6 +61,7 @@ initcheck uninit,1024,1000 unused-memory-threshold=50
 racecheck race racecheck-num-workers=2
 racecheck race racecheck-memcpy-async=no
 racecheck race racecheck-deadlock-timeout=1000
+racecheck race racecheck-detect-level=info
 synccheck syncwarp missing-barrier-init-is-fatal=no
 LIST
 echo "== done"

@@ -105,3 +105,33 @@ def test_suppressions_file_is_passed_as_a_local_path(
     assert data["command"][data["command"].index("--suppressions") + 1] == str(supp.resolve())
     missing = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={tmp_path}/nope.xml", "--", "true"])
     assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_exec_reads_the_sanitizers_short_spellings_and_underscores(tmp_path: Path) -> None:
+    refused = cli.invoke(app, ["exec", "-S", "print_limit=5", "--", "true"], env={"COLUMNS": "300"})
+    assert refused.exit_code == 2 and "cuprobe does not pass --print-limit:" in refused.output
+    quiet = cli.invoke(app, ["exec", "-S", "q", "--", "true"], env={"COLUMNS": "300"})
+    assert quiet.exit_code == 2 and "cuprobe does not pass --quiet:" in quiet.output
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_exec_short_launch_count_reaches_the_command_line(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "memcheck_ok")))
+    result = cli.invoke(app, ["exec", "-t", "memcheck", "-S", "c=3", "--cwd", str(tmp_path), "--json", "--", "true"])
+    data = json.loads(result.output)
+    assert data["options"]["launch_count"] == 3 and data["command"][data["command"].index("--launch-count") + 1] == "3"
+
+
+def test_an_nvtx_include_filter_is_refused_where_the_confirmation_needs_its_control(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """initcheck's confirmation launches control kernels outside the user's NVTX ranges: an include filter would
+    leave them unchecked and every run could-not-run, so it is refused up front, and allowed with it off."""
+    args = ["run", "uninit-read", "-t", "initcheck", "-S", "nvtx-include=forward", "--json"]
+    refused = cli.invoke(app, args, env={"COLUMNS": "300"})
+    assert refused.exit_code == 2 and "nvtx_include would leave the confirmation's control kernels" in refused.output
+    monkeypatch.setenv("CUPROBE_CONFIRM", "0")
+    allowed = cli.invoke(app, args)
+    assert allowed.exit_code == 3 and json.loads(allowed.stdout)["outcome"] == "unavailable"  # no GPU here

@@ -78,8 +78,13 @@ def test_flaky_finding(tmp_path: Path) -> None:
     report = judge(suite, runs, None)
     assert report.exit_code == 1  # seen in k of n repeats still counts
     assert "| new | - | selftest-bare | expectation-violation | - | - | 1/2 |" in render(report)
-    flaky = Baseline(finding=[BaselineEntry(signature=VIOLATION_SIGNATURE, reason="races the clock", flaky=True,
-                                            probe="selftest", tool="none")])
+    flaky = Baseline(
+        finding=[
+            BaselineEntry(
+                signature=VIOLATION_SIGNATURE, reason="races the clock", flaky=True, probe="selftest", tool="none"
+            )
+        ]
+    )
     report = judge(suite, runs, flaky)
     assert report.exit_code == 0
     assert "| baselined (flaky) | - | 1/2 | races the clock |" in render(report)
@@ -93,3 +98,21 @@ def test_shipped_premerge_suite_is_accepted() -> None:
     tools = {entry.tool for entry in suite.entries if entry.control}
     assert {"initcheck", "memcheck", "racecheck", "synccheck"} <= {t.value for t in tools}
     assert not any(entry.control for entry in suite.entries if entry.probe == "narrow-matmul")
+
+
+def test_a_suites_tool_options_reach_only_that_tools_entries(tmp_path: Path) -> None:
+    """`leak_check` at the top of a suite sets its memcheck entries; the initcheck control beside them runs without
+    it (before, the merge put it on every entry and the initcheck entry was refused for an option it never set)."""
+    memcheck = '\n[[probe]]\nname = "memcheck-control"\nprobe = "planted"\ntool = "memcheck"\n'
+    memcheck += 'params = { defect = "oob" }\ncontrol = true\n'
+    suite_file = tmp_path / "s.toml"
+    suite_file.write_text('options = { leak_check = "full", launch_count = 5 }\n' + BASE_SUITE + memcheck)
+    entries = {e.name: e.options.key() for e in load_suite(suite_file).entries}
+    assert entries == {
+        "initcheck-control": "launch-count=5",
+        "selftest-initcheck": "launch-count=5",
+        "memcheck-control": "leak-check=full,launch-count=5",
+    }
+    suite_file.write_text("options = { padding = 8 }\n" + BASE_SUITE)
+    with pytest.raises(SuiteError, match="options: --padding is a memcheck option, and no entry runs that tool"):
+        load_suite(suite_file)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 from probes.contract import Tool
 from service.models import SanitizerOptions
 from service.models.options import NOT_PASSED, OPTION_TOOL
-from service.sanitizer.command import sanitizer_command
+from service.sanitizer.command import passed_anyway, sanitizer_command
 from service.sanitizer.options import HelpOptions, OptionRefused, check_options, parse_help
 from tests.conftest import CAPTURES, VERSIONS
 
@@ -58,21 +59,37 @@ def test_an_option_only_the_newer_sanitizer_has_is_refused_by_the_older() -> Non
 
 def test_checking_options_reach_the_command_line_and_speed_only_ones_stay_out_of_signatures() -> None:
     options = SanitizerOptions(
-        report_api_errors="all", check_cache_control=True, detect_missing_module_unload=False,
-        track_stream_ordered_races="use-after-free", nvtx_exclude=["warmup"], check_exit_code=False,
+        report_api_errors="all",
+        check_cache_control=True,
+        detect_missing_module_unload=False,
+        track_stream_ordered_races="use-after-free",
+        nvtx_exclude=["warmup"],
+        check_exit_code=False,
         force_synchronization_limit=4,
     )
     cmd = sanitizer_command(Path("/cs"), Tool.MEMCHECK, ["./app"], xml=Path("x"), error_exitcode=86, options=options)
     tail = cmd[cmd.index("86") + 1 :]
     assert tail == [
-        "--check-exit-code", "no", "--nvtx-exclude", "warmup", "--force-synchronization-limit", "4",
-        "--check-cache-control", "--report-api-errors", "all", "--track-stream-ordered-races", "use-after-free",
-        "--", "./app",
+        "--check-exit-code",
+        "no",
+        "--nvtx-exclude",
+        "warmup",
+        "--force-synchronization-limit",
+        "4",
+        "--check-cache-control",
+        "--report-api-errors",
+        "all",
+        "--track-stream-ordered-races",
+        "use-after-free",
+        "--",
+        "./app",
     ]
-    assert options.signature_key() == (
-        "check-exit-code=no,nvtx-exclude=warmup,check-cache-control,report-api-errors=all,"
-        "track-stream-ordered-races=use-after-free"
+    assert options.signature_key() == (  # a synchronization limit changes which stream orders the run sees
+        "check-exit-code=no,nvtx-exclude=warmup,force-synchronization-limit=4,check-cache-control,"
+        "report-api-errors=all,track-stream-ordered-races=use-after-free"
     )
+    workers = SanitizerOptions(racecheck_num_workers=4, racecheck_report="hazard")
+    assert workers.signature_key() == "racecheck-report=hazard"  # how many threads the tool uses: speed only
     assert options.filters_kernels and not SanitizerOptions(report_api_errors="all").filters_kernels
     with pytest.raises(ValidationError, match="unused_memory_threshold"):
         SanitizerOptions(unused_memory_threshold=101)
@@ -86,8 +103,11 @@ def test_newer_sanitizer_has_options_the_older_lacks() -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_option_of_another_tool_is_refused_naming_option_tool_and_version(version: str) -> None:
-    with pytest.raises(OptionRefused, match=rf"--leak-check is a memcheck option \(compute-sanitizer {version}\), "
-                       "not one for racecheck"):
+    with pytest.raises(
+        OptionRefused,
+        match=rf"--leak-check is a memcheck option \(compute-sanitizer {version}\), "
+        "not one for racecheck",
+    ):
         check_options(SanitizerOptions(leak_check="full"), Tool.RACECHECK, help_of(version))
     check_options(SanitizerOptions(leak_check="full", padding=512, nvtx=True), Tool.MEMCHECK, help_of(version))
 
@@ -121,23 +141,50 @@ def test_the_one_command_line_carries_the_options_and_keeps_cuprobe_defaults_unl
         leak_check="full", padding=512, check_device_heap=True, nvtx=True, kernel_name=["kns=gemm"], launch_count=3
     )
     cmd = sanitizer_command(
-        Path("/cs"), Tool.MEMCHECK, ["./app"], xml=Path("x.xml"), error_exitcode=86, options=options,
+        Path("/cs"),
+        Tool.MEMCHECK,
+        ["./app"],
+        xml=Path("x.xml"),
+        error_exitcode=86,
+        options=options,
         suppressions=Path("/repo/supp.xml"),
     )
     tail = cmd[cmd.index("86") + 1 :]
     assert tail == [
-        "--leak-check", "full", "--padding", "512", "--check-device-heap", "yes", "--kernel-name", "kns=gemm",
-        "--launch-count", "3", "--nvtx", "yes", "--suppressions", "/repo/supp.xml", "--", "./app",
+        "--leak-check",
+        "full",
+        "--padding",
+        "512",
+        "--check-device-heap",
+        "yes",
+        "--kernel-name",
+        "kns=gemm",
+        "--launch-count",
+        "3",
+        "--nvtx",
+        "yes",
+        "--suppressions",
+        "/repo/supp.xml",
+        "--",
+        "./app",
     ]
     race = sanitizer_command(Path("/cs"), Tool.RACECHECK, ["./a"], xml=Path("x"), error_exitcode=86)
     assert race[race.index("--racecheck-report") + 1] == "analysis"
     hazard = sanitizer_command(
-        Path("/cs"), Tool.RACECHECK, ["./a"], xml=Path("x"), error_exitcode=86,
+        Path("/cs"),
+        Tool.RACECHECK,
+        ["./a"],
+        xml=Path("x"),
+        error_exitcode=86,
         options=SanitizerOptions(racecheck_report="hazard"),
     )
     assert hazard.count("--racecheck-report") == 1 and hazard[hazard.index("--racecheck-report") + 1] == "hazard"
     unused = sanitizer_command(
-        Path("/cs"), Tool.INITCHECK, ["./a"], xml=Path("x"), error_exitcode=86,
+        Path("/cs"),
+        Tool.INITCHECK,
+        ["./a"],
+        xml=Path("x"),
+        error_exitcode=86,
         options=SanitizerOptions(track_unused_memory=True),
     )
     assert "--track-unused-memory" in unused and unused[unused.index("--track-unused-memory") + 1] == "--"
@@ -148,3 +195,63 @@ def test_the_options_key_is_stable_and_names_what_is_set() -> None:
     assert SanitizerOptions(padding=512, leak_check="full").key() == "leak-check=full,padding=512"
     merged = SanitizerOptions(leak_check="full").merged(SanitizerOptions(padding=8))
     assert merged.key() == "leak-check=full,padding=8"
+
+
+def test_a_value_the_older_sanitizer_lacks_is_refused_by_its_help() -> None:
+    """report-api-errors extended is new in 2026.4: its --help lists the values, and 2025.3's lacks it."""
+    options = SanitizerOptions(report_api_errors="extended")
+    with pytest.raises(
+        OptionRefused, match=r"2025\.3\.1\.0's --report-api-errors takes all, explicit, no, not extended"
+    ):
+        check_options(options, Tool.MEMCHECK, help_of(VERSIONS[0]))
+    check_options(options, Tool.MEMCHECK, help_of(VERSIONS[1]))
+    check_options(SanitizerOptions(kernel_name=["kns=gemm"]), Tool.MEMCHECK, help_of(VERSIONS[0]))  # not a choice
+
+
+def test_racecheck_info_level_keeps_its_records_in_the_saved_xml() -> None:
+    """The print level filters what the sanitizer saves: detecting info-level races asks to keep them."""
+    info = SanitizerOptions(racecheck_detect_level="info")
+    cmd = sanitizer_command(Path("/cs"), Tool.RACECHECK, ["./a"], xml=Path("x"), error_exitcode=86, options=info)
+    assert cmd[cmd.index("--print-level") + 1] == "info"
+    warn = SanitizerOptions(racecheck_detect_level="warn")
+    assert "--print-level" not in sanitizer_command(
+        Path("/cs"), Tool.RACECHECK, ["./a"], xml=Path("x"), error_exitcode=86, options=warn
+    )
+
+
+def test_an_option_set_to_what_cuprobe_passes_anyway_leaves_the_signature_alone() -> None:
+    race = passed_anyway(Tool.RACECHECK)
+    assert SanitizerOptions(racecheck_report="analysis").signature_key(race) == ""
+    assert SanitizerOptions(racecheck_report="hazard").signature_key(race) == "racecheck-report=hazard"
+    assert SanitizerOptions(nvtx=True).signature_key(passed_anyway(Tool.MEMCHECK)) == ""
+    assert SanitizerOptions(nvtx=False).signature_key(passed_anyway(Tool.MEMCHECK)) == "nvtx=no"
+    assert SanitizerOptions(force_blocking_launches=True).signature_key() == "force-blocking-launches"
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"padding": True}, "padding takes a number, not true"),
+        ({"launch_count": False}, "launch-count takes a number, not false"),
+        ({"kernel_name": ["kns=a,bogus=b"]}, "'bogus=b' is not a filter key=value"),
+        ({"nvtx_include": [""]}, "is not an NVTX scope"),
+        ({"nvtx_exclude": [" warm"]}, "is not an NVTX scope"),
+        ({"nvtx": False, "nvtx_include": ["a"]}, "need NVTX support"),
+        ({"num_callers_host": 5}, "cuprobe does not pass --num-callers-host"),
+        ({"q": True}, "cuprobe does not pass --quiet"),
+    ],
+)
+def test_values_a_user_would_not_mean_are_refused(values: dict[str, object], says: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(says)):
+        SanitizerOptions.model_validate(values)
+
+
+def test_a_regex_filter_may_hold_commas() -> None:
+    assert SanitizerOptions(kernel_name=["kns=gemm,regex=a{1,2}"]).kernel_name == ["kns=gemm,regex=a{1,2}"]
+
+
+def test_a_suites_options_reach_the_entries_of_their_tool() -> None:
+    both = SanitizerOptions(leak_check="full", padding=64, launch_count=3, track_unused_memory=True)
+    assert both.for_tool(Tool.MEMCHECK).key() == "leak-check=full,padding=64,launch-count=3"
+    assert both.for_tool(Tool.INITCHECK).key() == "track-unused-memory,launch-count=3"
+    assert both.for_tool(Tool.NONE).key() == ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,15 @@ def test_warnings_only_end_findings_but_exit_0_unless_fail_on_warning() -> None:
     assert exit_code_for(result, "error") == 0 and exit_code_for(result, "warning") == 1
     everything = result.model_copy(update={"findings": parsed.findings})
     assert exit_code_for(everything, "error") == 1
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_info_level_analysis_record_is_a_warning(version: str, tmp_path: Path) -> None:
+    """With racecheck_detect_level info (cuprobe then passes --print-level info), records at level Info reach the
+    XML. None is captured yet: this is the real analysis capture with its one record's level set to Info."""
+    text = xml_of(capture(version, "racecheck_race_analysis")).read_text()
+    assert text.count("<level>Error</level>") == 1
+    xml = tmp_path / "info.xml"
+    xml.write_text(text.replace("<level>Error</level>", "<level>Info</level>"))
+    (finding,) = parse_xml(xml, roots=[BOX_ROOT]).findings
+    assert finding.severity == "warning"
