@@ -148,7 +148,7 @@ def show_cmd(
             console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
         return
     sweep = _sweep(sweeps, sweep_id)
-    changes = changes_of(sweeps, sweep)
+    changes = changes_of(sweeps, sweep) if sweep.state == "done" else None  # else the report says it is no result
     if html_out:
         html_out.write_text(html(sweep, changes))
     if as_json:
@@ -171,6 +171,10 @@ def diff_cmd(
     """What changed since the previous sweep of the same definition (JSON); exit 1 when anything changed."""
     sweeps, _ = _sweeps()
     sweep = _sweep(sweeps, sweep_id)
-    changes = diff(sweep, _sweep(sweeps, against)) if against else changes_of(sweeps, sweep)
+    other = _sweep(sweeps, against) if against else None
+    if unfinished := [s for s in (sweep, other) if s is not None and s.state != "done"]:
+        err.print(f"sweep {unfinished[0].id} is {unfinished[0].state}, not a result: there is nothing to diff")
+        raise typer.Exit(ExitCode.NOT_RUN)
+    changes = diff(sweep, other) if other else changes_of(sweeps, sweep)
     typer.echo(changes.model_dump_json(indent=1))
     raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from service.db.store import Store
-from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, utcnow
+from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, in_utc, utcnow
 from service.models import Outcome
-from service.models.sweep import Sweep, SweepCase, SweepSeen
+from service.models.sweep import Sweep, SweepCase, SweepSeen, complete
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class CaseChange:
     message: str
     findings: list[FindingChange]
     setup: str | None = None
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,10 @@ class SweepChanges:
     cases: list[CaseChange]
 
 
-def _lean(s: Session, row: SweepRow, keys: list[str] | None) -> SweepChanges:
-    """The sweep of `row` as a diff reads it, holding only the cases named in `keys` (all when None)."""
+def _lean(s: Session, row: SweepRow, wanted: list[str] | None) -> SweepChanges:
+    """The sweep of `row` as a diff reads it, holding only the cases named in `wanted` (all when None)."""
+    # A long list is filtered here, not in SQL: PostgreSQL takes at most 65,535 parameters in one statement.
+    keys = wanted if wanted is not None and len(wanted) <= 500 else None
     findings: dict[str, list[FindingChange]] = {}
     query = (
         select(
@@ -69,17 +72,29 @@ def _lean(s: Session, row: SweepRow, keys: list[str] | None) -> SweepChanges:
     for key, signature, count, seen, fallout in s.execute(query):
         findings.setdefault(key, []).append(FindingChange(signature, count, seen, bool(fallout)))
     message, setup = SweepCaseRow.case["message"].as_string(), SweepCaseRow.case["setup"].as_string()
+    truncated = SweepCaseRow.case["truncated"].as_boolean()
     cases_query = (
-        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message, setup)
+        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message, setup, truncated)
         .where(SweepCaseRow.sweep_id == row.id)
         .order_by(SweepCaseRow.id)
     )
     if keys is not None:
         cases_query = cases_query.where(SweepCaseRow.key.in_(keys))
-    cases = [CaseChange(k, Outcome(o), f, m or "", findings.get(k, []), u) for k, o, f, m, u in s.execute(cases_query)]
+    only = set(wanted) if wanted is not None else None
+    cases = [
+        CaseChange(k, Outcome(o), f, m or "", findings.get(k, []), u, bool(t))
+        for k, o, f, m, u, t in s.execute(cases_query)
+        if only is None or k in only
+    ]
     return SweepChanges(
         row.id, row.definition, row.state, as_utc(row.started_at), row.sanitizer_version, row.driver, cases
     )
+
+
+def _started_before(started_at: datetime, sweep_id: str) -> ColumnElement[bool]:
+    """Sweeps that started before (`started_at`, `sweep_id`): two sweeps that started at the same time are ordered
+    by id, so each has one previous, and the later one sees the earlier."""
+    return or_(SweepRow.started_at < started_at, and_(SweepRow.started_at == started_at, SweepRow.id < sweep_id))
 
 
 class SweepStore:
@@ -116,7 +131,8 @@ class SweepStore:
         with self.store.session() as s:
             row = s.get(SweepRow, sweep.id)
             if row is None:
-                row = SweepRow(id=sweep.id, definition=sweep.definition, started_at=sweep.started_at, summary={})
+                started = in_utc(sweep.started_at)  # one instant on SQLite and PostgreSQL alike, whatever its offset
+                row = SweepRow(id=sweep.id, definition=sweep.definition, started_at=started, summary={})
                 s.add(row)
             row.state, row.finished_at = sweep.state, sweep.finished_at
             row.sanitizer_version, row.driver, row.summary = sweep.sanitizer_version, sweep.driver, summary
@@ -182,34 +198,37 @@ class SweepStore:
             return None if row is None else _lean(s, row, None)
 
     def earlier_runs(self, sweep: SweepSeen, previous: SweepSeen | None) -> dict[str, SweepChanges]:
-        """For each case of `sweep` that ran but that `previous` could not run (or did not have): the last finished
-        sweep before `previous` in which that case ran, holding that case. A diff compares such a case with its
-        last real run, so a finding that could not be checked last time is not called new, nor dropped unfixed."""
+        """For each case of `sweep` that ran but whose run in `previous` was missing or incomplete (could not run,
+        or cut by the record cap): the last finished sweep before `previous` in which that case ran completely,
+        holding that case. A diff compares such a case with its last real run, so a finding that could not be
+        checked last time is not called new, nor dropped unfixed."""
         if previous is None:
             return {}
         before = {c.key: c for c in previous.cases}
-        keys = [c.key for c in sweep.cases if c.outcome.ran and not (c.key in before and before[c.key].outcome.ran)]
+        keys = [c.key for c in sweep.cases if c.outcome.ran and not (c.key in before and complete(before[c.key]))]
         if not keys:
             return {}
         ran = [o.value for o in Outcome if o.ran]
+        truncated = SweepCaseRow.case["truncated"].as_boolean()
         last: dict[str, str] = {}
         with self.store.session() as s:
             for chunk in (keys[i : i + 500] for i in range(0, len(keys), 500)):
                 rows = s.execute(
-                    select(SweepCaseRow.key, SweepRow.id)
+                    select(SweepCaseRow.key, SweepRow.id, truncated)
                     .join(SweepRow, SweepRow.id == SweepCaseRow.sweep_id)
                     .where(
                         SweepRow.definition == sweep.definition,
                         SweepRow.state == "done",
                         SweepRow.id.not_in((sweep.id, previous.id)),
-                        SweepRow.started_at < previous.started_at,
+                        _started_before(previous.started_at, previous.id),
                         SweepCaseRow.key.in_(chunk),
                         SweepCaseRow.outcome.in_(ran),
                     )
-                    .order_by(SweepRow.started_at.desc())
+                    .order_by(SweepRow.started_at.desc(), SweepRow.id.desc())
                 )
-                for key, sweep_id in rows:
-                    last.setdefault(key, sweep_id)
+                for key, sweep_id, cut in rows:
+                    if not cut:
+                        last.setdefault(key, sweep_id)
             wanted: dict[str, list[str]] = {}
             for key, sweep_id in last.items():
                 wanted.setdefault(sweep_id, []).append(key)
@@ -248,11 +267,17 @@ class SweepStore:
                     SweepRow.definition == sweep.definition,
                     SweepRow.state == "done",
                     SweepRow.id != sweep.id,
-                    SweepRow.started_at < sweep.started_at,
+                    _started_before(sweep.started_at, sweep.id),
                 )
-                .order_by(SweepRow.started_at.desc())
+                .order_by(SweepRow.started_at.desc(), SweepRow.id.desc())
                 .limit(1)
             ).first()
+
+    def done_count(self, definition: str) -> int:
+        """How many finished sweeps `definition` has."""
+        with self.store.session() as s:
+            query = select(func.count()).where(SweepRow.definition == definition, SweepRow.state == "done")
+            return int(s.scalar(query) or 0)
 
     def previous(self, sweep: Sweep) -> Sweep | None:
         """The latest finished sweep of the same definition that started before `sweep`."""

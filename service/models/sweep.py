@@ -139,6 +139,8 @@ class CaseSeen(Protocol):
     def findings(self) -> Sequence[FindingSeen]: ...
     @property
     def setup(self) -> str | None: ...
+    @property
+    def truncated(self) -> bool: ...
 
 
 class SweepSeen(Protocol):
@@ -156,3 +158,8 @@ class SweepSeen(Protocol):
     def started_at(self) -> datetime: ...
     @property
     def cases(self) -> Sequence[CaseSeen]: ...
+
+
+def complete(case: CaseSeen) -> bool:
+    """Whether a case's run says what it holds and what it does not: it ran, and no record cap cut it short."""
+    return case.outcome.ran and not case.truncated

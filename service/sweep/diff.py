@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from service.models.sweep import CaseSeen, SweepSeen
+from service.models.sweep import CaseSeen, SweepSeen, complete
 
 
 class DiffItem(BaseModel):
@@ -23,6 +24,7 @@ class DiffItem(BaseModel):
         description="the sweep this case was compared with, when not the previous one: the previous sweep could "
         "not run the case (or did not have it), so the comparison is with the case's last run",
     )
+    again: bool = Field(False, description="flaky: flaky in the run it is compared with too (not news)")
 
     @property
     def explained(self) -> str:
@@ -49,16 +51,21 @@ class SweepDiff(BaseModel):
 
     @property
     def changed(self) -> bool:
-        """True when someone should hear about it: anything new, fixed, flaky or no longer checked."""
-        return bool(self.new or self.fixed or self.flaky or self.unverified)
+        """True when someone should hear about it: anything new, fixed or no longer checked, or a finding that
+        turned flaky (one flaky in the run it is compared with too is not news)."""
+        return bool(self.new or self.fixed or self.unverified or any(not i.again for i in self.flaky))
 
 
 def _version_change(sweep: SweepSeen, previous: SweepSeen) -> str | None:
+    """The sanitizer and driver versions that differ between two sweeps; an unknown one (None: a sweep that ran
+    nothing records none) is not a change."""
     parts = []
-    if sweep.sanitizer_version != previous.sanitizer_version:
-        parts.append(f"sanitizer {previous.sanitizer_version} -> {sweep.sanitizer_version}")
-    if sweep.driver != previous.driver:
-        parts.append(f"driver {previous.driver} -> {sweep.driver}")
+    for what, now, then in (
+        ("sanitizer", sweep.sanitizer_version, previous.sanitizer_version),
+        ("driver", sweep.driver, previous.driver),
+    ):
+        if now is not None and then is not None and now != then:
+            parts.append(f"{what} {then} -> {now}")
     return ", ".join(parts) or None
 
 
@@ -73,62 +80,95 @@ def _findings(case: CaseSeen | None) -> dict[str, tuple[int, str | None]]:
     return {f.signature: (f.count, f.seen) for f in case.findings if not f.fallout} if case else {}
 
 
+def _unstable(seen: str | None, case_flaky: bool) -> bool:
+    """A finding seen in only some repeats (k/n, k < n); without a count, the case's repeats disagreeing."""
+    if seen is None:
+        return case_flaky
+    k, _, n = seen.partition("/")
+    return k != n
+
+
+@dataclass
+class _Baseline:
+    """What a case is compared with: the sweep and case, their findings, and the earlier sweep when not previous."""
+
+    sweep: SweepSeen | None
+    case: CaseSeen | None
+    then: dict[str, tuple[int, str | None]]
+    against: str | None = None
+
+
 def _baseline(
-    case: CaseSeen, previous: SweepSeen | None, before: dict[str, CaseSeen], earlier: Mapping[str, SweepSeen]
-) -> tuple[SweepSeen | None, CaseSeen | None]:
-    """The sweep and case a current case is compared with: the previous sweep's, when that ran it; else, for a
-    case that ran now, its last run before that (earlier_runs); else the previous sweep's case that did not run."""
+    case: CaseSeen,
+    previous: SweepSeen | None,
+    before: dict[str, CaseSeen],
+    earlier: Mapping[str, SweepSeen],
+    index: dict[str, dict[str, CaseSeen]],
+) -> _Baseline:
+    """The previous sweep's case, when its run was complete; else, for a case that ran now, its last complete run
+    (earlier_runs), with whatever the previous sweep's partial run (a timeout, a record cap) did see added to it."""
     old = before.get(case.key)
-    if (old is None or not old.outcome.ran) and case.outcome.ran and case.key in earlier:
-        older = earlier[case.key]
-        return older, next((c for c in older.cases if c.key == case.key), None)
-    return previous, old
+    if case.outcome.ran and (old is None or not complete(old)) and case.key in earlier:
+        older_sweep = earlier[case.key]
+        cases = index.setdefault(older_sweep.id, {c.key: c for c in older_sweep.cases})
+        older = cases.get(case.key)
+        return _Baseline(older_sweep, older, {**_findings(older), **_findings(old)}, older_sweep.id)
+    return _Baseline(previous, old, _findings(old))
 
 
 def diff(sweep: SweepSeen, previous: SweepSeen | None, earlier: Mapping[str, SweepSeen] | None = None) -> SweepDiff:
     """Classify every (case, signature) of both sweeps; new ones seen only after a version change say so.
 
-    `earlier` holds, for cases the previous sweep could not run or did not have, the last sweep in which each ran
-    (SweepStore.earlier_runs): those cases are compared with that run, and their items name it in `against`."""
+    `earlier` holds, for cases whose run in the previous sweep was missing or incomplete, the last sweep in which
+    each ran completely (SweepStore.earlier_runs): those cases are compared with that run (and what the incomplete
+    run saw), and their items name it in `against`."""
     out = SweepDiff(sweep=sweep.id, previous=previous.id if previous else None, definition=sweep.definition)
     out.version_change = _version_change(sweep, previous) if previous else None
     before = {c.key: c for c in previous.cases} if previous else {}
+    index: dict[str, dict[str, CaseSeen]] = {}
     for case in sweep.cases:
-        base_sweep, base = _baseline(case, previous, before, earlier or {})
-        against = base_sweep.id if base_sweep is not None and base_sweep is not previous else None
-        change = _version_change(sweep, base_sweep) if base_sweep is not None else None
-        setup = _setup_change(case, base)
-        then = _findings(base)
+        base = _baseline(case, previous, before, earlier or {}, index)
+        change = _version_change(sweep, base.sweep) if base.sweep is not None else None
+        setup = _setup_change(case, base.case)
         now = _findings(case)
         for signature, (count, seen) in now.items():
-            old = then.get(signature)
-            item = DiffItem(case=case.key, signature=signature, count=count, seen=seen, against=against)
+            old = base.then.get(signature)
+            item = DiffItem(case=case.key, signature=signature, count=count, seen=seen, against=base.against)
             item.previous_count = old[0] if old else None
-            if case.flaky or (seen is not None and seen.split("/")[0] != seen.split("/")[1]):
+            if _unstable(seen, case.flaky):
                 item.note = f"seen {seen}" if seen else "outcomes differed between repeats"
+                item.again = old is not None and _unstable(old[1], False)
                 out.flaky.append(item)
             elif old is not None:
                 out.persisting.append(item)
             else:
-                if change:
-                    item.note = f"new only since the version changed ({change}): may be the tool, not the code"
+                notes = (
+                    [f"new only since the version changed ({change}): may be the tool, not the code"] if change else []
+                )
                 if setup:
-                    item.note = "; ".join(p for p in (item.note, f"new since the case's setup changed ({setup})") if p)
+                    notes.append(f"new since the case's setup changed ({setup})")
+                if base.case is not None and base.case.truncated:
+                    notes.append("the run it is compared with hit the record cap: it may have been there")
+                item.note = "; ".join(notes)
                 out.new.append(item)
-        for signature, (count, seen) in then.items():
+        for signature, (count, seen) in base.then.items():
             if signature in now:
                 continue
-            item = DiffItem(case=case.key, signature=signature, previous_count=count, seen=seen, against=against)
+            item = DiffItem(case=case.key, signature=signature, previous_count=count, seen=seen, against=base.against)
             if not case.outcome.ran:
                 item.note = f"the case could not run this time ({case.outcome}): {case.message}"
-                out.unverified.append(item)
+            elif case.truncated:
+                item.note = "the record cap was reached this time: not every finding was kept, so not called fixed"
             elif setup:  # gone under other parameters or options: not the same check, so not a fix
+                if base.against:
+                    continue  # said unverified on the night the case stopped running
                 item.note = f"the case now runs with another setup ({setup}): not seen, not called fixed"
-                out.unverified.append(item)
             else:
                 if change:
                     item.note = f"gone since the version changed ({change})"
                 out.fixed.append(item)
+                continue
+            out.unverified.append(item)
     keys_now = {c.key for c in sweep.cases}
     for key, old_case in before.items():
         if key not in keys_now:

@@ -16,10 +16,10 @@ def payload(diff: SweepDiff, report_url: str | None = None) -> dict[str, Any]:
     """`text` for chat hooks (Slack, Mattermost), `title`/`body` for issue trackers, and the diff itself."""
     counts = {k: len(getattr(diff, k)) for k in ("new", "fixed", "flaky", "persisting", "unverified")}
     title = f"cuprobe sweep {diff.definition}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-    lines = [f"- new: {i.case} {i.signature} ({i.count}) {i.note}".rstrip() for i in diff.new[:20]]
-    lines += [f"- fixed: {i.case} {i.signature}" for i in diff.fixed[:20]]
-    lines += [f"- flaky: {i.case} {i.signature} {i.note}" for i in diff.flaky[:20]]
-    lines += [f"- unverified: {i.case} {i.signature}: {i.note}" for i in diff.unverified[:20]]
+    lines = [f"- new: {i.case} {i.signature} ({i.count}) {i.explained}".rstrip() for i in diff.new[:20]]
+    lines += [f"- fixed: {i.case} {i.signature} {i.explained}".rstrip() for i in diff.fixed[:20]]
+    lines += [f"- flaky: {i.case} {i.signature} {i.explained}".rstrip() for i in diff.flaky[:20] if not i.again]
+    lines += [f"- unverified: {i.case} {i.signature}: {i.explained}" for i in diff.unverified[:20]]
     if diff.version_change:
         lines.insert(0, f"versions changed: {diff.version_change}")
     if report_url:

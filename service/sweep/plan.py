@@ -14,6 +14,7 @@ from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads
 from service.config import get_settings
 from service.models import ProbeRequest, SanitizerOptions
+from service.models.options import SPEED_ONLY
 from service.models.problems import describe
 from service.probing.admission import BadRequest, admit
 from service.probing.confirm import refuse_unconfirmable
@@ -300,6 +301,6 @@ def setup_of(entry: Entry) -> str:
     """What every case of `entry` runs with beyond its grid point, as canonical text: the fixed parameters and the
     sanitizer options (not in the case key: a case keeps its history when they change, and a diff says so)."""
     parts = [f"params {json.dumps(entry.params, sort_keys=True, default=str)}"] if entry.params else []
-    if options := entry.options.key():
+    if options := entry.options.model_copy(update=dict.fromkeys(SPEED_ONLY)).key():  # how fast, not what
         parts.append(f"options {options}")
     return "; ".join(parts)

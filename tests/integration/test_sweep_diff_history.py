@@ -6,6 +6,7 @@ after such a night is fixed. The CLI's diff reads it this way
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from service.db.store import Store
 from service.db.sweeps import SweepStore
 from service.models import Finding, Outcome, Tool
 from service.models.sweep import Sweep, SweepCase
-from service.sweep.compare import changes
+from service.sweep.compare import NotAResult, changes
 from service.sweep.definition import parse_definition
+from service.sweep.notify import payload as notify_payload
 from service.sweep.plan import plan
 
 START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
@@ -27,9 +29,23 @@ STORE = "initcheck|uninitialized-global-read|epilogue|kernels/narrow_matmul.cu:4
 LATE = "initcheck|uninitialized-global-read|late|kernels/narrow_matmul.cu:52|global-read-4"
 
 
-def _case(key: str, outcome: Outcome, *signatures: str, setup: str | None = None) -> SweepCase:
+def _case(
+    key: str,
+    outcome: Outcome,
+    *signatures: str,
+    setup: str | None = None,
+    truncated: bool = False,
+    seen: dict[str, str] | None = None,
+) -> SweepCase:
     findings = [
-        Finding(signature=s, tool=Tool.INITCHECK, kind="uninitialized-global-read", message="read", count=3)
+        Finding(
+            signature=s,
+            tool=Tool.INITCHECK,
+            kind="uninitialized-global-read",
+            message="read",
+            count=3,
+            seen=(seen or {}).get(s),
+        )
         for s in signatures
     ]
     message = "no GPU on this worker" if outcome is Outcome.UNAVAILABLE else ""
@@ -44,19 +60,23 @@ def _case(key: str, outcome: Outcome, *signatures: str, setup: str | None = None
         message=message,
         findings=findings,
         setup=setup,
+        truncated=truncated,
+        flaky=any(k != n for k, _, n in (v.partition("/") for v in (seen or {}).values())),
     )
 
 
-def _save(sweeps: SweepStore, night: int, *cases: SweepCase) -> Sweep:
+def _save(
+    sweeps: SweepStore, night: int, *cases: SweepCase, version: str | None = "2026.4.0.0", suffix: str = "ab"
+) -> Sweep:
     started = START + timedelta(days=night)
     sweep = Sweep(
-        id=f"{night:02d}" + "ab" * 15,
+        id=f"{night:02d}" + suffix * 15,
         definition="nightly",
         state="done",
         started_at=started,
         finished_at=started + timedelta(minutes=30),
-        sanitizer_version="2026.4.0.0",
-        driver="580.159.04",
+        sanitizer_version=version,
+        driver="580.159.04" if version else None,
         cases=list(cases),
     )
     sweeps.save(sweep)
@@ -160,3 +180,92 @@ def test_a_finding_gone_after_the_setup_changed_is_not_called_fixed(
     assert [i.case[-1] for i in changes(sweeps, third).new] == ["a"]
     assert [i.case[-1] for i in changes(sweeps, fourth).fixed] == ["a"]
     store.engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sweeps(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SweepStore]:
+    url = f"sqlite:///{tmp_path / 'd.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_schema_url")
+    store = Store(url)
+    store.migrate()
+    yield SweepStore(store)
+    store.engine.dispose()
+
+
+def test_what_a_partial_run_saw_counts_as_seen(sweeps: SweepStore) -> None:
+    """A case that timed out after some records (outcome timeout, findings kept) is not a baseline of its own, but
+    what it saw was seen: back the next night it persists; gone from a full run, it is fixed."""
+    A, T = Outcome.FINDINGS, Outcome.TIMEOUT
+    first = _save(sweeps, 1, _case("back", A, LOAD), _case("late", Outcome.CLEAN))
+    _save(sweeps, 2, _case("back", T, LOAD), _case("late", T, LATE))
+    third = _save(sweeps, 3, _case("back", A, LOAD), _case("late", Outcome.CLEAN))
+    assert _parts(sweeps, third) == {"fixed": [("late", first.id)], "persisting": [("back", first.id)]}
+
+
+def test_a_run_cut_by_the_record_cap_neither_fixes_nor_forgets(sweeps: SweepStore) -> None:
+    A = Outcome.FINDINGS
+    first = _save(sweeps, 1, _case("c", A, LOAD, STORE))
+    second = _save(sweeps, 2, _case("c", A, STORE, truncated=True))  # LOAD may be past the cap
+    third = _save(sweeps, 3, _case("c", A, LOAD, STORE))
+    found = changes(sweeps, second)
+    assert not found.fixed and [i.signature for i in found.unverified] == [LOAD]
+    assert "record cap" in found.unverified[0].note
+    assert _parts(sweeps, third) == {"persisting": [("c", first.id), ("c", first.id)]}
+
+
+def test_each_finding_is_flaky_or_not_by_its_own_repeats(sweeps: SweepStore) -> None:
+    """A finding seen 3/3 in a case where another was seen 1/3 is new, not flaky; a finding flaky again the next
+    night is listed, but is not news (no exit 1, no webhook)."""
+    seen = {LOAD: "1/3", STORE: "3/3"}
+    first = _save(sweeps, 1, _case("c", Outcome.FINDINGS, LOAD, STORE, seen=seen))
+    found = changes(sweeps, first)
+    assert [i.signature for i in found.new] == [STORE] and [i.signature for i in found.flaky] == [LOAD]
+    second = _save(sweeps, 2, _case("c", Outcome.FINDINGS, LOAD, STORE, seen={LOAD: "2/3", STORE: "3/3"}))
+    again = changes(sweeps, second)
+    assert [i.signature for i in again.persisting] == [STORE] and [i.again for i in again.flaky] == [True]
+    assert not again.changed
+    assert notify_payload(again)["text"].count("flaky:") == 0
+
+
+def test_sweeps_that_started_together_are_ordered_by_id(sweeps: SweepStore) -> None:
+    ran = _save(sweeps, 1, _case("c", Outcome.FINDINGS, LOAD), suffix="aa")
+    could_not = _save(sweeps, 1, _case("c", Outcome.UNAVAILABLE), suffix="bb")
+    later = _save(sweeps, 2, _case("c", Outcome.FINDINGS, LOAD))
+    assert sweeps.previous_id(could_not) == ran.id and sweeps.previous_id(ran) is None
+    assert _parts(sweeps, later) == {"persisting": [("c", ran.id)]}
+
+
+def test_an_unknown_version_is_not_a_version_change(sweeps: SweepStore) -> None:
+    _save(sweeps, 1, _case("c", Outcome.FINDINGS, LOAD))
+    nothing = _save(sweeps, 2, _case("c", Outcome.UNAVAILABLE), _case("added", Outcome.UNAVAILABLE), version=None)
+    back = _save(sweeps, 3, _case("c", Outcome.FINDINGS, LOAD), _case("added", Outcome.FINDINGS, LATE))
+    assert changes(sweeps, nothing).version_change is None and changes(sweeps, back).version_change is None
+    assert [i.note for i in changes(sweeps, back).new] == [""]
+
+
+def test_a_setup_change_after_a_night_that_could_not_run_is_not_said_twice(sweeps: SweepStore) -> None:
+    _save(sweeps, 1, _case("c", Outcome.FINDINGS, LOAD, setup="params {}"))
+    assert _parts(sweeps, _save(sweeps, 2, _case("c", Outcome.UNAVAILABLE, setup="params {}"))) == {
+        "unverified": [("c", None)]
+    }
+    third = _save(sweeps, 3, _case("c", Outcome.CLEAN, setup='params {"k": 1}'))
+    assert _parts(sweeps, third) == {}
+
+
+def test_a_sweep_that_is_no_result_has_no_diff(sweeps: SweepStore, tmp_path: Path) -> None:
+    _save(sweeps, 1, _case("c", Outcome.FINDINGS, LOAD))
+    sweeps.start("f" * 32, "nightly")
+    sweeps.fail("f" * 32, "KeyboardInterrupt")
+    failed = sweeps.get("f" * 32)
+    assert failed is not None
+    with pytest.raises(NotAResult, match="is failed, not a result"):
+        changes(sweeps, failed)
+
+
+def test_many_cases_after_a_night_that_ran_none(sweeps: SweepStore) -> None:
+    """More cases than one IN list holds (PostgreSQL takes 65,535 parameters; long lists are filtered in Python)."""
+    keys = [f"n{i}" for i in range(1200)]
+    first = _save(sweeps, 1, *(_case(k, Outcome.FINDINGS, LOAD) for k in keys))
+    _save(sweeps, 2, *(_case(k, Outcome.UNAVAILABLE) for k in keys))
+    third = _save(sweeps, 3, *(_case(k, Outcome.FINDINGS, LOAD) for k in keys))
+    found = changes(sweeps, third)
+    assert len(found.persisting) == 1200 and {i.against for i in found.persisting} == {first.id} and not found.new

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException, status
 
 from service.api.deps import Authorized, StoreDep
 from service.api.ids import named_or_error
 from service.db.sweeps import SweepStore
 from service.models import SCHEMA_VERSION
 from service.models.sweep import Sweep
-from service.sweep.compare import changes
+from service.sweep.compare import NotAResult, changes
 from service.sweep.diff import SweepDiff
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], dependencies=[Authorized])
@@ -38,7 +38,7 @@ def list_sweeps(store: StoreDep, definition: str | None = None) -> dict[str, Any
                 "sanitizer_version": r.sanitizer_version,
             }
             for r in rows
-        ]
+        ],
     }
 
 
@@ -51,4 +51,7 @@ def get_sweep(store: StoreDep, sweep_id: str) -> Sweep:
 def get_diff(store: StoreDep, sweep_id: str) -> SweepDiff:
     sweeps = SweepStore(store)
     sweep = named_or_error("sweep", sweep_id, sweeps.for_diff, sweeps.ids_starting)
-    return changes(sweeps, sweep)
+    try:
+        return changes(sweeps, sweep)
+    except NotAResult as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc

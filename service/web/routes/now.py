@@ -22,16 +22,18 @@ DIFF_PARTS = ("new", "fixed", "persisting", "flaky", "unverified")
 
 
 class DiffCounts:
-    """The diff counts of finished sweeps, by (sweep, previous sweep): neither changes once both have finished, so
-    the Now page reads the two sweeps once per API process, not on every visit."""
+    """The diff counts of finished sweeps, by (sweep, previous sweep, finished sweeps of the definition): none of
+    them changes once they have finished, so the Now page reads the sweeps once per API process, not every visit."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
-        self._counts: dict[tuple[str, str | None], dict[str, Any]] = {}
+        self._counts: dict[tuple[str, str | None, int], dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     def of(self, sweeps: SweepStore, row: SweepRow) -> dict[str, Any] | None:
-        pair = (row.id, sweeps.previous_id(row))
+        # A sweep that finishes after a later one started can change which earlier run a case is compared with:
+        # the count of finished sweeps of the definition keys that.
+        pair = (row.id, sweeps.previous_id(row), sweeps.done_count(row.definition))
         with self._lock:
             if pair in self._counts:
                 return self._counts[pair]

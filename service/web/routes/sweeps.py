@@ -52,13 +52,13 @@ class PlotCache:
         return drawn
 
 
-
 def changes_of(sweeps: SweepStore, sweep_id: str) -> SweepDiff | None:
-    """The diff of a stored sweep against the sweeps before it, read lean (service.sweep.compare)."""
+    """The diff of a stored sweep against the sweeps before it, read lean (service.sweep.compare); None for a
+    sweep that is missing, failed or still running."""
     sweep = sweeps.for_diff(sweep_id)
     if sweep is None:
         return None
-    return changes(sweeps, sweep)
+    return changes(sweeps, sweep) if sweep.state == "done" else None
 
 
 @router.get("", response_class=HTMLResponse)
@@ -113,9 +113,9 @@ def sweep_plots(request: Request, sweep_id: str) -> HTMLResponse:
 @router.get("/{sweep_id}/diff", response_class=HTMLResponse)
 def sweep_diff(request: Request, sweep_id: str) -> Response:
     sweeps = SweepStore(store_of(request))
-    changes = changes_of(sweeps, sweep_id)
-    if changes is None:
+    row = sweeps.row(sweep_id)
+    if row is None:
         found = sweep_or_missing(sweeps, sweep_id)  # a short id (redirected) or none (a page saying so)
         return RedirectResponse(f"/ui/sweeps/{found.id}/diff", status_code=307)
-    row = sweeps.row(sweep_id)
+    changes = changes_of(sweeps, sweep_id)  # None: failed or still running, which the page says
     return page(request, "sweep_diff.html", {"sweep": row, "diff": changes, "parts": DIFF_PARTS})

@@ -106,6 +106,8 @@ def test_a_failed_sweep_says_so_and_is_not_shown_as_a_result(tmp_path: Path) -> 
     sweeps.fail("f00d0001", "KeyboardInterrupt: ")
     shown = _cli(tmp_path, "sweep", "show", "f00d")
     assert shown.exit_code == 0 and "**This sweep is failed, not a result**: KeyboardInterrupt" in shown.output
+    diffed = _cli(tmp_path, "sweep", "diff", "f00d")
+    assert diffed.exit_code == 3 and "sweep f00d0001 is failed, not a result: there is nothing to diff" in diffed.output
 
 
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])

@@ -78,7 +78,7 @@ def test_job_page_shows_findings_message_environment_reproduce_and_artifacts(
         assert f.case and f.case in text
     assert "kernels/narrow_matmul.cu:23" in text and "benign" in text
     assert "cuprobe run narrow-matmul --tool initcheck -p 'n=[" in text
-    assert 'hx-trigger' not in response.text  # done: nothing polls
+    assert "hx-trigger" not in response.text  # done: nothing polls
     artifact = open_ui.get(f"/ui/jobs/{job_id}/artifacts/result.json")
     assert artifact.status_code == 200 and artifact.json()["outcome"] == "findings"
     assert artifact.headers["content-disposition"] == 'attachment; filename="result.json"'
@@ -167,6 +167,10 @@ def test_sweep_diff_page_lists_what_the_diff_says(deployment: Deployment, open_u
                 assert f'in sweep <a class="mono" href="/ui/sweeps/{item.against}">' in section.group(0)
     # the seed has a finding back after a night its case could not run: it persists, compared with its last run
     assert any(item.against for item in changes.persisting)
+    running = open_ui.get(f"/ui/sweeps/{deployment.sweeps[-1]}/diff")  # the seed's running sweep
+    assert (
+        running.status_code == 200 and "This sweep is running, not a result: there is nothing to diff" in running.text
+    )
     page = open_ui.get(f"/ui/sweeps/{latest.id}")
     assert re.search(rf"<b>{len(changes.new)}</b> new", page.text)
     assert f'hx-get="/ui/sweeps/{latest.id}/plots"' in page.text
@@ -188,8 +192,18 @@ def test_now_shows_live_and_gone_workers_queues_gate_runs_and_the_last_sweep(
 ) -> None:
     conn = redis.Redis.from_url(broker)
     now = time.time()
-    alive = WorkerBeat(name="gpu0@box", hostname="box", pid=10, pids=[10], queues=["gpu.sm90", "gpu.sm90.sweep"],
-                       gpu_uuid="GPU-aaaa", gpu="NVIDIA H200", arch="sm90", started_at=now, beat_at=now)
+    alive = WorkerBeat(
+        name="gpu0@box",
+        hostname="box",
+        pid=10,
+        pids=[10],
+        queues=["gpu.sm90", "gpu.sm90.sweep"],
+        gpu_uuid="GPU-aaaa",
+        gpu="NVIDIA H200",
+        arch="sm90",
+        started_at=now,
+        beat_at=now,
+    )
     leaving = WorkerBeat(name="cpu@box", hostname="box", pid=11, pids=[11], queues=["cpu"], started_at=now, beat_at=now)
     publish(conn, alive, 60)
     publish(conn, leaving, 60)
