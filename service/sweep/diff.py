@@ -110,7 +110,9 @@ def _baseline(
     old = before.get(case.key)
     if case.outcome.ran and (old is None or not complete(old)) and case.key in earlier:
         older_sweep = earlier[case.key]
-        cases = index.setdefault(older_sweep.id, {c.key: c for c in older_sweep.cases})
+        if older_sweep.id not in index:  # each earlier sweep indexed once, not once per case it holds
+            index[older_sweep.id] = {c.key: c for c in older_sweep.cases}
+        cases = index[older_sweep.id]
         older = cases.get(case.key)
         return _Baseline(older_sweep, older, {**_findings(older), **_findings(old)}, older_sweep.id)
     return _Baseline(previous, old, _findings(old))
