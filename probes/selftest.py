@@ -24,7 +24,10 @@ class SelftestParams(BaseModel):
 
     behaviour: Behaviour = Field("ok", description="what the probe does")
     seconds: float = Field(0.0, ge=0, le=3600, description="how long `sleep` sleeps")
-    cuda_init: bool = Field(False, description="initialise CUDA first (so a sanitizer sees a CUDA program)")
+    cuda_init: bool = Field(
+        False,
+        description="initialise CUDA first (so a sanitizer sees a CUDA program); unavailable without a CUDA device",
+    )
 
 
 class Selftest(Probe[SelftestParams]):

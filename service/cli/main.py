@@ -118,7 +118,12 @@ def run(
     tool: ToolOption = None,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="probe parameter key=value")] = None,
     timeout: Annotated[float | None, typer.Option(help="wall-clock limit in seconds")] = None,
-    kernel: Annotated[list[str] | None, typer.Option(help="check only kernels whose name contains this")] = None,
+    kernel: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="check only kernels whose name contains this (a sanitizer tool only; refused with tool none)"
+        ),
+    ] = None,
     sanitizer_option: SanitizerOpt = None,
     fail_on_level: FailOnOpt = "error",
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
@@ -130,7 +135,10 @@ def run(
         ),
     ] = None,
     backtrace: Annotated[
-        str | None, typer.Option("--show-backtrace", help="compute-sanitizer --show-backtrace: yes|host|device|no")
+        str | None,
+        typer.Option(
+            "--show-backtrace", help="compute-sanitizer --show-backtrace: yes|host|device|no (not with tool none)"
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -164,11 +164,12 @@ def diff_cmd(
         str | None,
         typer.Option(
             help="another sweep id, compared case by case (default: the previous of its definition, and for a case "
-            "it could not run, that case's last run)"
+            "it could not run, that case's last complete run)"
         ),
     ] = None,
 ) -> None:
-    """What changed since the previous sweep of the same definition (JSON); exit 1 when anything changed."""
+    """What changed since the previous sweep of the same definition (JSON): exit 1 when anything changed (a finding
+    flaky again is not a change), 3 for a sweep that failed or still runs."""
     sweeps, _ = _sweeps()
     sweep = _sweep(sweeps, sweep_id)
     other = _sweep(sweeps, against) if against else None

@@ -45,7 +45,8 @@ def refuse_unconfirmable(request: ProbeRequest, tool: Tool, settings: Settings) 
         raise BadRequest(
             "options",
             "nvtx_include would leave the confirmation's control kernels unchecked (they run outside your NVTX "
-            "ranges): filter with kernel_name, or turn the confirmation off for this run (confirm = false)",
+            "ranges): filter with kernel_name, or turn the confirmation off for this run (cuprobe run --no-confirm, "
+            "\"confirm\": false in a job, CUPROBE_CONFIRM=0 for a suite or sweep)",
         )
 
 
