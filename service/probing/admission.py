@@ -138,6 +138,14 @@ def admit(
     found = probe_named(probe)
     chosen = tool_for(found, tool)
     refuse_unencodable(dict(params), "params")
+    for name, value in params.items():  # pydantic's lax mode reads true as 1: a number given as true/false is a slip
+        field = found.Params.model_fields.get(name)
+        kind = str(field.annotation) if field is not None else ""
+        if isinstance(value, bool) and ("int" in kind or "float" in kind) and "bool" not in kind:
+            raise BadRequest(
+                f"params.{name}",
+                f"bad parameters for probe {found.name}: {name} takes a number, not {str(value).lower()}",
+            )
     try:
         model = found.Params.model_validate(dict(params))
     except ValidationError as exc:
@@ -163,18 +171,12 @@ def suppressions_file(value: str, *, trusted: bool, settings: Settings, field: s
         path = Path(value)
     else:
         if not SUPPRESSIONS_NAME.fullmatch(value):
-            raise BadRequest(
-                field, f"{what}a service job names a file in the suppressions directory, not {value!r}"
-            )
+            raise BadRequest(field, f"{what}a service job names a file in the suppressions directory, not {value!r}")
         if settings.suppressions_dir is None:
-            raise BadRequest(
-                field, f"{what}this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)"
-            )
+            raise BadRequest(field, f"{what}this service has no suppressions directory (CUPROBE_SUPPRESSIONS_DIR)")
         path = settings.suppressions_dir / value
         if path.is_symlink():
-            raise BadRequest(
-                field, f"{what}{value} is a symlink in the suppressions directory: not followed"
-            )
+            raise BadRequest(field, f"{what}{value} is a symlink in the suppressions directory: not followed")
     if not path.is_file():
         raise BadRequest(field, f"{what}no such file {path}")
     return path.resolve()

@@ -50,3 +50,9 @@ def test_sanitizer_only_fields_in_a_bare_job_are_refused_not_ignored(
     field = next(iter(extra))
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field and "bare run (tool none) would ignore it" in response.text
+
+
+def test_true_or_false_for_a_number_parameter_is_refused_not_read_as_one(client: TestClient) -> None:
+    response = client.post("/jobs", json={"probe": "uninit-read", "params": {"n": True}})
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == "params.n" and "n takes a number, not true" in response.text
