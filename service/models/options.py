@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from probes.contract import Tool
+from service.models.problems import bool_for_number
 
 # The tool whose section of `compute-sanitizer --help` lists each option (None: "General options", every tool).
 # From the help text captured from 2025.3.1.0 and 2026.4.0.0 (tests/data/captures/*/help.txt); the binary's own
@@ -215,13 +216,13 @@ class SanitizerOptions(BaseModel):
     def _not_passed(cls, data: Any) -> Any:
         """An option cuprobe sets itself or does not pass is refused with the reason, not as an unknown name."""
         if isinstance(data, dict):
-            for name, value in data.items():
+            for name in data:
                 flag = name.lstrip("-").replace("_", "-") if isinstance(name, str) else ""
                 if why := NOT_PASSED.get(SHORT_NAMES.get(flag, flag)):
                     raise ValueError(f"cuprobe does not pass --{SHORT_NAMES.get(flag, flag)}: {why}")
-                info = cls.model_fields.get(flag.replace("-", "_"))
-                if isinstance(value, bool) and info is not None and "int" in str(info.annotation):
-                    raise ValueError(f"{flag} takes a number, not {str(value).lower()}")
+            fields = {str(name).lstrip("-").replace("-", "_"): value for name, value in data.items()}
+            if slip := bool_for_number(cls, fields):
+                raise ValueError(slip[1].replace("_", "-"))  # the sanitizer's spelling: launch-count
         return data
 
     @field_validator("kernel_name", "kernel_name_exclude")
@@ -284,9 +285,13 @@ class SanitizerOptions(BaseModel):
         memory that an unchecked kernel wrote."""
         return bool(self.kernel_name or self.kernel_name_exclude or self.nvtx_include or self.nvtx_exclude)
 
+    def checking_key(self) -> str:
+        """key() without the SPEED_ONLY options: what changes what is checked (a sweep case's setup)."""
+        return self.model_copy(update=dict.fromkeys(SPEED_ONLY)).key()
+
     def signature_key(self, passed_anyway: SanitizerOptions | None = None) -> str:
-        """key() without what does not change what is checked: the suppressions file, SPEED_ONLY options, and any
-        option set to what the run passes anyway (`passed_anyway`: cuprobe's own defaults for the tool)."""
+        """checking_key() without the suppressions file, nor any option set to what the run passes anyway
+        (`passed_anyway`: cuprobe's own defaults for the tool)."""
         same = {
             name: None
             for name in type(self).model_fields
@@ -294,7 +299,7 @@ class SanitizerOptions(BaseModel):
             and getattr(passed_anyway, name) not in (None, [])
             and getattr(self, name) == getattr(passed_anyway, name)
         }
-        return self.model_copy(update={"suppressions": None, **dict.fromkeys(SPEED_ONLY), **same}).key()
+        return self.model_copy(update={"suppressions": None, **same}).checking_key()
 
     def for_tool(self, tool: Tool) -> SanitizerOptions:
         """These options without those that belong to another tool (OPTION_TOOL): a suite's options for one entry."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -32,6 +32,17 @@ def problem(error: Any) -> str:
     message = message[:1].lower() + message[1:]
     shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
     return f"{where}: {message}{shown}"
+
+
+def bool_for_number(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first field of `model` that takes a number but is given true or false in `data`, with 'NAME takes a
+    number, not true': pydantic's lax mode would read it as 1 or 0, and a slip should not run as a measurement."""
+    for name, value in data.items():
+        field = model.model_fields.get(name)
+        kind = str(field.annotation) if field is not None else ""
+        if isinstance(value, bool) and ("int" in kind or "float" in kind) and "bool" not in kind:
+            return name, f"{name} takes a number, not {str(value).lower()}"
+    return None
 
 
 Place = tuple[int | str, ...]

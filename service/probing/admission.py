@@ -18,7 +18,7 @@ from probes.contract import Tool
 from service.config import Settings
 from service.models import ProbeRequest
 from service.models.options import SanitizerOptions
-from service.models.problems import describe
+from service.models.problems import bool_for_number, describe
 from service.models.queues import Lane, queue_for
 from service.sanitizer.options import OptionRefused, check_options
 
@@ -138,14 +138,8 @@ def admit(
     found = probe_named(probe)
     chosen = tool_for(found, tool)
     refuse_unencodable(dict(params), "params")
-    for name, value in params.items():  # pydantic's lax mode reads true as 1: a number given as true/false is a slip
-        field = found.Params.model_fields.get(name)
-        kind = str(field.annotation) if field is not None else ""
-        if isinstance(value, bool) and ("int" in kind or "float" in kind) and "bool" not in kind:
-            raise BadRequest(
-                f"params.{name}",
-                f"bad parameters for probe {found.name}: {name} takes a number, not {str(value).lower()}",
-            )
+    if slip := bool_for_number(found.Params, params):
+        raise BadRequest(f"params.{slip[0]}", f"bad parameters for probe {found.name}: {slip[1]}")
     try:
         model = found.Params.model_validate(dict(params))
     except ValidationError as exc:

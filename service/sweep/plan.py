@@ -14,7 +14,6 @@ from probes.contract import Tool
 from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads
 from service.config import get_settings
 from service.models import ProbeRequest, SanitizerOptions
-from service.models.options import SPEED_ONLY
 from service.models.problems import describe
 from service.probing.admission import BadRequest, admit
 from service.probing.confirm import refuse_unconfirmable
@@ -241,10 +240,6 @@ def _admitted(entry: Entry, processes: list[Process]) -> list[Process]:
     for process in processes:
         try:
             admit(process.probe, process.tool, process.params, process.options)
-            request = ProbeRequest(
-                probe=process.probe, tool=process.tool, params=process.params, options=process.options
-            )
-            refuse_unconfirmable(request, process.tool, get_settings())
         except BadRequest as exc:
             raise DefinitionError(f"entry {entry.name} ({process.cases[0].key}): {exc}") from exc
     return processes
@@ -275,7 +270,15 @@ def _entry(definition: SweepDefinition, entry: Entry, slots: int, start: int) ->
     processes: list[Process] = []
     points = _points(entry)
     repeats = entry.repeats or definition.repeats
+    settings = get_settings()
     for tool in entry.tools:
+        # Once per tool, not per process: whether the confirmation can check itself depends on the probe, the tool
+        # and the options, never on a grid point.
+        try:
+            asked = ProbeRequest(probe=entry.probe, tool=tool, params=entry.params, options=entry.options)
+            refuse_unconfirmable(asked, tool, settings)
+        except BadRequest as exc:
+            raise DefinitionError(f"entry {entry.name} ({tool}): {exc}") from exc
         batching = BATCHING.get(entry.probe)
         if not entry.batch:
             why: str | None = "batching turned off for this entry"
@@ -301,6 +304,6 @@ def setup_of(entry: Entry) -> str:
     """What every case of `entry` runs with beyond its grid point, as canonical text: the fixed parameters and the
     sanitizer options (not in the case key: a case keeps its history when they change, and a diff says so)."""
     parts = [f"params {json.dumps(entry.params, sort_keys=True, default=str)}"] if entry.params else []
-    if options := entry.options.model_copy(update=dict.fromkeys(SPEED_ONLY)).key():  # how fast, not what
+    if options := entry.options.checking_key():
         parts.append(f"options {options}")
     return "; ".join(parts)
