@@ -316,7 +316,7 @@ def reruns_split(workdir: Path) -> str:
         except (OSError, ValueError):
             continue
         before = result.get("context", {}).get("before_first_case_s")
-        grid: list[float] = []
+        grid: list[tuple[float, str]] = []
         control = 0.0
         for case in result.get("cases", []):
             seconds = case.get("observations", {}).get("seconds")
@@ -325,11 +325,16 @@ def reruns_split(workdir: Path) -> str:
             if is_confirm_control(str(case.get("id", ""))):
                 control += float(seconds)
             else:
-                grid.append(float(seconds))
+                grid.append((float(seconds), str(case.get("id", "?"))))
         head = f"{before:.2f}" if isinstance(before, int | float) else "?"
-        slowest_case = f", slowest {max(grid):.3f}" if grid else ""
+        slowest_case = ""
+        if grid:
+            worst = max(range(len(grid)), key=lambda i: grid[i][0])
+            median = sorted(s for s, _ in grid)[len(grid) // 2]
+            slowest_case = f", slowest {grid[worst][0]:.3f}: #{worst} {grid[worst][1]}, median {median:.4f}"
         parts.append(
-            f"{path.parent.name} {head} + {sum(grid):.2f} ({len(grid)} cases{slowest_case}) + {control:.2f}"
+            f"{path.parent.name} {head} + {sum(s for s, _ in grid):.2f} ({len(grid)} cases{slowest_case})"
+            f" + {control:.2f}"
         )
     if not parts:
         return "  re-runs: no result left"
