@@ -185,8 +185,10 @@ class Replay(Probe[ReplayParams]):
         diff: dict[str, Any] = {"index": index}
         if len(tensors) == 2:
             diff.update(tensor_diff(tensors[0], tensors[1]))
-        if not diff.get("differing"):
-            diff["note"] = "the capture re-run did not diverge at this tensor: the nondeterminism did not recur"
+            if not diff["differing"]:
+                diff["note"] = "the capture re-run did not diverge at this tensor: the nondeterminism did not recur"
+        else:
+            diff["note"] = f"the capture re-run kept this tensor in {len(tensors)} of 2 processes: nothing to compare"
         case.observations["first_divergence_diff"] = diff
         for finding in case.findings:
             if finding.kind == "replay-divergence" and finding.details["index"] == index:
@@ -196,6 +198,8 @@ class Replay(Probe[ReplayParams]):
                         f"; {diff['differing']} of {diff['elements']} elements differ, max |diff| "
                         f"{diff['max_abs_diff']:.3g}, max relative diff {diff['max_rel_diff']:.3g}"
                     )
+                elif diff.get("differing") == 0:
+                    finding.message += "; the capture re-run's two processes agreed at this tensor: it did not recur"
 
     def _second_opinion(self, params: ReplayParams, case: CaseResult, work: Path, cache: Path) -> None:
         """Replay with torch.use_deterministic_algorithms(True): a divergence that goes away is labelled so."""

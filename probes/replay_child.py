@@ -66,6 +66,22 @@ def run_target(spec: dict[str, Any]) -> None:
         train(spec["device"], spec["example_steps"], spec["example_plant"])
 
 
+def host_settings() -> dict[str, Any]:
+    """What, besides the program and its seeds, decides a CPU result's bits: the thread counts (they split sums
+    into chunks), the CPUs this process may run on, and the SIMD level ATen's kernels were chosen for. Replay
+    compares them across processes when their results part."""
+    try:
+        cpus: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count()
+    return {
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "cpus": cpus,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
 def main(argv: list[str]) -> int:
     spec, out = json.loads(argv[0]), Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -99,6 +115,7 @@ def main(argv: list[str]) -> int:
     report = {
         "pid": os.getpid(),
         "error": error,
+        "host": host_settings(),  # after the program: a thread count it set is the one its last steps ran with
         "steps": tape.boundaries,
         "tail_records": tail,
         "records": tape.records,

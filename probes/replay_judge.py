@@ -16,6 +16,7 @@ from probes.replay_compare import (
     first_over,
     growth,
     growth_rows,
+    key,
 )
 from probes.replay_digest import BITS
 
@@ -60,9 +61,13 @@ def judge_divergence(case: CaseResult, reports: list[Report], output_grads: str)
         }
         for i, (d, r) in enumerate(zip(firsts, reports[1:], strict=True))
     ]
+    groups = agreeing(reports)
+    case.observations["agreeing_processes"] = groups
+    case.observations["hosts"] = [r.get("host") for r in reports]
     by_signature = Counter(d.signature() for d in firsts if d is not None)
     for signature, k in by_signature.items():
         first = next(d for d in firsts if d is not None and d.signature() == signature)
+        parted = [i + 1 for i, d in enumerate(firsts) if d is not None and d.signature() == signature]
         what = "has different bits" if first.kind == "value" else "is where the processes' tensor sequences part"
         if first.at.get("late"):
             what += " (digested at the end of its batch: the program changed it in place after it was recorded)"
@@ -77,7 +82,8 @@ def judge_divergence(case: CaseResult, reports: list[Report], output_grads: str)
                 kind="replay-divergence" if first.kind == "value" else "replay-structure",
                 message=(
                     f"first diverging tensor: {describe_record(first.at)} {what} "
-                    f"in {k} of {comparisons} comparison(s) with process 0"
+                    f"in {k} of {comparisons} comparison(s) with process 0{odd_one(groups)}"
+                    f"{host_difference(reports, parted)}"
                 ),
                 seen=f"{k}/{comparisons}",
                 evidence="reproduced",
@@ -85,6 +91,46 @@ def judge_divergence(case: CaseResult, reports: list[Report], output_grads: str)
             )
         )
     return firsts
+
+
+def agreeing(reports: list[Report]) -> list[list[int]]:
+    """The processes grouped by identical records (same tensors, same bits), each group in process order."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, report in enumerate(reports):
+        groups.setdefault(tuple((key(r), r["digest"]) for r in report["records"]), []).append(i)
+    return list(groups.values())
+
+
+def odd_one(groups: list[list[int]]) -> str:
+    """Where process 0 is alone against processes that all agree, it is the one that differs: say so, since
+    "every comparison with process 0" reads as if every other process diverged."""
+    if len(groups) != 2 or groups[0] != [0] or len(groups[1]) < 2:
+        return ""
+    others = groups[1]
+    return (
+        f" (processes {', '.join(map(str, others))} agree with one another: process 0 is the one that differs, "
+        f"1 of {len(others) + 1} processes)"
+    )
+
+
+def host_difference(reports: list[Report], parted: list[int]) -> str:
+    """The settings that decide a CPU result's bits (probes.replay_child.host_settings) where they differ between
+    process 0 and a process that parted from it: a cause outside the program."""
+    reference = reports[0].get("host") or {}
+    differing: dict[str, list[str]] = {}
+    for i in parted:
+        other = reports[i].get("host") or {}
+        for name in sorted(set(reference) & set(other)):
+            if reference[name] != other[name]:
+                differing.setdefault(name, [f"{reference[name]} in process 0"]).append(f"{other[name]} in process {i}")
+    if not differing:
+        return ""
+    said = "; ".join(f"{name} {', '.join(values)}" for name, values in differing.items())
+    return (
+        f"; the processes did not run with the same settings ({said}): a different thread count or SIMD level "
+        "changes the order of floating-point sums, so fix them (e.g. OMP_NUM_THREADS, torch.set_num_threads) "
+        "before reading this as the program's nondeterminism"
+    )
 
 
 def judge_magnitude(case: CaseResult, reports: list[Report], threshold: float | None) -> None:

@@ -113,6 +113,29 @@ def overflow():
     train(Amplify(), nn.L1Loss(), 6)
 
 
+def first_process():
+    """True in the first process of a replay run to ask (a marker file in its working directory), False after."""
+    try:
+        os.close(os.open("first-process.marker", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def noisy_once():
+    """Noise in the first process only: the later processes, and the capture re-run's two, agree."""
+    train(PidNoise() if first_process() else nn.Identity(), nn.MSELoss(), 3)
+
+
+def noisy_once_other_threads():
+    """As noisy_once, and the first process runs with one thread more than the others."""
+    if first_process():
+        torch.set_num_threads(torch.get_num_threads() + 1)
+        train(PidNoise(), nn.MSELoss(), 3)
+    else:
+        train(nn.Identity(), nn.MSELoss(), 3)
+
+
 def no_step():
     Net(nn.Identity())(data()[0])
 
@@ -164,6 +187,31 @@ def test_planted_nondeterminism_names_the_layer_and_step(program: Path) -> None:
     growth = observations(result)["comparisons"][0]["growth"]
     assert all(row["diverging"] > 0 for row in growth) and len(growth) == 3
     assert (program / "run" / "replay-growth.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_a_divergence_in_process_0_alone_says_so_and_that_the_capture_did_not_see_it_again(program: Path) -> None:
+    result = replay(program, entry="tinynet:noisy_once", cwd=str(program), processes=3)
+    assert result.outcome is Outcome.FINDINGS, result.message
+    [finding] = [f for f in result.findings if f.kind == "replay-divergence"]
+    assert finding.signature == "replay|middle|output|forward" and finding.seen == "2/2"
+    assert "processes 1, 2 agree with one another: process 0 is the one that differs, 1 of 3 processes" in (
+        finding.message
+    )
+    assert "the capture re-run's two processes agreed at this tensor: it did not recur" in finding.message
+    obs = observations(result)
+    assert obs["agreeing_processes"] == [[0], [1, 2]]
+    assert obs["first_divergence_diff"]["differing"] == 0
+    assert "did not run with the same settings" not in finding.message  # same threads, CPUs and SIMD level
+    assert len({str(host) for host in obs["hosts"]}) == 1 and obs["hosts"][0]["threads"] >= 1
+
+
+def test_a_divergence_where_the_thread_counts_differ_names_them(program: Path) -> None:
+    result = replay(program, entry="tinynet:noisy_once_other_threads", cwd=str(program), processes=2, capture=False)
+    [finding] = [f for f in result.findings if f.kind == "replay-divergence"]
+    threads = torch.get_num_threads()
+    assert f"threads {threads + 1} in process 0, {threads} in process 1" in finding.message, finding.message
+    assert "OMP_NUM_THREADS" in finding.message
+    assert "agree with one another" not in finding.message  # two processes: no majority to name
 
 
 @pytest.mark.parametrize("output_grads", ["none", "retain"])
