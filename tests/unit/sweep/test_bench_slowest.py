@@ -92,6 +92,7 @@ def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path
     (reruns / "zero" / "result.json").write_text("{not json")  # a re-run killed mid-write: left out
     assert reruns_split(tmp_path) == (
         "  re-runs, s before the first case + in the grid's cases + in the control cases: "
-        "ff-1 2.50 + 0.30 (3 cases, slowest 0.250) + 0.12; sentinel 3.00 + 1.00 (2 cases, slowest 0.500) + 0.12"
+        "ff-1 2.50 + 0.30 (3 cases, slowest 0.250: #1 unguarded-n1, median 0.0400) + 0.12; "
+        "sentinel 3.00 + 1.00 (2 cases, slowest 0.500: #0 unguarded-n0, median 0.5000) + 0.12"
     )
     assert reruns_split(tmp_path / "sweep" / "elsewhere") == "  re-runs: no result left"
