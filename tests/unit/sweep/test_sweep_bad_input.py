@@ -110,6 +110,10 @@ def test_a_failed_sweep_says_so_and_is_not_shown_as_a_result(tmp_path: Path) -> 
     assert diffed.exit_code == 3 and "sweep f00d0001 is failed, not a result: there is nothing to diff" in diffed.output
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path: Path, sent: signal.Signals) -> None:
     """Twenty 60 s cases, one at a time: the sweep must end within seconds of the signal, not after them all."""
@@ -119,6 +123,9 @@ def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path:
     proc = subprocess.Popen(
         [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # As a terminal's Ctrl-C finds it. Started from a shell's background job (`cmd &`, as CI may run these
+        # tests), SIGINT comes ignored, and Python, like any program, keeps ignoring it: only SIGTERM stops it then.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 120
