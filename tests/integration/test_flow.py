@@ -96,7 +96,11 @@ def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None
     cancelled = api.post(f"/jobs/{queued['id']}/cancel").json()
     assert cancelled["state"] == "cancelled"
     again = api.post(f"/jobs/{queued['id']}/cancel")
-    assert again.status_code == 409 and "already ended" in again.json()["error"]
+    assert again.status_code == 409
+    assert again.json()["error"] == f"job {queued['id']} already ended (cancelled): there is nothing to cancel"
+    finished = wait_for(api, submit(api, probe="selftest")["id"], timeout=60)
+    late = api.post(f"/jobs/{finished['id']}/cancel")
+    assert late.status_code == 409 and f"already ended (done, outcome {finished['outcome']})" in late.json()["error"]
 
 
 def test_redelivered_job_stores_no_second_result(stack: Stack, api: httpx.Client) -> None:

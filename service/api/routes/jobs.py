@@ -159,7 +159,10 @@ def cancel(job_id: str, store: StoreDep, celery: CeleryDep, request: Request) ->
     """Cancel a queued job now, or stop a running one (its probe is killed); 409 once it has a result."""
     job = _job_or_404(store, job_id)
     if JobState(job.state).terminal:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job.id} already ended ({job.state})")
+        how = f"{job.state}, outcome {job.outcome}" if job.outcome else job.state
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, f"job {job.id} already ended ({how}): there is nothing to cancel"
+        )
     store.cancel(job.id)
     job = _job_or_404(store, job.id)
     if JobState(job.state).terminal:
