@@ -6,7 +6,7 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -24,6 +24,10 @@ REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
 # Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
 ALLOWLIST_ENV = "CUPROBE_COMMAND_ALLOWLIST"
 OUTPUT_TAIL = 64 * 1024
+
+
+# compute-sanitizer itself, as argv[0]: under cuprobe it would run a sanitizer inside the sanitizer, its report unread.
+SANITIZER_NAMES = frozenset({"compute-sanitizer", "compute-sanitizer.bat", "compute-sanitizer.exe"})
 
 
 class CommandParams(BaseModel):
@@ -55,6 +59,17 @@ class CommandParams(BaseModel):
         description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
         "caching-nvtx also loads the pytest plugin probes.allocator_plugin (PYTEST_PLUGINS)",
     )
+
+    @field_validator("argv")
+    @classmethod
+    def _not_the_sanitizer(cls, argv: list[str]) -> list[str]:
+        if argv and PurePath(argv[0]).name in SANITIZER_NAMES:
+            raise ValueError(
+                f"argv[0] is {argv[0]}: cuprobe runs the program under the sanitizer itself, so give the program as "
+                "the command and the tool and sanitizer options as the run's (`cuprobe exec -- compute-sanitizer "
+                "--tool T ... ./app` reads such a line into them)"
+            )
+        return argv
 
     @field_validator("not_run_output")
     @classmethod

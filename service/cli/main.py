@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -34,6 +35,7 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import DEFAULT_PREFIX, is_text_log, other_prefix, read_log, read_summary, unprefixed
+from service.sanitizer.user_line import NotALine, is_sanitizer, read_line
 from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
 
 app = typer.Typer(
@@ -42,6 +44,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
+err = Console(stderr=True)
 
 
 def _version(shown: bool) -> None:
@@ -184,6 +187,9 @@ def exec_command(
     pairs = [item.partition("=") for item in env or []]
     if bad := [key for key, sep, _ in pairs if not sep or not key]:
         raise typer.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--env")
+    options = sanitizer_option or []
+    if is_sanitizer(command):  # the user's own compute-sanitizer line: read into tool, options and program
+        command, tool, options = _read_sanitizer_line(command, tool, options)
     try:
         request = ProbeRequest(
             probe="command",
@@ -197,12 +203,37 @@ def exec_command(
                 "case": case or " ".join(command)[:1000],
             },
             timeout_s=timeout + 60,
-            options=parse_options(sanitizer_option or []),
+            options=parse_options(options),
         )
         result = _run_here(request, workdir)
     except (BadRequest, ValueError) as exc:
         raise _refused(exc) from exc
     _emit(result, as_json, level)
+
+
+def _read_sanitizer_line(
+    argv: list[str], tool: Tool | None, given: list[str]
+) -> tuple[list[str], Tool | None, list[str]]:
+    """A compute-sanitizer command line as (program, tool, -S options), said back as the cuprobe command it is
+    read as (on stderr); exit 2 where it cannot be read or its --tool is not the one given."""
+    try:
+        line = read_line(argv)
+        found = Tool(line.tool) if line.tool is not None else None
+    except (NotALine, ValueError) as exc:
+        said = str(exc) if isinstance(exc, NotALine) else f"--tool {line.tool} is not a sanitizer tool"
+        raise typer.BadParameter(said, param_hint="command") from exc
+    if found is Tool.NONE:
+        raise typer.BadParameter("--tool none runs no sanitizer", param_hint="command")
+    if tool is not None and found is not None and tool is not found:
+        raise typer.BadParameter(f"-t {tool.value}, but the command line says --tool {found.value}", param_hint="-t")
+    tool = tool or found or Tool.MEMCHECK  # compute-sanitizer's own default tool
+    options = [*line.options, *given]
+    said = " ".join(
+        ["cuprobe exec -t", tool.value, *(f"-S {shlex.quote(o)}" for o in options), "--", shlex.join(line.program)]
+    )
+    aside = f" (set aside, since cuprobe writes and reads its own report: {'; '.join(line.set_aside)})"
+    err.print(f"read as: {said}{aside if line.set_aside else ''}", markup=False, highlight=False, soft_wrap=True)
+    return line.program, tool, options
 
 
 @app.command()

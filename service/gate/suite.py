@@ -170,7 +170,10 @@ def expand(suite: Suite, here: str | None = None) -> Suite:
     generated = []
     for test in suite.test:
         for index, found in enumerate(discover(test, here)):
-            generated.append(test_entry(test, found.case, command_params(test, found), index))
+            entry = test_entry(test, found.case, command_params(test, found), index)
+            # What discovery made goes through admission too, before anything runs: refused, it is exit 2 naming the
+            # entry, never a traceback half-way through the suite.
+            generated.append(_check_entry(suite.path, entry, f"{suite.path}: [[test]] {test.name} ({found.case})"))
     taken = {entry.name for entry in suite.probe}
     if clash := sorted(entry.name for entry in generated if entry.name in taken):
         raise SuiteError(

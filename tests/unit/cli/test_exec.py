@@ -135,3 +135,56 @@ def test_an_nvtx_include_filter_is_refused_where_the_confirmation_needs_its_cont
     monkeypatch.setenv("CUPROBE_CONFIRM", "0")
     allowed = cli.invoke(app, args)
     assert allowed.exit_code == 3 and json.loads(allowed.stdout)["outcome"] == "unavailable"  # no GPU here
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_exec_reads_a_compute_sanitizer_line_as_its_tool_options_and_program(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    """The line a user already runs: read into -t, -S and the program, never run as a sanitizer inside one."""
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(version, "memcheck_leak_api")))
+    line = [
+        "/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", "--xml", "--save",
+        "mine.xml", "--print-limit", "10", "true", "--not-an-option-of-the-sanitizer",
+    ]
+    result = cli.invoke(app, ["exec", "--cwd", str(tmp_path), "--json", "--", *line])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["tool"] == "memcheck" and data["options"]["leak_check"] == "full"
+    assert data["params"]["argv"] == ["true", "--not-an-option-of-the-sanitizer"]
+    command = data["command"]
+    assert sum(part.endswith("compute-sanitizer") for part in command) == 1  # not a sanitizer inside a sanitizer
+    assert command[command.index("--leak-check") + 1] == "full" and "mine.xml" not in command
+    assert any(f["kind"] == "leak" for f in data["findings"])
+    said = result.stderr
+    assert "read as: cuprobe exec -t memcheck -S leak-check=full -- true --not-an-option-of-the-sanitizer" in said
+    assert "set aside, since cuprobe writes and reads its own report: --xml; --save mine.xml; --print-limit 10" in said
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["compute-sanitizer", "--leak-check"], "--leak-check needs a value, and the command line ends there"),
+        (["compute-sanitizer", "--tool", "memcheck"], "names no program to run"),
+        (["compute-sanitizer", "--tool", "memchek", "./app"], "--tool memchek is not a sanitizer tool"),
+        (["compute-sanitizer", "--tool", "none", "./app"], "--tool none runs no sanitizer"),
+        (["compute-sanitizer", "--kill", "./app"], "cuprobe does not pass --kill"),
+        (["compute-sanitizer", "--print-level", "error", "./app"], "cuprobe does not pass --print-level"),
+        (["compute-sanitizer", "--tool", "racecheck", "--padding", "8", "./app"], "--padding is a memcheck option"),
+    ],
+)
+def test_exec_refuses_a_compute_sanitizer_line_it_cannot_run_as_written(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    line = [part for arg in args for part in (["touch", str(marker)] if arg == "./app" else [arg])]
+    result = cli.invoke(app, ["exec", "--", *line], env={"COLUMNS": "250"})
+    assert result.exit_code == 2, result.output
+    assert says in result.output, result.output
+    assert not marker.exists()
+
+
+def test_exec_refuses_a_tool_that_the_line_contradicts() -> None:
+    argv = ["exec", "-t", "racecheck", "--", "compute-sanitizer", "--tool", "memcheck", "./app"]
+    result = cli.invoke(app, argv, env={"COLUMNS": "250"})
+    assert result.exit_code == 2 and "-t racecheck, but the command line says --tool memcheck" in result.output

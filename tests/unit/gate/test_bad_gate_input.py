@@ -77,6 +77,10 @@ def test_a_ctest_regex_ctest_refuses_is_a_discovery_error(tmp_path: Path) -> Non
         ('argv = ["true"]\nexpect_exit = true\n', "expect_exit"),
         ('argv = ["true"]\nexpect_exit = -11\n', "expect_exit"),
         ('argv = ["true"]\nexpect = "invalid-global-write"\n', "`expect` is read only with control = true"),
+        (
+            'argv = ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "./app"]\n',
+            "argv[0] is /usr/local/cuda/bin/compute-sanitizer: cuprobe runs the program under the sanitizer itself",
+        ),
     ],
 )
 def test_a_test_entry_key_that_would_be_ignored_or_never_match_is_refused(gate: Gate, extra: str, says: str) -> None:
