@@ -1,0 +1,54 @@
+"""A compute-sanitizer command line read into tool, options and program; which options take no value comes from
+the sanitizer's own --help, as captured on the H200 for 2025.3 and 2026.4."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from service.sanitizer.user_line import NO_VALUE, NotALine, read_line
+from tests.conftest import CAPTURES, VERSIONS
+
+OPTION_LINE = re.compile(r"^  (?:-\w \[ )?--([a-z0-9-]+)(?: \])?( arg)?")
+
+
+def test_the_options_without_a_value_are_those_the_captured_help_lists_without_arg() -> None:
+    without: set[str] = set()
+    with_value: set[str] = set()
+    for version in VERSIONS:
+        for help_file in (CAPTURES / version).glob("help*.txt"):
+            for line in help_file.read_text().splitlines():
+                if found := OPTION_LINE.match(line):
+                    (with_value if found.group(2) else without).add(found.group(1))
+    assert len(without) > 10 and len(with_value) > 50  # the captures were read
+    assert without == NO_VALUE
+
+
+def test_a_line_is_read_up_to_its_program() -> None:
+    line = read_line(
+        ["compute-sanitizer", "-c", "3", "--check-cache-control", "--padding=64", "--tool", "memcheck",
+         "--log-file", "x.txt", "./app", "--padding", "9"]
+    )
+    assert line.tool == "memcheck"
+    assert line.options == ["launch-count=3", "check-cache-control", "padding=64"]
+    assert line.program == ["./app", "--padding", "9"]  # the program's own arguments are its own
+    assert line.set_aside == ["--log-file x.txt"]
+
+
+def test_a_double_dash_ends_the_options() -> None:
+    line = read_line(["compute-sanitizer", "--tool", "initcheck", "--", "-weird-name", "arg"])
+    assert line.tool == "initcheck" and line.options == [] and line.program == ["-weird-name", "arg"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["compute-sanitizer", "--padding"], "--padding needs a value"),
+        (["compute-sanitizer", "--xml"], "names no program"),
+        (["compute-sanitizer", "--"], "names no program"),
+    ],
+)
+def test_a_line_that_cannot_be_read_says_why(argv: list[str], says: str) -> None:
+    with pytest.raises(NotALine, match=says):
+        read_line(argv)
