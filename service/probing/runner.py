@@ -67,6 +67,7 @@ def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], m
         outcome=Outcome.UNAVAILABLE,
         message=message,
         environment=fingerprint(),
+        options=request.options,  # what was asked, though nothing ran: a re-run elsewhere needs it
     )
 
 

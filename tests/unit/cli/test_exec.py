@@ -188,3 +188,14 @@ def test_exec_refuses_a_tool_that_the_line_contradicts() -> None:
     argv = ["exec", "-t", "racecheck", "--", "compute-sanitizer", "--tool", "memcheck", "./app"]
     result = cli.invoke(app, argv, env={"COLUMNS": "250"})
     assert result.exit_code == 2 and "-t racecheck, but the command line says --tool memcheck" in result.output
+
+
+def test_a_line_that_cannot_run_here_keeps_what_it_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUPROBE_SANITIZER_PATH", "/nonexistent/compute-sanitizer")
+    _version.cache_clear()
+    line = ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", "--padding", "64", "true"]
+    result = cli.invoke(app, ["exec", "--json", "--", *line])
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["outcome"] == "unavailable" and data["params"]["argv"] == ["true"]
+    assert data["options"]["leak_check"] == "full" and data["options"]["padding"] == 64
