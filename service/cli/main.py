@@ -181,6 +181,8 @@ def exec_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Run one command under the sanitizer here, as you (no allowlist): cuprobe exec -t memcheck -- ./app args.
+    The compute-sanitizer line you already run works too: cuprobe exec -- compute-sanitizer --tool memcheck
+    --leak-check full ./app args (read into -t, -S and the program).
 
     Exit 0 clean (or warnings only at --fail-on error), 1 findings, 3 could not run, 2 bad input."""
     level = fail_on(fail_on_level)
