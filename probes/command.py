@@ -30,6 +30,11 @@ OUTPUT_TAIL = 64 * 1024
 SANITIZER_NAMES = frozenset({"compute-sanitizer", "compute-sanitizer.bat", "compute-sanitizer.exe"})
 
 
+def is_sanitizer(argv: list[str]) -> bool:
+    """Whether `argv` runs compute-sanitizer itself."""
+    return bool(argv) and PurePath(argv[0]).name in SANITIZER_NAMES
+
+
 class CommandParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -63,7 +68,7 @@ class CommandParams(BaseModel):
     @field_validator("argv")
     @classmethod
     def _not_the_sanitizer(cls, argv: list[str]) -> list[str]:
-        if argv and PurePath(argv[0]).name in SANITIZER_NAMES:
+        if is_sanitizer(argv):
             raise ValueError(
                 f"argv[0] is {argv[0]}: cuprobe runs the program under the sanitizer itself, so give the program as "
                 "the command and the tool and sanitizer options as the run's (`cuprobe exec -- compute-sanitizer "

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from probes import registry
+from probes.command import is_sanitizer
 from probes.contract import Tool
 from service import __version__
 from service.cli import gate as cli_gate
@@ -35,7 +36,7 @@ from service.sanitizer.classify import RunEvidence, classify
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import DEFAULT_PREFIX, is_text_log, other_prefix, read_log, read_summary, unprefixed
-from service.sanitizer.user_line import NotALine, is_sanitizer, read_line
+from service.sanitizer.user_line import NotALine, read_line
 from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
 
 app = typer.Typer(
@@ -220,10 +221,12 @@ def _read_sanitizer_line(
     read as (on stderr); exit 2 where it cannot be read or its --tool is not the one given."""
     try:
         line = read_line(argv)
+    except NotALine as exc:
+        raise typer.BadParameter(str(exc), param_hint="command") from exc
+    try:
         found = Tool(line.tool) if line.tool is not None else None
-    except (NotALine, ValueError) as exc:
-        said = str(exc) if isinstance(exc, NotALine) else f"--tool {line.tool} is not a sanitizer tool"
-        raise typer.BadParameter(said, param_hint="command") from exc
+    except ValueError as exc:
+        raise typer.BadParameter(f"--tool {line.tool} is not a sanitizer tool", param_hint="command") from exc
     if found is Tool.NONE:
         raise typer.BadParameter("--tool none runs no sanitizer", param_hint="command")
     if tool is not None and found is not None and tool is not found:

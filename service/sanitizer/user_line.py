@@ -7,16 +7,14 @@ pass is refused with its reason."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import PurePath
 
-from probes.command import SANITIZER_NAMES
-from service.models.options import SHORT_NAMES
+from service.models.options import SHORT_NAMES, SWITCHES
 
-# Options that take no value, as `compute-sanitizer --help` lists them (2025.3 and 2026.4; tests/data/captures).
-NO_VALUE = frozenset({
-    "check-cache-control", "check-optix", "check-optix-leaks", "detect-missing-module-unload", "dump-kernel-launches",
-    "force-blocking-launches", "generate-coredump", "help", "ignore-getprocaddress-notfound", "kill",
-    "print-session-details", "quiet", "save-session-details", "support-32bit", "track-unused-memory", "version", "xml",
+# Options that take no value, as `compute-sanitizer --help` lists them (2025.3 and 2026.4; tests/data/captures):
+# the switches cuprobe passes, and those of the options it does not pass.
+NO_VALUE = frozenset(flag.removeprefix("--") for flag in SWITCHES) | frozenset({
+    "dump-kernel-launches", "generate-coredump", "help", "kill", "print-session-details", "quiet",
+    "save-session-details", "support-32bit", "version", "xml",
 })  # fmt: skip
 # Where and how the report is written: cuprobe asks for its own XML and reads it, so these change nothing checked.
 REPORT_ONLY = frozenset({
@@ -36,10 +34,6 @@ class SanitizerLine:
     options: list[str]  # NAME=VALUE (or NAME for a switch), as -S takes them
     program: list[str]
     set_aside: list[str] = field(default_factory=list)  # the report-only options, as written
-
-
-def is_sanitizer(argv: list[str]) -> bool:
-    return bool(argv) and PurePath(argv[0]).name in SANITIZER_NAMES
 
 
 def read_line(argv: list[str]) -> SanitizerLine:
