@@ -13,7 +13,7 @@ from service.models.options import OPTION_TOOL, SanitizerOptions
 
 _SECTION = re.compile(r"^(\w+)(?:-specific)? options:\s*$")
 # An option line: two spaces, optional short form, then the long name (`-c [ --launch-count ] arg`, `--padding arg`).
-_OPTION = re.compile(r"^ {2}(?:-\w \[ )?(--[a-z0-9][a-z0-9-]*)")
+_OPTION = re.compile(r"^ {2}(?:-\w \[ )?(--[a-z0-9][a-z0-9-]*)(?: \])?( arg)?")
 _INLINE_VALUES = re.compile(r"\s<([a-z0-9-]+(?:\|[a-z0-9-]+)+)>\s")
 # A value listed under its option, on a line of its own indented to the descriptions' column: `all      : Report...`.
 _LISTED_VALUE = re.compile(r"^ {30,}([a-z][a-z0-9-]*)\s*:\s")
@@ -37,12 +37,14 @@ class HelpOptions:
     version: str | None
     options: dict[str, Tool | None]
     values: dict[str, frozenset[str]] = field(default_factory=dict)  # option -> the values its help lists
+    no_value: frozenset[str] = frozenset()  # the options listed without `arg`: they take no value
 
 
 def parse_help(text: str, version: str | None = None) -> HelpOptions:
     """Option names per section of `compute-sanitizer --help` ("General", "Memcheck-specific", ...)."""
     options: dict[str, Tool | None] = {}
     values: dict[str, set[str]] = {}
+    no_value: set[str] = set()
     section: Tool | None = None
     current: str | None = None
     for line in text.splitlines():
@@ -52,13 +54,15 @@ def parse_help(text: str, version: str | None = None) -> HelpOptions:
         if match := _OPTION.match(line):
             current = match.group(1)
             options.setdefault(current, section)
+            if match.group(2) is None:
+                no_value.add(current)
             if inline := _INLINE_VALUES.search(line):  # `<full|no> Print leak information...`
                 values.setdefault(current, set()).update(inline.group(1).split("|"))
         elif current is not None and (listed := _LISTED_VALUE.match(line)):  # `  all      : Report all ...`
             values.setdefault(current, set()).add(listed.group(1))
     if version is None and (found := re.search(r"^Version (\S+)", text, re.M)):
         version = found.group(1)
-    return HelpOptions(version, options, {flag: frozenset(v) for flag, v in values.items()})
+    return HelpOptions(version, options, {flag: frozenset(v) for flag, v in values.items()}, frozenset(no_value))
 
 
 @functools.lru_cache(maxsize=8)

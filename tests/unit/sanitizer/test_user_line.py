@@ -3,26 +3,17 @@ the sanitizer's own --help, as captured on the H200 for 2025.3 and 2026.4."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from service.sanitizer.options import parse_help
 from service.sanitizer.user_line import NO_VALUE, NotALine, read_line
 from tests.conftest import CAPTURES, VERSIONS
 
-OPTION_LINE = re.compile(r"^  (?:-\w \[ )?--([a-z0-9-]+)(?: \])?( arg)?")
-
 
 def test_the_options_without_a_value_are_those_the_captured_help_lists_without_arg() -> None:
-    without: set[str] = set()
-    with_value: set[str] = set()
-    for version in VERSIONS:
-        for help_file in (CAPTURES / version).glob("help*.txt"):
-            for line in help_file.read_text().splitlines():
-                if found := OPTION_LINE.match(line):
-                    (with_value if found.group(2) else without).add(found.group(1))
-    assert len(without) > 10 and len(with_value) > 50  # the captures were read
-    assert without == NO_VALUE
+    listed = [parse_help(f.read_text()) for version in VERSIONS for f in (CAPTURES / version).glob("help*.txt")]
+    assert len(listed) == 2 * 5 and all(len(h.options) > 60 for h in listed)  # the captures were read
+    assert {flag.removeprefix("--") for h in listed for flag in h.no_value} == NO_VALUE
 
 
 def test_a_line_is_read_up_to_its_program() -> None:
