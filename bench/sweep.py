@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from probes.contract import is_confirm_control  # noqa: E402
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
-from service.probing.confirm import CONFIRM_DIR  # noqa: E402
+from service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
 from service.probing.runner import XML_NAME, start_spare  # noqa: E402
 from service.probing.spares import Spares  # noqa: E402
 from service.reports.html import html  # noqa: E402
@@ -310,7 +310,8 @@ def reruns_split(workdir: Path) -> str:
     case (start-up: imports, CUDA context, module loads), in the grid's cases (their `seconds`, with the slowest
     one), and in the confirmer's control cases. Exit and the result's writing are not in any of them."""
     parts = []
-    for path in sorted(workdir.glob(f"**/{CONFIRM_DIR}/*/result.json")):
+    late = sorted(workdir.glob(f"**/{LATE_DIR}/*/result.json"))  # flagged cases the early re-runs did not run
+    for path in sorted(workdir.glob(f"**/{CONFIRM_DIR}/*/result.json")) + late:
         try:
             result = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -332,8 +333,9 @@ def reruns_split(workdir: Path) -> str:
             worst = max(range(len(grid)), key=lambda i: grid[i][0])
             median = sorted(s for s, _ in grid)[len(grid) // 2]
             slowest_case = f", slowest {grid[worst][0]:.3f}: #{worst} {grid[worst][1]}, median {median:.4f}"
+        name = f"late {path.parent.name}" if path in late else path.parent.name
         parts.append(
-            f"{path.parent.name} {head} + {sum(s for s, _ in grid):.2f} ({len(grid)} cases{slowest_case})"
+            f"{name} {head} + {sum(s for s, _ in grid):.2f} ({len(grid)} cases{slowest_case})"
             f" + {control:.2f}"
         )
     if not parts:

@@ -118,6 +118,11 @@ class Probe(ABC, Generic[P]):
         or None where the probe cannot say (the confirmation then re-runs every case: docs/confirmation.md)."""
         return None
 
+    def without_torch(self, params: P) -> P | None:
+        """These parameters less their cases that import torch, or None where the probe cannot split them, or where
+        nothing would be left out or nothing left (the confirmation's early re-runs then run every case)."""
+        return None
+
     def merged(self, params: list[P]) -> P | None:
         """One set of these parameters whose cases include every case of each of `params` (a sweep's batches of
         one grid), or None where the probe cannot say (each batch's confirmation then re-runs its own cases). Here:

@@ -126,6 +126,13 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
             update={"n": [n for n in params.n if n in ns], "variants": [v for v in params.variants if v in variants]}
         )
 
+    def without_torch(self, params: NarrowMatmulParams) -> NarrowMatmulParams | None:
+        """The kernel variants only: only the torch variant imports torch."""
+        kernels = [v for v in params.variants if v in KERNEL_VARIANTS]
+        if not kernels or len(kernels) == len(params.variants):
+            return None
+        return params.model_copy(update={"variants": kernels})
+
     def merged(self, params: list[NarrowMatmulParams]) -> NarrowMatmulParams | None:
         """The batches' n values and variants together, where the batches differ in nothing else."""
         if not params or len({p.model_dump_json(exclude={"n", "variants"}) for p in params}) != 1:

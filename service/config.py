@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     # (service/probing/confirm_shared.py, docs/confirmation.md): a re-run's cost is mostly its start. Off: each
     # batch confirms with its own four.
     confirm_shared: bool = True
+    # The early re-runs run the cases that import torch too. Off (the default): they leave those cases out
+    # (Probe.without_torch: narrow-matmul's torch variant), and a flagged case they left out is re-run after the
+    # sanitizer run. On the H200 torch's import and CUDA set-up were about 2 s of each early re-run of the 384-case
+    # grid, whose torch cases never held a finding (docs/confirmation.md, "The cases that import torch").
+    confirm_torch_early: bool = False
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

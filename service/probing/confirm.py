@@ -27,6 +27,7 @@ from service.sanitizer.parse import ParseResult
 from service.sanitizer.supervise import supervise
 
 CONFIRM_DIR = "confirm"
+LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left out (the cases that import torch)
 # compute-sanitizer 2026.x tracks the writes of kernels a filter excludes unless told not to; 2025.x has no
 # such option (and did not track them).
 TRACK_FILTERED_SINCE = 2026
@@ -85,8 +86,9 @@ def _bare_run(
     settings: Settings,
     workdir: Path,
     cancel: threading.Event,
+    folder: str = CONFIRM_DIR,
 ) -> BareRun:
-    out = workdir / CONFIRM_DIR / label.replace("#", "-") / "result.json"
+    out = workdir / folder / label.replace("#", "-") / "result.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     cmd = probe_command(request.probe, params, out, Tool.NONE, settings.python)
@@ -134,6 +136,7 @@ class Reruns:
         settings: Settings,
         workdir: Path,
         runs: tuple[tuple[str, str], ...] = POISON_RUNS,
+        folder: str = CONFIRM_DIR,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
@@ -141,7 +144,9 @@ class Reruns:
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
         self._pending = {
-            label: self._pool.submit(self._timed, request, params, label, mode, watch, settings, workdir, self._cancel)
+            label: self._pool.submit(
+                self._timed, request, params, label, mode, watch, settings, workdir, self._cancel, folder
+            )
             for label, mode in runs
         }
 
@@ -175,7 +180,23 @@ def start_early(
     the flagged cases needs the findings first: those start after the run)."""
     if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
         return None
-    return Reruns(request, params, None, settings, workdir)
+    return Reruns(request, early_params(request.probe, params, settings), None, settings, workdir)
+
+
+def early_params(probe_name: str, params: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """What the early re-runs run: `params` less the cases that import torch (Probe.without_torch), unless
+    Settings.confirm_torch_early. Importing torch and setting up its CUDA state was about 2 s of each re-run of the
+    384-case grid on the H200, for cases that held no finding (docs/confirmation.md, "The cases that import torch");
+    a flagged case the early re-runs left out is re-run after the sanitizer run (confirm_findings)."""
+    if settings.confirm_torch_early:
+        return params
+    probe = registry.get(probe_name)
+    try:
+        model = probe.Params.model_validate(params)
+    except ValueError:  # admission refuses such parameters; the re-runs would report the same
+        return params
+    cut = probe.without_torch(model)
+    return params if cut is None else cut.model_dump(mode="json")
 
 
 def narrowed_params(probe: Probe[Any], params: dict[str, Any], cases: set[str]) -> dict[str, Any] | None:
@@ -190,6 +211,15 @@ def narrowed_params(probe: Probe[Any], params: dict[str, Any], cases: set[str]) 
         return None
     narrowed: dict[str, Any] = cut.model_dump(mode="json")
     return narrowed if narrowed != model.model_dump(mode="json") else None
+
+
+def not_rerun(plan: dict[str, list[str]], runs: dict[str, BareRun]) -> set[str]:
+    """The flagged cases (`plan`'s) that completed re-runs did not run: those the early re-runs were not asked for
+    (early_params). Empty where a re-run failed: its findings are unconfirmed with its reason."""
+    if not runs or not all(run.ok for run in runs.values()):
+        return set()
+    ran = set.intersection(*(run.cases for run in runs.values()))
+    return {case for case in plan if case not in ran}
 
 
 def missing_snapshots(plan: dict[str, list[str]], sentinel: BareRun) -> list[tuple[str, str]]:
@@ -242,11 +272,24 @@ def confirm_findings(
         if finding.case and memory:
             watch.setdefault(finding.case, set()).update(memory.ranges)
     plan = {case: sorted(names) for case, names in watch.items()}
+    left_out: set[str] = set()  # flagged cases the early re-runs did not run, and the runs that ran them after
+    later: dict[str, BareRun] = {}
     if early is not None:
         runs, spent = early.results(), early.spent_s
-        if runs["sentinel"].ok and missing_snapshots(plan, runs["sentinel"]):
+        left_out = not_rerun(plan, runs)
+        if left_out:
+            own = {case for case in left_out if not is_confirm_control(case)}
+            params = narrowed_params(probe, result.params, own) or result.params
+            late = Reruns(request, params, {c: plan[c] for c in left_out}, settings, workdir, folder=LATE_DIR)
+            later, spent = late.results(), round(spent + late.spent_s, 3)
+            only = f", and after it for the {len(left_out)} flagged case(s) they did not run"
+            failed_late = [run for run in later.values() if not run.ok]
+            if failed_late:
+                only += f" (which could not run: {failed_late[0].message})"
+        kept = {case: names for case, names in plan.items() if case not in left_out}
+        if runs["sentinel"].ok and missing_snapshots(kept, runs["sentinel"]):
             # The early sentinel run left a flagged buffer out (past its byte cap): again, watching only those.
-            late = Reruns(request, result.params, plan, settings, workdir, runs=(("sentinel", "sentinel"),))
+            late = Reruns(request, result.params, kept, settings, workdir, runs=(("sentinel", "sentinel"),))
             runs["sentinel"] = late.results()["sentinel"]
             spent = round(spent + late.spent_s, 3)
     else:
@@ -260,7 +303,8 @@ def confirm_findings(
         runs, spent = late.results(), late.spent_s
 
     def decided(finding: Finding) -> Finding:
-        verdict, evidence = decide(finding, flagged.get((finding.signature, finding.case)), runs)
+        ran = later if finding.case in left_out else runs
+        verdict, evidence = decide(finding, flagged.get((finding.signature, finding.case)), ran)
         evidence.bare_runs_s = spent
         return finding.model_copy(update={"confirmation": verdict, "confirmation_evidence": evidence})
 

@@ -17,7 +17,7 @@ from typing import Any
 from probes import registry
 from service.config import Settings
 from service.models import ProbeRequest, Tool
-from service.probing.confirm import Reruns, confirming
+from service.probing.confirm import Reruns, confirming, early_params
 
 
 def sharing(settings: Settings) -> bool:
@@ -64,11 +64,13 @@ class SharedReruns:
             # One run of every case takes longer than one batch: the group's limits added (none: the setting's).
             timeout = None if None in limits else sum(t for t in limits if t is not None)
             lead = requests[members[0]].model_copy(update={"timeout_s": timeout})
-            self._plans[number] = (lead, merged.model_dump(mode="json"), len(members))
+            params = early_params(lead.probe, merged.model_dump(mode="json"), settings)
+            self._plans[number] = (lead, params, len(members))
             self._group_of.update(dict.fromkeys(members, number))
 
     def merged_params(self, index: int) -> dict[str, Any] | None:
-        """The parameters of the re-runs request `index` shares (every case of its group), or None: it has its own."""
+        """The parameters of the re-runs request `index` shares (every case of its group, less the cases that import
+        torch unless Settings.confirm_torch_early: early_params), or None: it has its own."""
         return self._plans[self._group_of[index]][1] if index in self._group_of else None
 
     def for_request(self, index: int) -> Reruns | None:

@@ -32,6 +32,7 @@ class BareRun:
     outputs: dict[str, Arrays] = field(default_factory=dict)
     snapshots: dict[str, dict[str, tuple[str, np.ndarray[Any, Any]]]] = field(default_factory=dict)
     duration_s: float = 0.0
+    cases: set[str] = field(default_factory=set)  # the cases it ran (its result's case ids)
 
 
 def load_bare_run(
@@ -42,7 +43,7 @@ def load_bare_run(
         reason = why_not or (probe.unavailable or probe.error if probe else None) or "no result"
         return BareRun(label, mode, False, " ".join(str(reason).split())[:400], duration_s=duration_s)
     index = probe.context.get("poison") or {}
-    run = BareRun(label, mode, True, duration_s=duration_s)
+    run = BareRun(label, mode, True, duration_s=duration_s, cases={case.id for case in probe.cases})
     arrays: Any = {}
     if index.get("file"):
         arrays = np.load(result_path.with_name(index["file"]))

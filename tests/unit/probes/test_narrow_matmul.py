@@ -151,6 +151,19 @@ def test_narrowed_keeps_the_flagged_cases_and_drops_torch_when_it_can() -> None:
     assert probe.narrowed(params, set()) is None
 
 
+def test_without_torch_leaves_out_only_the_torch_variant() -> None:
+    """The confirmation's early re-runs leave out the cases that import torch: the torch variant, every n kept; the
+    probe says it cannot where nothing would be left out or nothing would be left."""
+    probe = NarrowMatmul()
+    params = NarrowMatmulParams(n=[1, 7, 33], variants=["torch", "unguarded", "guarded"])
+    cut = probe.without_torch(params)
+    assert cut is not None and cut.n == [1, 7, 33] and cut.variants == ["unguarded", "guarded"]
+    assert probe.uses_torch(params) and not probe.uses_torch(cut)
+    assert cut.model_dump(exclude={"variants"}) == params.model_dump(exclude={"variants"})
+    assert probe.without_torch(cut) is None  # no torch case to leave out
+    assert probe.without_torch(NarrowMatmulParams(n=[3], variants=["torch"])) is None  # nothing would be left
+
+
 def test_batches_of_one_grid_merge_into_one_run_of_every_case() -> None:
     """A sweep's batches share one confirmation: the probe puts their cases back into one set of parameters, and
     says it cannot where the batches differ in more than their cases or the union is more than one run takes."""

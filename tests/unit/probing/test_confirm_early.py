@@ -172,36 +172,47 @@ def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monk
     assert set(watched.snapshots["a"]) == {"y"}
 
 
-@pytest.mark.parametrize("flagged_only", [True, False])
-def test_flagged_only_reruns_start_after_the_run_with_the_flagged_cases_parameters(
-    flagged_only: bool, bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+@pytest.mark.parametrize("mode", ["flagged-only", "early", "torch-early"])
+def test_which_cases_the_reruns_run_and_when(
+    mode: str, bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """CUPROBE_CONFIRM_FLAGGED_ONLY: the re-runs wait for the findings and run only the flagged cases' n values and
-    variants (here 10 unguarded cases of 39, and no torch), instead of every case beside the run (the control row).
+    """flagged-only (CUPROBE_CONFIRM_FLAGGED_ONLY): the re-runs wait for the findings and run only the flagged cases'
+    n values and variants (here 10 unguarded cases of 39, and no torch). early (the default): four re-runs beside the
+    run, of every case but the torch variant's (importing torch cost each re-run about 2 s on the H200); torch-early
+    (CUPROBE_CONFIRM_TORCH_EARLY): every case beside the run, torch's too.
 
     The sanitizer run is the H200's 39-case narrow-matmul capture; the stand-in's re-runs are uninit-read's recorded
     ones (no bare narrow-matmul run can be made without a GPU), so what is checked is when they started and what they
-    were asked to run, not their verdicts."""
+    were asked to run, not their verdicts. Their results hold uninit-read's case, none of the flagged ones: so after an
+    early start, four more re-runs follow the run for exactly the flagged cases the early ones did not run, as they do
+    for a flagged torch case the early ones left out."""
     log, settings = bare
     replaying(monkeypatch, CAPTURES / "2026.4.0.0" / "probe_narrow-matmul_initcheck", target=False)
     params = {"m": 32, "k": 32, "tile": 32, "n": [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128],
               "variants": ["unguarded", "guarded", "torch"]}  # fmt: skip
     request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params=params)
-    chosen = settings.model_copy(update={"confirm_flagged_only": flagged_only})
+    chosen = settings.model_copy(
+        update={"confirm_flagged_only": mode == "flagged-only", "confirm_torch_early": mode == "torch-early"}
+    )
     result = run_probe(request, workdir=tmp_path / "run", settings=chosen)
 
     flagged = sorted({f.case for f in result.findings if f.case and f.tool is Tool.INITCHECK})
     assert flagged == [f"unguarded-n{n}" for n in (1, 127, 2, 3, 31, 33, 4, 63, 65, 8)]
+    ended = float((log / "sanitizer-ended").read_text())
     runs = _bare_log(log)
-    # Four, and beside the run a fifth: the early sentinel run (uninit-read's here) watched none of the flagged buffers.
-    assert len(runs) == (4 if flagged_only else 5)
-    asked = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs]  # type: ignore[union-attr]
-    if flagged_only:
-        ended = float((log / "sanitizer-ended").read_text())
-        assert all(float(str(r["started"])) >= ended for r in runs)
-        assert all(a["n"] == [1, 2, 3, 4, 8, 31, 33, 63, 65, 127] and a["variants"] == ["unguarded"] for a in asked)
+    before = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] < ended]  # type: ignore[operator,union-attr]
+    after = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] >= ended]  # type: ignore[operator,union-attr]
+    flagged_cases = {"n": [1, 2, 3, 4, 8, 31, 33, 63, 65, 127], "variants": ["unguarded"]}
+    if mode == "flagged-only":
+        assert (len(before), len(after)) == (0, 4)
     else:
-        assert all(a["n"] == params["n"] and a["variants"] == params["variants"] for a in asked)
+        variants = params["variants"] if mode == "torch-early" else ["unguarded", "guarded"]
+        assert len(before) == 4 and all(a["n"] == params["n"] and a["variants"] == variants for a in before)
+        assert len(after) == 4
+    assert all({k: a[k] for k in flagged_cases} == flagged_cases for a in after)
+    # Every flagged case was decided from re-runs asked for it; the stand-in's hold none of them, and say so.
+    reasons = {f.confirmation_evidence.reason for f in result.findings if f.case in flagged and f.confirmation_evidence}
+    assert reasons and all("took no snapshot" in r for r in reasons), reasons
 
 
 def test_a_sweeps_processes_of_one_grid_share_one_set_of_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:

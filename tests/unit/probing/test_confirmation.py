@@ -21,6 +21,7 @@ from probes.narrow_matmul import padded
 from probes.poison import PoisonPlan
 from probes.uninit_read import UninitReadParams
 from service.models import Confirmation, Finding
+from service.probing.confirm import not_rerun
 from service.probing.confirmation import POISON_RUNS, BareRun, compare, decide, load_bare_run, sentinel_survival
 from service.probing.launch import read_probe_result
 from service.sanitizer.parse import ParseResult, parse_xml
@@ -156,6 +157,19 @@ def test_a_missing_snapshot_is_unconfirmed(tmp_path: Path) -> None:
     runs["sentinel"].snapshots.clear()
     verdict, evidence = decide(finding, flagged, runs)
     assert verdict is Confirmation.UNCONFIRMED and "no snapshot of src" in evidence.reason
+
+
+def test_a_flagged_case_the_reruns_did_not_run_is_left_for_a_later_rerun(tmp_path: Path) -> None:
+    """A re-run knows the cases it ran (its result's): a flagged case none of them ran (an early re-run asked for the
+    cases that do not import torch) is named, so it is re-run after the sanitizer run rather than left unconfirmed
+    for want of a snapshot. A failed re-run names none: its findings are unconfirmed with its reason."""
+    runs = runs_of(tmp_path, "consequential")
+    assert all(run.cases == {CASE} for run in runs.values())
+    plan = {CASE: ["src"], "torch-n3": ["out"]}
+    assert not_rerun(plan, runs) == {"torch-n3"}
+    assert not_rerun({CASE: ["src"]}, runs) == set()
+    runs["zero"] = BareRun("zero", "zero", False, "exited 1: no GPU")
+    assert not_rerun(plan, runs) == set()
 
 
 def test_sentinel_survival_counts_whole_elements_of_the_access_size() -> None:

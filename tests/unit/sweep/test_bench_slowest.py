@@ -96,3 +96,11 @@ def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path
         "sentinel 3.00 + 1.00 (2 cases, slowest 0.500: #0 unguarded-n0, median 0.5000) + 0.12"
     )
     assert reruns_split(tmp_path / "sweep" / "elsewhere") == "  re-runs: no result left"
+    # A process's late re-runs (flagged cases the early ones did not run) follow the early ones, named late.
+    late = tmp_path / "sweep" / "p003" / "confirm-late" / "ff-1"
+    late.mkdir(parents=True)
+    cases = [{"id": "torch-n3", "observations": {"seconds": 2.0}}]
+    (late / "result.json").write_text(json.dumps({"context": {"before_first_case_s": 1.5}, "cases": cases}))
+    assert reruns_split(tmp_path).endswith(
+        "; late ff-1 1.50 + 2.00 (1 cases, slowest 2.000: #0 torch-n3, median 2.0000) + 0.00"
+    )
