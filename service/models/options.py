@@ -279,6 +279,16 @@ class SanitizerOptions(BaseModel):
         """A canonical, stable text of the options set ('' when none): findings under different keys differ."""
         return ",".join(f"{flag[2:]}={value}" if value is not None else flag[2:] for flag, value in self.pairs())
 
+    def selecting(self) -> list[str]:
+        """The options that choose which launches are checked (kernel and NVTX filters, --launch-skip, a nonzero
+        --launch-count), as `--flag value`: compute-sanitizer says nothing when they select no launch at all."""
+        chosen = ("--kernel-name", "--kernel-name-exclude", "--nvtx-include", "--nvtx-exclude", "--launch-skip")
+        return [
+            f"{flag} {value}"
+            for flag, value in self.pairs()
+            if (flag in chosen and value != "0") or (flag == "--launch-count" and value != "0")
+        ]
+
     @property
     def filters_kernels(self) -> bool:
         """Whether some kernels go unchecked (kernel-name or NVTX filters): initcheck may then report reads of

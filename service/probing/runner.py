@@ -333,6 +333,12 @@ def _run_planned(
                 stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
             )
         )
+        selected = [f"--kernel-name kns={name}" for name in request.kernel_filter] + request.options.selecting()
+        if verdict.outcome is Outcome.CLEAN and selected:
+            notes.append(
+                f"only the launches that {', '.join(selected)} select{'s' if len(selected) == 1 else ''} were checked: "
+                "compute-sanitizer does not say whether any launch was, so a filter that selects none reads clean too"
+            )
         findings = keyed_by_options(
             (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request, tool
         )
