@@ -9,7 +9,6 @@ on SQLite polls and took about 10 s for one task. AOF is on, so queued jobs surv
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import threading
@@ -18,11 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from rich.console import Console
 
 from probes import registry
+from service.cli.interrupt import sigterm_as_interrupt
 from service.config import Settings
 from service.db.store import Store
 from service.models import ExitCode
@@ -162,13 +161,10 @@ def embedded_stack(
 def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
     """Start broker, workers and API; serve until interrupted (Ctrl-C or SIGTERM); stop everything."""
 
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
     if port and (taken := port_taken(host, port)):
         console.print(f"[red]error:[/] cuprobe up: cannot serve on {host}:{port}: {taken}; choose another with --port")
         return int(ExitCode.USAGE)
-    signal.signal(signal.SIGTERM, stop)
+    sigterm_as_interrupt()
     with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
         try:
             while stack.api_thread.is_alive():

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import signal
 import uuid
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -14,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
+from service.cli.interrupt import sigterm_as_interrupt
 from service.cli.options import unwritable
 from service.cli.render import spelling_warnings
 from service.config import Settings, get_settings
@@ -35,10 +34,6 @@ from service.worker.gpu_slots import host_slots
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()
 err = Console(stderr=True)
-
-
-def _interrupted(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def _sweeps() -> tuple[SweepStore, Settings]:
@@ -86,7 +81,7 @@ def run_cmd(
     sweeps, settings = _sweeps()
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
-    signal.signal(signal.SIGTERM, _interrupted)  # `kill`, a CI job's timeout: stored as failed, like Ctrl-C
+    sigterm_as_interrupt()  # `kill`, a CI job's timeout: stored as failed, like Ctrl-C
     with Progress(console=err) as bar:  # stderr: a redirected stdout holds only the summary
         task = bar.add_task(f"sweep {parsed.name}", total=None)
 
