@@ -280,13 +280,12 @@ class SanitizerOptions(BaseModel):
         return ",".join(f"{flag[2:]}={value}" if value is not None else flag[2:] for flag, value in self.pairs())
 
     def selecting(self) -> list[str]:
-        """The options that choose which launches are checked (kernel and NVTX filters, --launch-skip, a nonzero
+        """The options that choose which launches are checked (kernel and NVTX filters, a nonzero --launch-skip or
         --launch-count), as `--flag value`: compute-sanitizer says nothing when they select no launch at all."""
-        chosen = ("--kernel-name", "--kernel-name-exclude", "--nvtx-include", "--nvtx-exclude", "--launch-skip")
+        chosen = ("--kernel-name", "--kernel-name-exclude", "--nvtx-include", "--nvtx-exclude")
+        counts = ("--launch-skip", "--launch-count")  # 0: skip none, check every launch
         return [
-            f"{flag} {value}"
-            for flag, value in self.pairs()
-            if (flag in chosen and value != "0") or (flag == "--launch-count" and value != "0")
+            f"{flag} {value}" for flag, value in self.pairs() if flag in chosen or (flag in counts and value != "0")
         ]
 
     @property
