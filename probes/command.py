@@ -43,7 +43,9 @@ class CommandParams(BaseModel):
         600, gt=0, le=24 * 3600, description="wall-clock limit; every process the command started is killed"
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
-    expect_exit: int | None = Field(0, description="exit status the command must end with; null: any")
+    expect_exit: int | None = Field(
+        0, ge=0, le=255, description="exit status the command must end with (0-255; a signal is never one); null: any"
+    )
     not_run_exits: dict[int, str] = Field(
         default_factory=dict,
         description="exit statuses that say the test never ran, with what each means (pytest's 2-5): such a run is "

@@ -176,7 +176,7 @@ def exec_command(
     cwd: Annotated[Path | None, typer.Option(help="working directory of the command")] = None,
     env: Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE for the command, repeatable")] = None,
     case: Annotated[str | None, typer.Option(help="the case its findings are named for (default: the command)")] = None,
-    expect_exit: Annotated[int, typer.Option(help="exit status the command must end with")] = 0,
+    expect_exit: Annotated[int, typer.Option(min=0, max=255, help="exit status the command must end with")] = 0,
     any_exit: Annotated[bool, typer.Option("--any-exit", help="accept any exit status")] = False,
     workdir: Annotated[Path | None, typer.Option(help="keep run.xml, logs and result.json here")] = None,
     as_json: JsonFlag = False,
@@ -190,6 +190,10 @@ def exec_command(
     pairs = [item.partition("=") for item in env or []]
     if bad := [key for key, sep, _ in pairs if not sep or not key]:
         raise typer.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--env")
+    if any_exit and expect_exit != 0:
+        raise typer.BadParameter(f"--expect-exit {expect_exit} and --any-exit: give one", param_hint="--any-exit")
+    if cwd is not None and not cwd.is_dir():
+        raise typer.BadParameter(f"{cwd} is {'not a directory' if cwd.exists() else 'missing'}", param_hint="--cwd")
     options = sanitizer_option or []
     if is_sanitizer(command):  # the user's own compute-sanitizer line: read into tool, options and program
         command, tool, options = _read_sanitizer_line(command, tool, options)

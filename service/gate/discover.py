@@ -122,7 +122,12 @@ NOT_RUN_EXITS: dict[str, dict[int, str]] = {
         5: "pytest: no tests collected",
     },
 }
-NOT_RUN_OUTPUT: dict[str, str] = {"gtest": r"^\[=+\] 0 tests from 0 test (?:suites|cases) ran"}
+# What a test process prints when its test did not run (each process runs one test): nothing matched, or the test
+# was skipped (pytest's summary with only skips; gtest's SKIPPED line). An xfail ran, so it is not here.
+NOT_RUN_OUTPUT: dict[str, str] = {
+    "pytest": r"^=*\s*\d+ skipped(?:, \d+ (?:deselected|warnings?))* in [\d.]+s\b",
+    "gtest": r"^\[=+\] 0 tests from 0 test (?:suites|cases) ran|^\[  SKIPPED \] \d+ tests?, listed below",
+}
 
 
 def _run(entry: TestEntry, argv: list[str], cwd: str, env: dict[str, str] | None = None) -> str:
@@ -278,6 +283,9 @@ def _gtest(entry: TestEntry, cwd: str) -> list[TestCommand]:
 def discover(entry: TestEntry, here: str | None = None) -> list[TestCommand]:
     """The processes `entry` runs, with absolute paths (service workers see the checkout at the same path)."""
     cwd = _absolute(entry.cwd or ".", here or os.getcwd())
+    if not Path(cwd).is_dir():
+        what = 'not a directory' if Path(cwd).exists() else 'missing'
+        raise DiscoveryError(f"[[test]] {entry.name}: cwd {cwd} is {what}")
     if entry.kind == "pytest":
         found = _pytest(entry, cwd)
     elif entry.kind == "ctest":

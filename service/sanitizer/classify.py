@@ -63,6 +63,15 @@ def _fatal_signal(ev: RunEvidence) -> int | None:
     return None
 
 
+def _program_signal(probe: ProbeResult) -> tuple[str, int] | None:
+    """(case, signal) of the first case whose program was killed by a signal (its `exit_code` is negative)."""
+    for case in probe.cases:
+        code = case.observations.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool) and code < 0:
+            return case.id, -code
+    return None
+
+
 PAST_THE_CAP = (
     "not judged: the record cap was reached before this case ran, so its records were counted but not kept"
 )
@@ -166,6 +175,12 @@ def classify(ev: RunEvidence) -> Classification:
         # The probe's own limit on a program it ran (the command probe's timeout_s): that program timed out.
         said = _last_line(probe.error) if probe.error else "the program exceeded its wall-clock limit"
         return Classification(Outcome.TIMEOUT, f"{said.removeprefix('RuntimeError: ')}{kept}")
+    if probe and (killed := _program_signal(probe)) is not None:
+        # A program the probe ran (the command probe's) was killed by a signal: not an exit status any expectation
+        # accepts, whatever expect_exit says.
+        case_id, sig = killed
+        said = f"the program of case {case_id} was killed by {_signal_name(sig)} ({sig}){kept}"
+        return Classification(Outcome.CRASHED, said, signal=sig)
     if ev.returncode == EXIT_UNAVAILABLE and ev.tool is Tool.NONE:
         return Classification(Outcome.UNAVAILABLE, _last_line(ev.stderr_tail) or "the probe reported unavailable")
     sanitized = ev.tool is not Tool.NONE

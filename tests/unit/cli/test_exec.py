@@ -145,6 +145,36 @@ def test_a_clean_run_that_checked_only_the_launches_a_filter_selects_says_so(
     assert shown.exit_code == 0 and "only the launches that --launch-count 5 selects were checked" in shown.stdout
 
 
+@pytest.mark.parametrize("accepting", [[], ["--any-exit"]], ids=["expect-0", "any-exit"])
+def test_a_command_killed_by_a_signal_crashed_whatever_exit_it_accepts(
+    accepting: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replayed: None
+) -> None:
+    """A signal is not an exit status: a program killed by one crashed (exit 3), even where any exit is accepted and
+    the sanitizer's summary counts no error; the same program exiting 0 is the positive control."""
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(VERSIONS[1], "memcheck_ok")))
+    args = ["exec", "-t", "memcheck", "--cwd", str(tmp_path), "--json", *accepting, "--"]
+    fine = cli.invoke(app, [*args, "sh", "-c", "exit 0"])
+    assert fine.exit_code == 0 and json.loads(fine.stdout)["outcome"] == "clean"
+    for sig, name in ((9, "SIGKILL"), (11, "SIGSEGV")):
+        killed = cli.invoke(app, [*args, "sh", "-c", f"kill -{sig} $$"])
+        data = json.loads(killed.stdout)
+        assert killed.exit_code == 3 and data["outcome"] == "crashed", data["message"]
+        assert f"was killed by {name} ({sig})" in data["message"] and data["signal"] == sig
+
+
+def test_exec_refuses_an_exit_status_no_program_can_have_a_contradiction_and_a_missing_cwd(tmp_path: Path) -> None:
+    for args, says in (
+        (["--expect-exit", "256"], "Invalid value for '--expect-exit': Input should be less than or equal to 255"),
+        (["--expect-exit", "-9"], "greater than or equal to 0"),
+        (["--expect-exit", "1", "--any-exit"], "--expect-exit 1 and --any-exit: give one"),
+        (["--cwd", str(tmp_path / "nope")], "nope is missing"),
+        (["--cwd", str(tmp_path / "file")], "file is not a directory"),
+    ):
+        (tmp_path / "file").write_text("x")
+        result = cli.invoke(app, ["exec", *args, "--", "true"], env={"COLUMNS": "300"})
+        assert result.exit_code == 2 and says in result.output, (args, result.output)
+
+
 def test_an_nvtx_include_filter_is_refused_where_the_confirmation_needs_its_control(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

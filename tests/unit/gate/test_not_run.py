@@ -75,6 +75,65 @@ def test_a_pytest_process_that_ran_no_test_is_an_error_even_with_any_exit(
     assert "exited 4 (pytest: usage error): the test did not run" in ran[0][2]
 
 
+SKIPS = """import pytest
+
+
+def test_runs():
+    pass
+
+
+@pytest.mark.skip(reason="no GPU")
+def test_marked_skip():
+    pass
+
+
+def test_skips_itself():
+    pytest.skip("needs two GPUs")
+
+
+@pytest.mark.xfail(reason="known")
+def test_expected_to_fail():
+    assert False
+"""
+
+
+def test_a_skipped_pytest_test_did_not_run_and_an_xfail_did(
+    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    """Each process runs one test: one pytest skipped ran none of the user's code under the sanitizer, so it is
+    never clean (probe_error, could not run); an xfail ran its code and failed as it says it will."""
+    (tmp_path / "test_s.py").write_text(SKIPS)
+    suite = expand(Suite.model_validate({"name": "s", "test": [
+        {"name": "x", "kind": "pytest", "tool": "memcheck", "paths": ["test_s.py"], "cwd": str(tmp_path)}]}))
+    ran = {case.rsplit("::", 1)[1]: (o, m) for case, o, m in _results(suite, tmp_path / "work", replay_settings)}
+    assert {k: o for k, (o, _) in ran.items()} == {
+        "test_runs": Outcome.CLEAN,
+        "test_marked_skip": Outcome.PROBE_ERROR,
+        "test_skips_itself": Outcome.PROBE_ERROR,
+        "test_expected_to_fail": Outcome.CLEAN,
+    }
+    said = ran["test_marked_skip"][1]
+    assert "the command printed '1 skipped in" in said and "no test ran" in said
+
+
+GTEST_SKIP = """
+#include <gtest/gtest.h>
+TEST(Gpu, Runs) { EXPECT_EQ(1 + 1, 2); }
+TEST(Gpu, SkipsItself) { GTEST_SKIP() << "no GPU"; }
+"""
+
+
+def test_a_skipped_gtest_test_did_not_run(
+    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    binary = built_gtest(tmp_path, GTEST_SKIP, "gpu_test")
+    suite = expand(Suite.model_validate({"name": "s", "test": [
+        {"name": "g", "kind": "gtest", "tool": "memcheck", "binary": str(binary)}]}))
+    ran = _results(suite, tmp_path / "work", replay_settings)
+    assert [(case, o) for case, o, _ in ran] == [("Gpu.Runs", Outcome.CLEAN), ("Gpu.SkipsItself", Outcome.PROBE_ERROR)]
+    assert "[  SKIPPED ] 1 test, listed below" in ran[1][2] and "no test ran" in ran[1][2]
+
+
 GTEST = """
 #include <gtest/gtest.h>
 TEST(Math, Adds) { EXPECT_EQ(1 + 1, 2); }
