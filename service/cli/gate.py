@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -35,12 +37,30 @@ def _refuse(message: str) -> typer.Exit:
     return typer.Exit(ExitCode.USAGE)
 
 
-def _check_outputs(paths: dict[str, Path | None]) -> None:
-    """Refuse (exit 2) an output file that could not be written, before anything runs: a result must not be lost,
-    nor a pass or a could-not-run turned into a traceback's exit 1, at the end of a long gate."""
+def _check_outputs(paths: dict[str, Path | None], inputs: dict[str, Path]) -> None:
+    """Refuse (exit 2) an output file that could not be written, or that is an input (the suite, the baseline it
+    reads) or another output, before anything runs: a result must not be lost, nor a file the gate reads be
+    overwritten, nor a pass or a could-not-run turned into a traceback's exit 1, at the end of a long gate."""
+    taken = {path.resolve(): name for name, path in inputs.items()}
     for option, path in paths.items():
-        if path is not None and (why := unwritable(path)):
+        if path is None:
+            continue
+        if why := unwritable(path):
             raise _refuse(f"{option} {path}{why}")
+        if (other := taken.get(path.resolve())) is not None:
+            raise _refuse(f"{option} {path} is {other} too: name another file")
+        taken[path.resolve()] = f"the file {option} writes"
+
+
+def _write(outputs: list[tuple[str, Path, Callable[[Path], None]]]) -> list[str]:
+    """Write each output; what could not be written (a full disk, a device), each as `--option PATH: why`."""
+    failed = []
+    for option, path, write in outputs:
+        try:
+            write(path)
+        except OSError as exc:
+            failed.append(f"{option} {path}: {exc.strerror or exc}")
+    return failed
 
 
 def _check_local_suppressions(suite: Suite) -> None:
@@ -162,8 +182,11 @@ def gate(
         )
     if workdir is not None and not local:
         raise _refuse("--workdir keeps the artifacts of runs on this machine: it needs --local")
+    if workdir is not None and workdir.exists() and not workdir.is_dir():
+        raise _refuse(f"--workdir {workdir} is a file: name a directory (it is created if missing)")
     outputs = {"--junit": junit_file, "--sarif": sarif_file, "--summary": summary}
-    _check_outputs(outputs | ({"--update-baseline": baseline_path} if update_baseline else {}))
+    reads = {"the suite": suite_file} | ({"the baseline": baseline_path} if not update_baseline else {})
+    _check_outputs(outputs | ({"--update-baseline": baseline_path} if update_baseline else {}), reads)
     if local:
         _check_local_suppressions(suite)
     try:
@@ -172,25 +195,33 @@ def gate(
         raise _refuse(str(exc)) from exc
     runs = _run(suite, local, workdir, url, token, poll)
     report = judge(suite, runs, known)
+    failed: list[str] = []
     if update_baseline:
         if report.exit_code == ExitCode.NOT_RUN:
             err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
         else:
             fresh = updated_baseline(report, known)
-            write_baseline(fresh, baseline_path)
-            err.print(f"baseline written: {baseline_path} ({len(fresh.finding)} known finding(s))")
-            report = judge(suite, runs, fresh)
-    if junit_file:
-        junit.write(report, junit_file)
-    if sarif_file:
-        sarif.write(report, sarif_file)
-    if summary:
-        summary.write_text(markdown.render(report))
+            failed = _write([("--update-baseline", baseline_path, partial(write_baseline, fresh))])
+            if not failed:
+                err.print(f"baseline written: {baseline_path} ({len(fresh.finding)} known finding(s))")
+                report = judge(suite, runs, fresh)
+    def write_summary(path: Path) -> None:
+        path.write_text(markdown.render(report))
+
+    written: list[tuple[str, Path | None, Callable[[Path], None]]] = [
+        ("--junit", junit_file, partial(junit.write, report)),
+        ("--sarif", sarif_file, partial(sarif.write, report)),
+        ("--summary", summary, write_summary),
+    ]
+    failed += _write([(option, path, write) for option, path, write in written if path is not None])
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github.workflow_commands(report):
             typer.echo(line)
     _show(report)
-    raise typer.Exit(report.exit_code)
+    for what in failed:
+        err.print(f"[red]not written:[/] {escape(what)}", soft_wrap=True)
+    # A report that could not be written never lets a pass read as one: exit 2 then (a failing verdict keeps its code).
+    raise typer.Exit(ExitCode.USAGE if failed and report.exit_code == ExitCode.CLEAN else report.exit_code)
 
 
 def register(app: typer.Typer) -> None:

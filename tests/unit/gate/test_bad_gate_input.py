@@ -34,6 +34,54 @@ def test_an_output_that_is_a_directory_is_refused(gate: Gate, tmp_path: Path) ->
     _refused(gate(BASE_SUITE, "--junit", str(tmp_path / "ci")), "is a directory; name a file")
 
 
+def test_an_output_that_is_the_suite_the_baseline_or_another_output_is_refused(gate: Gate, tmp_path: Path) -> None:
+    """An output path that names a file the gate reads, or another output, would overwrite it: refused before
+    anything runs, and the file is left as it was."""
+    baseline = tmp_path / "b.toml"
+    baseline.write_text("version = 1\n")
+    suite = tmp_path / "suite.toml"
+    _refused(gate(BASE_SUITE, "--junit", str(suite)), f"--junit {suite} is the suite too: name another file")
+    assert suite.read_text() == BASE_SUITE
+    _refused(
+        gate(BASE_SUITE, "--baseline", str(baseline), "--sarif", str(baseline)),
+        f"--sarif {baseline} is the baseline too",
+    )
+    _refused(
+        gate(BASE_SUITE, "--update-baseline", "--baseline", str(baseline), "--sarif", str(baseline)),
+        f"--update-baseline {baseline} is the file --sarif writes too",
+    )
+    assert baseline.read_text() == "version = 1\n"
+    twice = tmp_path / "out.xml"
+    _refused(gate(BASE_SUITE, "--junit", str(twice), "--sarif", str(twice)), "is the file --junit writes too")
+    (tmp_path / "plain").write_text("x")
+    _refused(gate(BASE_SUITE, "--workdir", str(tmp_path / "plain")), "--workdir")
+
+
+PASSING = """
+name = "passes"
+
+[[probe]]
+name = "selftest-bare"
+probe = "selftest"
+tool = "none"
+params = { behaviour = "ok" }
+"""
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_named_and_never_reads_as_a_pass(gate: Gate) -> None:
+    """A write that fails only when it happens (a full disk: /dev/full) is said after the verdict, with no traceback;
+    a pass then exits 2, not 0, so CI does not read it as a pass without its report."""
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.fail("/dev/full is missing: the test needs a file whose writes fail")
+    passed = gate(PASSING)
+    assert passed.exit_code == 0, passed.output
+    result = gate(PASSING, "--junit", str(full))
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "not written: --junit /dev/full: No space left on device" in " ".join(result.output.split())
+    assert "pass" in result.output.lower()  # the verdict is still shown
+
+
 def test_a_baseline_to_write_in_a_missing_directory_is_refused(gate: Gate, tmp_path: Path) -> None:
     target = tmp_path / "no" / "b.toml"
     _refused(gate(BASE_SUITE, "--update-baseline", "--baseline", str(target)), "--update-baseline")
