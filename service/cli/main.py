@@ -78,7 +78,7 @@ def _emit(result: RunResult, as_json: bool, fail_on: Severity = "error") -> None
 def _refused(exc: ValueError) -> typer.Exit:
     """Say why a request was refused (pydantic's errors in plain words) and exit 2."""
     said = describe(exc) if isinstance(exc, ValidationError) else str(exc)
-    console.print(f"[red]error:[/] {escape(said)}")
+    err.print(f"[red]error:[/] {escape(said)}")
     return typer.Exit(ExitCode.USAGE)
 
 
@@ -91,7 +91,7 @@ def _settings() -> Settings:
             f"{ENV_PREFIX}{str(e['loc'][0]).upper()}={e.get('input')!r}: {e['msg']}" if e.get("loc") else e["msg"]
             for e in exc.errors()
         ]
-        console.print(f"[red]error:[/] bad setting: {escape('; '.join(bad))}")
+        err.print(f"[red]error:[/] bad setting: {escape('; '.join(bad))}")
         raise typer.Exit(ExitCode.USAGE) from exc
 
 
@@ -102,7 +102,7 @@ def _workdir(workdir: Path | None) -> None:
     try:
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        console.print(f"[red]error:[/] --workdir {escape(str(workdir))}: {escape(exc.strerror or str(exc))}")
+        err.print(f"[red]error:[/] --workdir {escape(str(workdir))}: {escape(exc.strerror or str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from exc
 
 
@@ -264,20 +264,20 @@ def parse(
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
     level = fail_on(fail_on_level)
     if is_text_log(xml):
-        console.print(
+        err.print(
             f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
             "and give the --xml --save file as the argument"
         )
         raise typer.Exit(ExitCode.USAGE)
     if tool is Tool.NONE:
-        console.print("[red]error:[/] --tool none: saved sanitizer output comes from a sanitizer tool; name it")
+        err.print("[red]error:[/] --tool none: saved sanitizer output comes from a sanitizer tool; name it")
         raise typer.Exit(ExitCode.USAGE)
     settings = _settings()
     roots = source_root or [str(Path.cwd())]
     reading = partial(parse_xml, xml, roots=roots, max_records=settings.max_records, max_bytes=settings.max_xml_bytes)
     parsed = reading(tool=None)  # first as the records name their tool
     if tool is not None and parsed.tool is not None and tool is not parsed.tool:
-        console.print(
+        err.print(
             f"[red]error:[/] --tool {tool.value}, but the file's records name {parsed.tool.value}: "
             "pass the tool that wrote them, or leave --tool out"
         )
@@ -285,12 +285,12 @@ def parse(
     if tool is not None and parsed.tool is None and parsed.records and not parsed.error:
         parsed = reading(tool=tool)  # records that name no tool carry the one given
     if prefix is not None and (not prefix or not log):
-        console.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
+        err.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
         raise typer.Exit(ExitCode.USAGE)
     text = unprefixed(read_log(log), prefix) if log and prefix else read_log(log) if log else None
     summary = read_summary(text) if text is not None else None
     if text is not None and summary is not None and not summary.present and (seen := other_prefix(text)):
-        console.print(
+        err.print(
             f"[red]error:[/] {escape(str(log))}: its summary line starts with {escape(repr(seen))}, not "
             f"{escape(repr(prefix or DEFAULT_PREFIX))}: pass the --prefix the sanitizer ran with "
             f"(--prefix {escape(repr(seen))})"
@@ -300,12 +300,22 @@ def parse(
         parsed.truncated = True
     used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
     if used is None and not parsed.error:
-        console.print(
+        err.print(
             "[red]error:[/] tool unknown: pass --tool (the file holds no record that names its tool"
             + ("" if log else ", and there is no --log with racecheck's summary")
             + ")"
         )
         raise typer.Exit(ExitCode.USAGE)
+    if used is not None and summary is not None and summary.present:
+        says = Tool.RACECHECK if summary.racecheck_errors is not None else None
+        if (used is Tool.RACECHECK) != (says is Tool.RACECHECK):
+            line = "a RACECHECK SUMMARY" if says else "an ERROR SUMMARY"
+            whose = "only racecheck prints" if says else "racecheck never prints"
+            err.print(
+                f"[red]error:[/] {escape(str(log))} ends with {line} line, which {whose}, but the run is read as "
+                f"{used.value}'s: pass the log and the tool of the same run"
+            )
+            raise typer.Exit(ExitCode.USAGE)
     used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
     if parsed.error:  # with or without a log: nothing in the file was read, so nothing can be called clean
         outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
@@ -414,7 +424,7 @@ def _show_probe(name: str) -> None:
     try:
         probe = registry.get(name)
     except registry.UnknownProbe as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from exc
     console.print(f"[bold]{name}[/]: {escape(probe.summary)}")
     console.print(

@@ -32,9 +32,9 @@ def test_run_cpu_probe_clean_and_findings() -> None:
 
 def test_bad_parameter_is_usage_error_naming_it() -> None:
     result = cli.invoke(app, ["run", "uninit-read", "-p", "k=5000"])
-    assert result.exit_code == 2 and "k must be <= n" in result.stdout
+    assert result.exit_code == 2 and "k must be <= n" in result.stderr and not result.stdout  # errors: stderr
     unknown = cli.invoke(app, ["run", "uninit-read", "-p", "bogus=1"])
-    assert unknown.exit_code == 2 and "bogus" in unknown.stdout
+    assert unknown.exit_code == 2 and "bogus" in unknown.stderr
     assert cli.invoke(app, ["run", "no-such-probe"]).exit_code == 2
     assert cli.invoke(app, ["run", "selftest", "--tool", "bogus"]).exit_code == 2
 

@@ -56,7 +56,7 @@ def test_unreadable_xml_with_a_clean_log_is_a_sanitizer_error(
 def test_tool_none_is_refused_for_saved_output() -> None:
     case = capture(VERSIONS[1], "memcheck_ok")
     result = cli.invoke(app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "none"])
-    assert result.exit_code == 2 and "--tool none" in result.stdout
+    assert result.exit_code == 2 and "--tool none" in result.stderr
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -93,3 +93,19 @@ def test_a_program_the_log_says_failed_is_not_clean(version: str, case: str) -> 
     ok = capture(version, "memcheck_ok")  # the same tool's clean run stays clean
     code, body = _parse(str(xml_of(ok)), "--log", str(ok / "stdout.txt"), "--tool", "memcheck")
     assert (code, body["outcome"]) == (0, "clean"), body
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_log_of_another_tool_is_refused_not_read_as_a_clean_run(version: str) -> None:
+    """racecheck ends with a RACECHECK SUMMARY line and every other tool with an ERROR SUMMARY line: a log whose line
+    is the other kind belongs to another run, so its 0 cannot make this one clean (exit 2, naming the log)."""
+    race, mem = capture(version, "racecheck_sound"), capture(version, "memcheck_ok")
+    for xml, log, tool, says in (
+        (race, race, "memcheck", "a RACECHECK SUMMARY line, which only racecheck prints"),
+        (mem, mem, "racecheck", "an ERROR SUMMARY line, which racecheck never prints"),
+    ):
+        result = cli.invoke(app, ["parse", str(xml_of(xml)), "--log", str(log / "stdout.txt"), "--tool", tool])
+        assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+    for found, tool in ((race, "racecheck"), (mem, "memcheck")):  # the positive control: each with its own tool
+        code, body = _parse(str(xml_of(found)), "--log", str(found / "stdout.txt"), "--tool", tool)
+        assert (code, body["outcome"]) == (0, "clean"), body

@@ -26,7 +26,7 @@ def test_run_without_records_and_without_tool_is_not_called_clean(version: str) 
     case = capture(version, "synccheck_ok")
     result = cli.invoke(app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt")])
     assert result.exit_code == 2
-    assert "tool unknown: pass --tool" in result.stdout and "memcheck" not in result.stdout
+    assert "tool unknown: pass --tool" in result.stderr and "memcheck" not in result.output
     named = cli.invoke(
         app, ["parse", str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "synccheck", "--json"]
     )
@@ -46,5 +46,5 @@ def test_text_log_given_as_the_xml_says_what_to_pass() -> None:
     case = capture(VERSIONS[1], "memcheck_oob")
     result = cli.invoke(app, ["parse", str(case / "stdout.txt")], env={"COLUMNS": "200"})
     assert result.exit_code == 2
-    assert "text output" in result.stdout and "--log" in result.stdout and "--xml --save" in result.stdout
-    assert "lxml" not in result.stdout and "Traceback" not in result.stdout
+    assert "text output" in result.stderr and "--log" in result.stderr and "--xml --save" in result.stderr
+    assert "lxml" not in result.output and "Traceback" not in result.output

@@ -21,8 +21,8 @@ cli = CliRunner()
 def test_bad_choice_names_the_allowed_values() -> None:
     result = cli.invoke(app, ["run", "selftest", "-p", "behaviour=bogus"], env={"COLUMNS": "300"})
     assert result.exit_code == 2
-    assert "behaviour: 'bogus' is not one of ok, sleep, hang, kill, segv, raise" in result.stdout
-    assert "pydantic" not in result.stdout and "https://" not in result.stdout and "Input should" not in result.stdout
+    assert "behaviour: 'bogus' is not one of ok, sleep, hang, kill, segv, raise" in result.stderr
+    assert "pydantic" not in result.output and "https://" not in result.output and "Input should" not in result.output
 
 
 def test_bad_sweep_field_is_plain(tmp_path: Path) -> None:

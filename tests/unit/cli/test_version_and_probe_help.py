@@ -28,4 +28,4 @@ def test_probe_parameters_with_types_defaults_and_allowed_values() -> None:
 
 def test_unknown_probe_is_a_usage_error() -> None:
     result = cli.invoke(app, ["probes", "no-such-probe"])
-    assert result.exit_code == 2 and "no-such-probe" in result.stdout
+    assert result.exit_code == 2 and "no-such-probe" in result.stderr
