@@ -111,6 +111,7 @@ def case_verdicts(
                 else (
                     f"positive control came back clean: expected {exp.tool} {exp.kind}, got "
                     f"{', '.join(sorted({f.kind for f in real})) or 'nothing'}"
+                    + (" (if the expected kind is misspelt, use one of these)" if real else "")
                 )
             )
         verdicts.append(
