@@ -41,6 +41,7 @@ def read_line(argv: list[str]) -> SanitizerLine:
     tool: str | None = None
     options: list[str] = []
     aside: list[str] = []
+    written: list[str] = []  # the last option as written, with its value
     i = 1
     while i < len(argv):
         token = argv[i]
@@ -67,5 +68,8 @@ def read_line(argv: list[str]) -> SanitizerLine:
             options.append(f"{name}={value}" if eq or name not in NO_VALUE else name)
     program = argv[i:]
     if not program:
-        raise NotALine("the compute-sanitizer command line names no program to run")
+        took = ""
+        if len(written) == 2 and argv[-1] == written[1]:  # the last option took what was meant as the program
+            took = f" ({written[0]} took {written[1]} as its value: give it one before the program)"
+        raise NotALine(f"the compute-sanitizer command line names no program to run{took}")
     return SanitizerLine(tool, options, program, aside)
