@@ -78,9 +78,9 @@ class Settings(BaseSettings):
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.
     bytecode_cache: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
-    max_records: int = 10_000
-    max_xml_bytes: int = 512 * 1024 * 1024
-    max_output_bytes: int = 4 * 1024 * 1024
+    max_records: int = Field(10_000, gt=0)
+    max_xml_bytes: int = Field(512 * 1024 * 1024, gt=0)
+    max_output_bytes: int = Field(4 * 1024 * 1024, gt=0)
     # Where each run's artifacts (run.xml, stdout, stderr, result.json) are written.
     data_dir: Path = Path("cuprobe-data")
     # Suppression files a service job may name (by file name only); local runs take paths in the repository.
@@ -143,7 +143,7 @@ class Settings(BaseSettings):
     # --- sweeps (service/sweep) ---
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
     # full narrow-matmul grid produces about 63,000 initcheck records in one process.
-    sweep_max_records: int = 1_000_000
+    sweep_max_records: int = Field(1_000_000, gt=0)
     # Parse each run's sanitizer XML in child processes (service/sanitizer/pool.py) instead of the process that ran
     # it, where its records make that pay. A local sweep runs its K slots as threads of one process, and K parses at
     # once there would queue for its one interpreter lock (docs/sweep.md, "Parsing beside other slots"). Unset: on

@@ -195,6 +195,8 @@ def exec_command(
     if cwd is not None and not cwd.is_dir():
         raise typer.BadParameter(f"{cwd} is {'not a directory' if cwd.exists() else 'missing'}", param_hint="--cwd")
     options = sanitizer_option or []
+    if not command[0].strip():
+        raise typer.BadParameter("the command is empty: give the program to run after --", param_hint="command")
     if is_sanitizer(command):  # the user's own compute-sanitizer line: read into tool, options and program
         command, tool, options = _read_sanitizer_line(command, tool, options)
     try:
@@ -287,7 +289,16 @@ def parse(
     if prefix is not None and (not prefix or not log):
         err.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
         raise typer.Exit(ExitCode.USAGE)
-    text = unprefixed(read_log(log), prefix) if log and prefix else read_log(log) if log else None
+    raw = read_log(log) if log else None
+    if raw is not None and prefix and prefix != DEFAULT_PREFIX and not any(
+        line.startswith(prefix.rstrip()) for line in raw.splitlines()
+    ):
+        err.print(
+            f"[red]error:[/] --prefix {escape(repr(prefix))}: no line of {escape(str(log))} starts with it; give the "
+            "--prefix the sanitizer ran with (none for its default)"
+        )
+        raise typer.Exit(ExitCode.USAGE)
+    text = unprefixed(raw, prefix) if raw is not None and prefix else raw
     summary = read_summary(text) if text is not None else None
     if text is not None and summary is not None and not summary.present and (seen := other_prefix(text)):
         err.print(
@@ -321,8 +332,10 @@ def parse(
         outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
     elif summary is None:
         outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
+        fallout = sum(1 for f in parsed.findings if f.fallout)  # counted as classify counts them, with a --log
         message = (
-            f"{len(parsed.findings)} finding(s) from {parsed.records} record(s)"
+            f"{len(parsed.findings) - fallout} finding(s) from {parsed.records} record(s)"
+            + (f" ({fallout} more the fallout of an earlier error)" if fallout else "")
             if parsed.records
             else "no records, and no --log with the summary line: cannot say the run was clean"
         )

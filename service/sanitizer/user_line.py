@@ -61,6 +61,8 @@ def read_line(argv: list[str]) -> SanitizerLine:
             i += 1
         i += 1
         if name == "tool":
+            if tool is not None and tool != value:
+                raise NotALine(f"the line gives --tool twice ({tool}, then {value}): keep one")
             tool = value
         elif name in REPORT_ONLY:
             aside.append(" ".join(written))

@@ -169,9 +169,11 @@ def test_exec_refuses_an_exit_status_no_program_can_have_a_contradiction_and_a_m
         (["--expect-exit", "1", "--any-exit"], "--expect-exit 1 and --any-exit: give one"),
         (["--cwd", str(tmp_path / "nope")], "nope is missing"),
         (["--cwd", str(tmp_path / "file")], "file is not a directory"),
+        (["--", ""], "the command is empty"),
     ):
         (tmp_path / "file").write_text("x")
-        result = cli.invoke(app, ["exec", *args, "--", "true"], env={"COLUMNS": "300"})
+        command = [] if "--" in args else ["--", "true"]
+        result = cli.invoke(app, ["exec", *args, *command], env={"COLUMNS": "300"})
         assert result.exit_code == 2 and says in result.output, (args, result.output)
 
 

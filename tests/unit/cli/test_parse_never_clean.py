@@ -109,3 +109,23 @@ def test_a_log_of_another_tool_is_refused_not_read_as_a_clean_run(version: str) 
     for found, tool in ((race, "racecheck"), (mem, "memcheck")):  # the positive control: each with its own tool
         code, body = _parse(str(xml_of(found)), "--log", str(found / "stdout.txt"), "--tool", tool)
         assert (code, body["outcome"]) == (0, "clean"), body
+
+
+def test_a_prefix_no_line_of_the_log_starts_with_is_refused() -> None:
+    """A log written with the default prefix, read with another: the summary would still be found, so the run would
+    read as clean under a prefix it never had; refused, naming the prefix (the log's own prefix is the control)."""
+    ok = capture(VERSIONS[1], "memcheck_ok")
+    args = ["parse", str(xml_of(ok)), "--tool", "memcheck", "--log", str(ok / "stdout.txt")]
+    wrong = cli.invoke(app, [*args, "--prefix", "@@ "])
+    assert wrong.exit_code == 2 and "no line of" in wrong.stderr and "'@@ '" in wrong.stderr
+    assert cli.invoke(app, [*args, "--prefix", "========= "]).exit_code == 0
+
+
+def test_without_a_log_the_finding_count_is_the_one_a_log_gives_with_the_fallout_named() -> None:
+    oob = capture(VERSIONS[1], "memcheck_oob")
+    _, bare = _parse(str(xml_of(oob)), "--tool", "memcheck")
+    _, logged = _parse(str(xml_of(oob)), "--tool", "memcheck", "--log", str(oob / "stdout.txt"))
+    real = sum(1 for f in bare["findings"] if not f["fallout"])
+    assert real < len(bare["findings"])  # the capture holds fallout: the two counts could differ
+    assert bare["message"].startswith(f"{real} finding(s) from {bare['records']} record(s) (")
+    assert logged["message"].startswith(f"{real} finding(s) from {logged['records']} record(s)")

@@ -40,6 +40,7 @@ def test_a_double_dash_ends_the_options() -> None:
         (["compute-sanitizer", "--"], "names no program"),
         (["compute-sanitizer", "--tool", "memcheck", "--padding", "./app"], r"--padding took \./app as its value"),
         (["compute-sanitizer", "--padding", "8", "--"], r"names no program to run$"),  # 8 was its value
+        (["compute-sanitizer", "--tool", "memcheck", "--tool", "racecheck", "./app"], "--tool twice"),
     ],
 )
 def test_a_line_that_cannot_be_read_says_why(argv: list[str], says: str) -> None:
