@@ -201,9 +201,19 @@ def gate(
             err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
         else:
             fresh = updated_baseline(report, known)
-            failed = _write([("--update-baseline", baseline_path, partial(write_baseline, fresh))])
+            dropped: list[int] = []
+
+            def write_fresh(path: Path) -> None:
+                dropped.append(write_baseline(fresh, path))
+
+            failed = _write([("--update-baseline", baseline_path, write_fresh)])
             if not failed:
                 err.print(f"baseline written: {baseline_path} ({len(fresh.finding)} known finding(s))")
+                if dropped and dropped[0]:
+                    err.print(
+                        f"  its {dropped[0]} comment line(s) were not kept (a rewrite keeps each entry's reason: "
+                        "put the why there)"
+                    )
                 report = judge(suite, runs, fresh)
     def write_summary(path: Path) -> None:
         path.write_text(markdown.render(report))

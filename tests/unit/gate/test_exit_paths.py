@@ -97,6 +97,14 @@ def test_baselined_finding(gate: Gate, replay: Callable[..., None], tmp_path: Pa
     assert "None." in section(text, "New findings (0)")
     known = section(text, "Baselined (2)")
     assert md(VIOLATION_SIGNATURE) in known and "recorded by cuprobe gate --update-baseline" in known
+    # A rewrite keeps each entry's reason, not the file's comments, and says how many it dropped.
+    path = tmp_path / "suite.baseline.toml"
+    path.write_text(path.read_text().replace("[[finding]]", "# why: see the ticket\n[[finding]]", 1))
+    rewritten = gate(suite, "--update-baseline")
+    assert rewritten.exit_code == 0 and "its 1 comment line(s) were not kept" in " ".join(rewritten.output.split())
+    assert "see the ticket" not in path.read_text() and "recorded by cuprobe gate" in path.read_text()
+    quiet = gate(suite, "--update-baseline")
+    assert quiet.exit_code == 0 and "comment line(s)" not in quiet.output
 
 
 def test_expired_baseline_entry(gate: Gate, replay: Callable[..., None], tmp_path: Path) -> None:
