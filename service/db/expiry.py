@@ -35,14 +35,16 @@ class JobExpiry(JobQueries):
             )
 
     def expire_unserved(self, served: set[str], older_than: datetime, now: datetime | None = None) -> list[str]:
-        """Queued jobs created before `older_than` whose queue no live worker serves end `unavailable`."""
+        """Queued jobs created before `older_than` whose queue no live worker serves end `unavailable`, except those
+        submitted to wait for a worker (`wait_for_worker`: only their deadline ends them)."""
         now = now or utcnow()
         with self.session() as s:
-            rows = s.execute(
-                select(Job.id, Job.queue).where(
+            found = s.execute(
+                select(Job.id, Job.queue, Job.request).where(
                     Job.state == JobState.QUEUED, Job.created_at < older_than, Job.queue.not_in(served)
                 )
             ).all()
+            rows = [(job_id, queue) for job_id, queue, request in found if not (request or {}).get("wait_for_worker")]
             return _unavailable(
                 s,
                 rows,

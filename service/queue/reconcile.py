@@ -37,6 +37,7 @@ def reconcile(
     served_queues: Callable[[], set[str] | None] | None = None,
     worker_alive: Callable[[str | None], bool | None] | None = None,
     now: datetime | None = None,
+    grace_end: datetime | None = None,
 ) -> ReconcileReport:
     """One pass: expire unpicked jobs past their deadline; resend jobs Redis no longer holds.
 
@@ -48,7 +49,8 @@ def reconcile(
     `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline. `worker_alive(worker)`
     says whether a job's worker (host:pid) still heartbeats in the registry (None: cannot tell): a running job
     whose worker is gone is re-queued (or given up after max_attempts). A result an attempt left on disk because
-    the store was down is stored first.
+    the store was down is stored first. `grace_end`: when the API's start-up grace ended (submission answers
+    `unavailable` at once only after it); the jobs stored before then need not wait `unserved_after_s` more.
     """
     now = now or utcnow()
     report = ReconcileReport(expired=store.expire_unpicked(now))
@@ -56,7 +58,7 @@ def reconcile(
     if worker_alive is not None:
         _requeue_orphans(store, settings, worker_alive, enqueue, now, report)
     if served_queues is not None:
-        report.expired += _expire_unserved(store, settings, served_queues, now)
+        report.expired += _expire_unserved(store, settings, served_queues, now, grace_end)
     if broker_ids is None:
         return report
     unfinished = store.unfinished()
@@ -140,9 +142,15 @@ def _requeue_orphans(
 
 
 def _expire_unserved(
-    store: Store, settings: Settings, served_queues: Callable[[], set[str] | None], now: datetime
+    store: Store,
+    settings: Settings,
+    served_queues: Callable[[], set[str] | None],
+    now: datetime,
+    grace_end: datetime | None = None,
 ) -> list[str]:
     cutoff = now - timedelta(seconds=settings.unserved_after_s)
+    if grace_end is not None and now >= grace_end:
+        cutoff = max(cutoff, grace_end)  # stored in the start-up grace, when submission could not answer at once
     if not any(j.state == JobState.QUEUED and as_utc(j.created_at) < cutoff for j in store.unfinished()):
         return []  # ask the workers only when some job has waited long enough to matter
     try:

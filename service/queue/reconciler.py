@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 import redis
 from celery import Celery
@@ -15,7 +16,7 @@ from redis.lock import Lock
 
 from service.config import Settings
 from service.db.artifacts import prune
-from service.db.store import Store
+from service.db.store import Store, utcnow
 from service.queue.broker import enqueue, held_jobs
 from service.queue.reconcile import ReconcileReport, reconcile
 from service.queue.registry import WorkerRegistry
@@ -90,9 +91,14 @@ def _release(lock: Lock) -> None:
 
 
 def reconcile_once(
-    settings: Settings, store: Store, app: Celery, registry: WorkerRegistry | None = None
+    settings: Settings,
+    store: Store,
+    app: Celery,
+    registry: WorkerRegistry | None = None,
+    grace_end: datetime | None = None,
 ) -> ReconcileReport | None:
-    """One locked pass; None when another process holds the lock."""
+    """One locked pass; None when another process holds the lock. `grace_end`: when the API's start-up grace for
+    answering `unavailable` at submission ended (the API's reconciler thread)."""
     registry = registry or WorkerRegistry(settings)
     with locked(settings) as mine:
         if not mine:
@@ -104,6 +110,7 @@ def reconcile_once(
             enqueue=lambda job: enqueue(app, job),
             served_queues=served_reader(registry),
             worker_alive=alive_reader(registry),
+            grace_end=grace_end,
         )
 
 
@@ -115,6 +122,8 @@ class ReconcilerThread(threading.Thread):
         self.settings, self.store, self.app = settings, store, app
         self.registry = registry or WorkerRegistry(settings)
         self.stopped = threading.Event()
+        # Started with the API: submission answers `unavailable` at once only after this grace (served.after_grace).
+        self.grace_end = utcnow() + timedelta(seconds=settings.unserved_grace_s)
 
     def run(self) -> None:
         pruned_at = 0.0
@@ -124,7 +133,7 @@ class ReconcilerThread(threading.Thread):
                 s = self.settings
                 prune(s.data_dir / "jobs", s.artifact_retention_days, s.artifact_max_total_bytes)
             try:
-                report = reconcile_once(self.settings, self.store, self.app, self.registry)
+                report = reconcile_once(self.settings, self.store, self.app, self.registry, self.grace_end)
             except Exception:  # keep reconciling: a store or broker outage is temporary
                 log.exception("reconcile pass failed")
                 continue

@@ -140,3 +140,50 @@ def test_running_job_whose_worker_left_the_registry_is_requeued(store: Store) ->
     assert run(False, SETTINGS.worker_ttl_s + 1) == [job_id] and sent == [job_id]
     job = store.get(job_id)
     assert job is not None and job.state == "queued" and "stopped heartbeating" in job.message
+
+
+def test_a_job_asked_to_wait_for_a_worker_waits_until_its_deadline(store: Store) -> None:
+    """wait_for_worker: the unserved queue does not end it; its deadline does (the one beside it is the control)."""
+    settings = Settings(requeue_grace_s=10, stale_after_s=30, unserved_after_s=60)
+    waits = create(JobSpec(probe="uninit-read", wait_for_worker=True, deadline_s=600), store, settings).id
+    plain = create(JobSpec(probe="uninit-read"), store, settings).id
+
+    def run(at_s: float) -> list[str]:
+        return reconcile(
+            store,
+            settings,
+            broker_ids=lambda queues: {waits: "waiting", plain: "waiting"},
+            enqueue=lambda job: None,
+            served_queues=lambda: {"cpu"},
+            now=utcnow() + timedelta(seconds=at_s),
+        ).expired
+
+    assert run(61) == [plain]
+    assert run(300) == []
+    job = store.get(waits)
+    assert job is not None and job.state == "queued"
+    assert run(601) == [waits]
+    ended = store.get(waits)
+    assert ended is not None and ended.outcome == "unavailable" and "deadline" in ended.message
+
+
+def test_a_job_stored_in_the_start_up_grace_ends_at_the_first_pass_after_it(store: Store) -> None:
+    """Submission answers `unavailable` at once only after the API's start-up grace; a job stored within it is not
+    kept waiting `unserved_after_s` more once the grace has ended."""
+    settings = Settings(requeue_grace_s=10, stale_after_s=30, unserved_after_s=120)
+    grace_end = utcnow() + timedelta(seconds=10)
+    gpu = create(JobSpec(probe="uninit-read"), store, settings).id
+
+    def run(at_s: float) -> list[str]:
+        return reconcile(
+            store,
+            settings,
+            broker_ids=lambda queues: {gpu: "waiting"},
+            enqueue=lambda job: None,
+            served_queues=lambda: {"cpu"},
+            now=utcnow() + timedelta(seconds=at_s),
+            grace_end=grace_end,
+        ).expired
+
+    assert run(5) == []  # still in the grace: workers may not have been seen yet
+    assert run(12) == [gpu]  # not at 120 s
