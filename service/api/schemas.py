@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.client import MAX_WAIT_S, MAX_WAITED_JOBS
 from service.db.store import Job, JobState, as_utc
-from service.models import SCHEMA_VERSION, ExitCode, Finding, Tool
+from service.models import SCHEMA_VERSION, Finding, Tool
 
 
 class Versioned(BaseModel):
@@ -45,9 +45,10 @@ class JobView(Versioned):
     def of(cls, job: Job, findings: int | None = None, *, full: bool = True) -> JobView:
         from service.models import Outcome
 
-        exit_code = (
-            Outcome(job.outcome).exit_code if job.outcome else (ExitCode.NOT_RUN if job.state == "cancelled" else None)
-        )
+        # A job cancelled before it ran (or before a record was read) is stored with its state and no outcome; it
+        # is shown with the outcome `cancelled`, as the outcomes table and the `outcome=cancelled` filter have it.
+        outcome = job.outcome or (Outcome.CANCELLED.value if job.state == "cancelled" else None)
+        exit_code = Outcome(outcome).exit_code if outcome else None
         return cls(
             id=job.id,
             probe=job.probe,
@@ -57,7 +58,7 @@ class JobView(Versioned):
             lane=job.lane,
             label=job.label,
             state=job.state,
-            outcome=job.outcome,
+            outcome=outcome,
             exit_code=exit_code,
             message=job.message,
             attempts=job.attempts,

@@ -88,7 +88,7 @@ def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None
     wait_for(api, running["id"], until=("running",))
     assert api.post(f"/jobs/{running['id']}/cancel").status_code == 200
     done = wait_for(api, running["id"], timeout=20)
-    assert done["state"] == "cancelled" and done["outcome"] is None and done["exit_code"] == 3
+    assert done["state"] == "cancelled" and done["outcome"] == "cancelled" and done["exit_code"] == 3
     # No GPU worker serves its queue: without wait_for_worker it would end `unavailable` at once, or stay queued
     # while the API is inside its start-up grace (no worker state yet), depending on how long the stack has run.
     queued = submit(api, probe="uninit-read", wait_for_worker=True)
