@@ -20,6 +20,7 @@ from service.api.routes import findings, health, jobs, probes, sweeps
 from service.api.routes.health import HealthCache
 from service.api.schemas import ErrorBody
 from service.api.timing import ServerTiming
+from service.api.token_gate import TokenGate
 from service.config import Settings, get_settings
 from service.db.store import Store
 from service.queue.celery_app import make_celery
@@ -151,4 +152,5 @@ def create_app(
     install_dashboard(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
     app.add_middleware(ServerTiming)
+    app.add_middleware(TokenGate, token=settings.api_token)  # added last: runs first, before the body is read
     return app

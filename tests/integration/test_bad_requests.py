@@ -100,6 +100,18 @@ def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Clien
     assert wrong.status_code == 401 and "wrong bearer token" in wrong.json()["error"]
     assert anonymous.get("/jobs").status_code == 401
     assert anonymous.get("/health").status_code == 200  # health stays open for probes and load balancers
+    # Without the token nothing about the request is judged first: not its JSON, its size or its values.
+    for method, path, content in (
+        ("POST", "/jobs", b"{bad"),
+        ("POST", "/jobs", b"x" * (1 << 20)),
+        ("POST", "/jobs/wait", b'{"ids": []}'),
+        ("GET", "/jobs/zzz?wait_s=-1", b""),
+        ("GET", "/sweeps", b""),
+    ):
+        refused = anonymous.request(method, path, content=content, headers={"content-type": "application/json"})
+        assert refused.status_code == 401 and "missing bearer token" in refused.json()["error"], (path, refused.text)
+        assert refused.headers["www-authenticate"] == "Bearer"
+    assert guarded.post("/jobs", content=b"{bad", headers={"content-type": "application/json"}).status_code == 422
     assert _jobs(sqlite_stack) == before
     assert guarded.get("/jobs/ffff").status_code == 404
 
