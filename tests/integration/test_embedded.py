@@ -147,6 +147,54 @@ def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
         up.wait(30)
 
 
+def test_up_starts_its_broker_again_when_it_dies_and_no_job_is_lost(tmp_path: Path) -> None:
+    """The embedded Valkey killed (-9): `up` starts it again on its port and says so; a job submitted while it was
+    down is stored, sent again by the reconciler, and runs; one submitted after runs as before."""
+    import re
+
+    import redis
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "CUPROBE_DATA_DIR": str(tmp_path / "data"),
+        "CUPROBE_RECONCILE_INTERVAL_S": "1",
+        "CUPROBE_REQUEUE_GRACE_S": "2",
+        "PATH": "/usr/bin:/bin",
+    }
+    log = tmp_path / "up.log"
+    with log.open("wb") as out:
+        up = subprocess.Popen(
+            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
+        )
+    api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"broker (redis://\S+),", log.read_text())):
+            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        broker = redis.Redis.from_url(found.group(1))
+        first = wait_for(api, api.post("/jobs", json={"probe": "selftest"}).json()["id"], timeout=90)
+        assert first["outcome"] == "clean"  # the control: jobs run before the broker dies
+        pid = int(broker.info("server")["process_id"])
+        os.kill(pid, signal.SIGKILL)
+        during = api.post("/jobs", json={"probe": "selftest"})
+        assert during.status_code == 202, during.text  # stored: the store, not Redis, is the record of it
+        killed = time.monotonic()
+        while "starting it again" not in log.read_text():
+            assert time.monotonic() - killed < 60, f"the broker was not started again: {log.read_text()}"
+            time.sleep(0.3)
+        assert int(broker.info("server")["process_id"]) != pid  # the same URL answers, from a new server
+        assert wait_for(api, during.json()["id"], timeout=90)["outcome"] == "clean"
+        after = api.post("/jobs", json={"probe": "selftest"}).json()
+        assert wait_for(api, after["id"], timeout=90)["outcome"] == "clean"
+    finally:
+        os.killpg(up.pid, signal.SIGTERM)
+        up.wait(30)
+
+
 def test_up_on_a_port_in_use_says_so_before_starting_anything(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
