@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,6 +29,8 @@ def problem(error: Any) -> str:
         return f"{where}: unknown field"
     if kind == "missing":
         return f"{where}: required"
+    if isinstance(got, float) and not math.isfinite(got):  # NaN compares false with every bound: say what it is
+        return f"{where}: takes a finite number (got {got!r})"
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     message = message[:1].lower() + message[1:]
     shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"

@@ -138,3 +138,15 @@ def test_a_probe_that_runs_code_enabled_without_token_refuses_to_start(sqlite_st
     settings = sqlite_stack.settings.model_copy(update={switch: True, "api_token": None})
     with pytest.raises(ValueError, match="CUPROBE_API_TOKEN"):
         create_app(settings)
+
+
+def test_a_number_that_is_not_finite_is_named_as_such(guarded: httpx.Client) -> None:
+    """NaN compares false with every bound, so it read as 'less than or equal to 3600 (got nan)'."""
+    for raw in (b"NaN", b"Infinity"):
+        response = guarded.post(
+            "/jobs",
+            content=b'{"probe": "selftest", "params": {"seconds": ' + raw + b"}}",
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 422, response.text
+        assert "params.seconds" in response.json()["error"] and "takes a finite number" in response.json()["error"]
