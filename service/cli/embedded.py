@@ -105,6 +105,7 @@ class BrokerKeeper(threading.Thread):
             return False
         self.server = fresh
         self.restarts += 1
+        console.print(f"the broker is back on port {self.port}")
         return True
 
     def stop(self) -> ValkeyServer:

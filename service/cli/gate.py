@@ -215,6 +215,7 @@ def gate(
                         "put the why there)"
                     )
                 report = judge(suite, runs, fresh)
+
     def write_summary(path: Path) -> None:
         path.write_text(markdown.render(report))
 

@@ -102,17 +102,17 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     assert elapsed < 120  # GPU jobs end within seconds of the workers starting, not at their deadline
 
 
-def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
+def _up(tmp_path: Path, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
+    """`cuprobe up` with one CPU worker on a free port, its data and log (up.log) under tmp_path, these CUPROBE_*
+    settings added; its own session, so that the caller can signal the whole stack."""
     port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "CUPROBE_DATA_DIR": str(tmp_path / "data"),
         "CUPROBE_API_URL": f"http://127.0.0.1:{port}",
-        "CUPROBE_WORKER_BEAT_S": "0.5",
-        "CUPROBE_WORKER_TTL_S": "3",
-        "CUPROBE_REGISTRY_REFRESH_S": "0.5",
         "PATH": "/usr/bin:/bin",
+        **{f"CUPROBE_{name.upper()}": value for name, value in settings.items()},
     }
     log = tmp_path / "up.log"
     with log.open("wb") as out:
@@ -120,7 +120,11 @@ def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
             [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
         )
-    api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    return up, log, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+
+
+def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
+    up, log, api = _up(tmp_path, worker_beat_s="0.5", worker_ttl_s="3", registry_refresh_s="0.5")
 
     def worker_pids() -> set[int]:
         try:
@@ -154,28 +158,20 @@ def test_up_starts_its_broker_again_when_it_dies_and_no_job_is_lost(tmp_path: Pa
 
     import redis
 
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "CUPROBE_DATA_DIR": str(tmp_path / "data"),
-        "CUPROBE_RECONCILE_INTERVAL_S": "1",
-        "CUPROBE_REQUEUE_GRACE_S": "2",
-        "PATH": "/usr/bin:/bin",
-    }
-    log = tmp_path / "up.log"
-    with log.open("wb") as out:
-        up = subprocess.Popen(
-            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
-        )
-    api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    up, log, api = _up(tmp_path, reconcile_interval_s="1", requeue_grace_s="2")
     try:
         deadline = time.monotonic() + 60
         while not (found := re.search(r"broker (redis://\S+),", log.read_text())):
             assert up.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.3)
         broker = redis.Redis.from_url(found.group(1))
+        while True:  # the API answers once it has started, after the broker line
+            try:
+                api.get("/health")
+                break
+            except httpx.TransportError:
+                assert up.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.3)
         first = wait_for(api, api.post("/jobs", json={"probe": "selftest"}).json()["id"], timeout=90)
         assert first["outcome"] == "clean"  # the control: jobs run before the broker dies
         pid = int(broker.info("server")["process_id"])
@@ -183,9 +179,10 @@ def test_up_starts_its_broker_again_when_it_dies_and_no_job_is_lost(tmp_path: Pa
         during = api.post("/jobs", json={"probe": "selftest"})
         assert during.status_code == 202, during.text  # stored: the store, not Redis, is the record of it
         killed = time.monotonic()
-        while "starting it again" not in log.read_text():
-            assert time.monotonic() - killed < 60, f"the broker was not started again: {log.read_text()}"
+        while "the broker is back" not in log.read_text():
+            assert time.monotonic() - killed < 90, f"the broker was not started again: {log.read_text()}"
             time.sleep(0.3)
+        assert "stopped; starting it again" in log.read_text()
         assert int(broker.info("server")["process_id"]) != pid  # the same URL answers, from a new server
         assert wait_for(api, during.json()["id"], timeout=90)["outcome"] == "clean"
         after = api.post("/jobs", json={"probe": "selftest"}).json()
