@@ -234,12 +234,20 @@ class Command(Probe[CommandParams]):
         )
         if (meaning := params.not_run_exits.get(proc.returncode)) is not None:
             raise RuntimeError(f"the command exited {proc.returncode} ({meaning}): the test did not run")
-        if params.not_run_output and (seen := re.search(params.not_run_output, _tail(out), re.M)):
+        if params.not_run_output and (seen := re.search(params.not_run_output, _plain(_tail(out)), re.M)):
             raise RuntimeError(f"the command printed {seen.group(0).strip()!r}: no test ran")
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
             said = [line.strip() for line in _tail(err).splitlines() if line.strip()]
             last = f" (its last line on stderr: {said[-1][:200]})" if said else ""
             case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}{last}")
+
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colour and cursor codes (pytest --color=yes, GTEST_COLOR)
+
+
+def _plain(text: str) -> str:
+    """`text` without terminal escape codes: what a reader of the output sees, what the not-run patterns match."""
+    return ANSI_ESCAPE.sub("", text)
 
 
 def _tail(data: bytes) -> str:

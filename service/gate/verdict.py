@@ -245,11 +245,14 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
                 if before and finding.sanitizer_version and before != finding.sanitizer_version:
                     change = f"from {before} to {finding.sanitizer_version}"
             report.findings.append(GateFinding(entry.name, finding, seen, repeats, status, accepted, change))
-    checked = {
-        (r.entry.probe, r.entry.tool.value)
-        for r in runs
-        if r.results and all(result.outcome.ran for result in r.results)
-    }
+    # A baseline entry names the probe and tool that recorded it, not the suite entry: every process of that probe and
+    # tool must have run before its absence can mean fixed (one of a suite's tests timing out while another, clean,
+    # ran is not a fix of what the first one recorded).
+    all_ran: dict[tuple[str, str], bool] = {}
+    for r in runs:
+        key = (r.entry.probe, r.entry.tool.value)
+        all_ran[key] = all_ran.get(key, True) and bool(r.results) and all(res.outcome.ran for res in r.results)
+    checked = {key for key, ran in all_ran.items() if ran}
     for accepted in baseline.finding:
         if accepted.signature in seen_signatures:
             continue

@@ -128,6 +128,23 @@ def test_fixed_finding(gate: Gate, replay: Callable[..., None], tmp_path: Path) 
     assert md(VIOLATION_SIGNATURE) in fixed and "recorded by cuprobe gate" in fixed
 
 
+def test_a_finding_is_not_fixed_while_a_run_of_its_probe_and_tool_could_not_run(
+    gate: Gate, replay: Callable[..., None], tmp_path: Path
+) -> None:
+    """A baseline entry names the probe and tool that recorded it, not the suite entry. When the entry that recorded
+    it timed out and another of the same probe and tool ran clean, its absence is not a fix (it was: 'Fixed (1)')."""
+    assert gate(BASE_SUITE + VIOLATE, "--update-baseline").exit_code == 0
+    hang = '[[probe]]\nname = "selftest-bare"\nprobe = "selftest"\ntool = "none"\ntimeout_s = 2\n'
+    hang += 'params = { behaviour = "hang" }\n'
+    other = '[[probe]]\nname = "selftest-other"\nprobe = "selftest"\ntool = "none"\nparams = { behaviour = "ok" }\n'
+    result = gate(BASE_SUITE + "\n" + hang + "\n" + other)
+    assert result.exit_code == 3, result.output
+    text = summary(tmp_path)
+    assert "Fixed (1)" not in text
+    not_seen = section(text, "Baseline entries not seen")
+    assert md(VIOLATION_SIGNATURE) in not_seen and "its probe and tool did not run cleanly" in not_seen
+
+
 def test_could_not_run_wins_over_new_findings(gate: Gate, replay: Callable[..., None], tmp_path: Path) -> None:
     hang = '[[probe]]\nname = "hangs"\nprobe = "selftest"\ntool = "none"\ntimeout_s = 2\n'
     hang += 'params = { behaviour = "hang" }\n'

@@ -97,12 +97,16 @@ def test_expected_to_fail():
 """
 
 
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "coloured"])
 def test_a_skipped_pytest_test_did_not_run_and_an_xfail_did(
-    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+    colour: bool, tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
 ) -> None:
     """Each process runs one test: one pytest skipped ran none of the user's code under the sanitizer, so it is
-    never clean (probe_error, could not run); an xfail ran its code and failed as it says it will."""
+    never clean (probe_error, could not run); an xfail ran its code and failed as it says it will. With colour
+    (`--color=yes` in the project's addopts) the summary is wrapped in escape codes: the same verdicts."""
     (tmp_path / "test_s.py").write_text(SKIPS)
+    if colour:
+        (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
     suite = expand(Suite.model_validate({"name": "s", "test": [
         {"name": "x", "kind": "pytest", "tool": "memcheck", "paths": ["test_s.py"], "cwd": str(tmp_path)}]}))
     ran = {case.rsplit("::", 1)[1]: (o, m) for case, o, m in _results(suite, tmp_path / "work", replay_settings)}
@@ -128,7 +132,7 @@ def test_a_skipped_gtest_test_did_not_run(
 ) -> None:
     binary = built_gtest(tmp_path, GTEST_SKIP, "gpu_test")
     suite = expand(Suite.model_validate({"name": "s", "test": [
-        {"name": "g", "kind": "gtest", "tool": "memcheck", "binary": str(binary)}]}))
+        {"name": "g", "kind": "gtest", "tool": "memcheck", "binary": str(binary), "env": {"GTEST_COLOR": "yes"}}]}))
     ran = _results(suite, tmp_path / "work", replay_settings)
     assert [(case, o) for case, o, _ in ran] == [("Gpu.Runs", Outcome.CLEAN), ("Gpu.SkipsItself", Outcome.PROBE_ERROR)]
     assert "[  SKIPPED ] 1 test, listed below" in ran[1][2] and "no test ran" in ran[1][2]
