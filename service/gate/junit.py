@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
@@ -10,8 +11,15 @@ from junitparser.junitparser import FinalResult
 from service.gate.verdict import GateFinding, GateReport, Status
 from service.models import Confirmation
 
+# Characters XML 1.0 cannot hold (a test's coloured or binary output: ESC, BEL, NUL), shown escaped instead.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 RUN_CASE = "(run)"  # the testcase of a run that produced no cases (it could not start)
 UNATTRIBUTED = "(unattributed)"  # findings no case's allocations claimed
+
+
+def _safe(text: str) -> str:
+    """`text` with the characters XML cannot hold written as \\xNN."""
+    return NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _describe(item: GateFinding) -> str:
@@ -33,7 +41,7 @@ def build(report: GateReport) -> JUnitXml:
     xml = JUnitXml(report.suite.name)
     for runs in report.runs:
         entry = runs.entry
-        suite = TestSuite(f"{report.suite.name}.{entry.name}")
+        suite = TestSuite(_safe(f"{report.suite.name}.{entry.name}"))
         shown = [f for f in report.findings if f.entry == entry.name and f.status is not Status.EXPECTED]
         for kind in Confirmation:  # blind spots and benign reads never fail, so they are counted here
             suite.add_property(f"cuprobe.{kind.value}", str(sum(f.finding.confirmation is kind for f in shown)))
@@ -52,34 +60,39 @@ def build(report: GateReport) -> JUnitXml:
         controls = [c for c in report.failed_controls if c.entry == entry.name]
         for case_id in case_ids:
             test = TestCase(
-                case_id, f"{entry.name} [{entry.probe} {entry.tool.value}]", sum(r.duration_s for r in runs.results)
+                _safe(case_id),
+                _safe(f"{entry.name} [{entry.probe} {entry.tool.value}]"),
+                sum(r.duration_s for r in runs.results),
             )
             results: list[FinalResult] = []
             for n in not_run:
                 error = Error(
-                    f"repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}"[:500], n.result.outcome.value
+                    _safe(f"repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}"[:500]),
+                    n.result.outcome.value,
                 )
-                error.text = n.result.message
+                error.text = _safe(n.result.message)
                 results.append(error)
             for c in controls:
                 if c.case in (case_id, "-"):
                     results.append(
-                        Error(f"positive control came back clean: {c.reason}"[:500], "positive-control-clean")
+                        Error(_safe(f"positive control came back clean: {c.reason}"[:500]), "positive-control-clean")
                     )
             items = by_case.get(case_id, [])
             failing = [i for i in items if i.fails]
             if failing:
                 failure = Failure(
-                    f"{len(failing)} new or expired finding(s): "
-                    + "; ".join(i.label + " " + i.finding.location() for i in failing)[:400],
+                    _safe(
+                        f"{len(failing)} new or expired finding(s): "
+                        + "; ".join(i.label + " " + i.finding.location() for i in failing)[:400]
+                    ),
                     "finding",
                 )
-                failure.text = "\n".join(_describe(i) for i in failing)
+                failure.text = _safe("\n".join(_describe(i) for i in failing))
                 results.append(failure)
             test.result = results
             passing = [i for i in items if not i.fails]
             if passing:
-                test.system_out = "\n".join(_describe(i) for i in passing)
+                test.system_out = _safe("\n".join(_describe(i) for i in passing))
             suite.add_testcase(test)
         xml.add_testsuite(suite)
     return xml

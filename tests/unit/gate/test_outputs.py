@@ -14,7 +14,14 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 from typer.testing import Result
 
-from tests.conftest import DATA
+from service.config import Settings
+from service.gate import junit
+from service.gate.runs import run_local
+from service.gate.suite import Suite, expand
+from service.gate.verdict import judge
+from service.probing import runner
+from service.probing.environment import GpuFacts
+from tests.conftest import DATA, VERSIONS, capture
 from tests.unit.gate.conftest import (
     BASE_SUITE,
     PRODUCT,
@@ -146,3 +153,21 @@ def test_github_annotations_at_the_kernel_line(
     assert lines[0].startswith("::error file=kernels/uninit_read.cu,line=6,title=cuprobe initcheck%3A ")
     assert "Uninitialized __global__ memory read" in lines[0]
     assert lines[1].startswith("::error title=cuprobe gate%3A hangs could not run (timeout)::wall-clock limit")
+
+
+def test_junit_holds_a_tests_output_with_characters_xml_cannot(
+    tmp_path: Path, replay_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failing test's coloured stderr (ESC, BEL, a control byte) reaches its finding's message; XML 1.0 cannot hold
+    those characters, so they are written escaped (\\x1b), not a traceback that leaves no report at all."""
+    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture(VERSIONS[1], "memcheck_ok")))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
+    argv = ["sh", "-c", "printf '\\033[31mFAIL\\007 \\001 bad\\n' >&2; exit 1"]
+    suite = expand(Suite.model_validate({"name": "ctrl", "test": [
+        {"name": "x", "kind": "command", "tool": "memcheck", "argv": argv}]}))
+    report = judge(suite, run_local(suite, tmp_path / "work", replay_settings), None)
+    junit.write(report, tmp_path / "j.xml")
+    results = [r for s in JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s for r in c.result]
+    text = " ".join(r.text or "" for r in results if isinstance(r, Failure))
+    assert "\\x1b[31mFAIL\\x07 \\x01 bad" in text, text
