@@ -161,6 +161,11 @@ def diff(sweep: SweepSeen, previous: SweepSeen | None, earlier: Mapping[str, Swe
                 item.note = f"the case could not run this time ({case.outcome}): {case.message}"
             elif case.truncated:
                 item.note = "the record cap was reached this time: not every finding was kept, so not called fixed"
+            elif _unstable(seen, False):  # seen in only some repeats before: not seeing it now proves nothing
+                item.count, item.again = 0, True
+                item.note = f"not seen this time; flaky before (seen {seen}): its absence is not a fix"
+                out.flaky.append(item)
+                continue
             elif setup:  # gone under other parameters or options: not the same check, so not a fix
                 if base.against:
                     continue  # said unverified on the night the case stopped running

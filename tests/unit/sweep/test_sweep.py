@@ -125,6 +125,13 @@ def test_repeats_that_disagree_are_flaky(on_h200: None, monkeypatch: pytest.Monk
     assert not n1.flaky and n1.findings[0].seen == "2/2" and n1.findings[0].evidence == "proven"
     changes = diff(sweep, first)
     assert [i.case for i in changes.flaky] == ["narrow-matmul/initcheck/unguarded-n2"]
+    # The next night neither repeat sees it: a finding seen 1/2 before is not fixed by 0/2 (it was called fixed).
+    calm = assemble("captured", processes, {0: [second, second]}, "calm", first.started_at, 1.0)
+    after = diff(calm, sweep)
+    assert after.fixed == [] and [(i.case, i.count, i.again) for i in after.flaky] == [
+        ("narrow-matmul/initcheck/unguarded-n2", 0, True)
+    ]
+    assert "flaky before (seen 1/2): its absence is not a fix" in after.flaky[0].note and not after.changed
 
 
 def test_reports_render_plots_and_counts(on_h200: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
