@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -27,7 +28,7 @@ from service.sweep.compare import changes as changes_of
 from service.sweep.definition import DefinitionError, load_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, run_sweep
-from service.sweep.notify import notify
+from service.sweep.notify import notify, webhook_problem
 from service.sweep.plan import plan
 from service.worker.gpu_slots import host_slots
 
@@ -78,7 +79,18 @@ def run_cmd(
         said = f"--report {report} is a file: it names a folder for report.html and summary.md"
         err.print(f"[red]{escape(said)}[/red]")
         raise typer.Exit(ExitCode.USAGE)
+    if report is not None:  # made now, not after a night of probes: a folder that cannot be made is said first
+        try:
+            report.mkdir(parents=True, exist_ok=True)
+            if not os.access(report, os.W_OK):
+                raise PermissionError(13, "not writable")
+        except OSError as exc:
+            err.print(f"[red]{escape(f'--report {report}: {exc.strerror or exc}')}[/red]")
+            raise typer.Exit(ExitCode.USAGE) from exc
     sweeps, settings = _sweeps()
+    if settings.sweep_webhook_url and (bad := webhook_problem(settings.sweep_webhook_url)):
+        err.print(f"[red]{escape(f'CUPROBE_SWEEP_WEBHOOK_URL: {bad}')}[/red]")
+        raise typer.Exit(ExitCode.USAGE)
     sweep_id = uuid.uuid4().hex
     sweeps.start(sweep_id, parsed.name)
     sigterm_as_interrupt()  # `kill`, a CI job's timeout: stored as failed, like Ctrl-C
@@ -102,20 +114,27 @@ def run_cmd(
     changes = changes_of(sweeps, sweep)
     told = notify(changes, settings.sweep_webhook_url)
     if told:
-        console.print(told, markup=False, highlight=False)
+        err.print(told, markup=False, highlight=False)  # stderr: a redirected stdout holds only the summary
     summary = markdown(sweep, changes)
+    unwritten = None
     if report:
-        report.mkdir(parents=True, exist_ok=True)
-        (report / "report.html").write_text(html(sweep, changes))
-        (report / "summary.md").write_text(summary)
+        try:
+            report.mkdir(parents=True, exist_ok=True)
+            (report / "report.html").write_text(html(sweep, changes))
+            (report / "summary.md").write_text(summary)
+        except OSError as exc:  # the sweep is stored: say what was not written, after the summary
+            unwritten = f"--report {report}: not written: {exc.strerror or exc}"
     console.print(summary, markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(
+    verdict = (
         ExitCode.NOT_RUN
         if any(not c.outcome.ran for c in sweep.cases)
         else ExitCode.FINDINGS
         if changes.new
         else ExitCode.CLEAN
     )
+    if unwritten:
+        err.print(f"[red]{escape(unwritten)}[/red]")
+    raise typer.Exit(ExitCode.USAGE if unwritten and verdict == ExitCode.CLEAN else verdict)
 
 
 @app.command("show")
@@ -145,7 +164,11 @@ def show_cmd(
     sweep = _sweep(sweeps, sweep_id)
     changes = changes_of(sweeps, sweep) if sweep.state == "done" else None  # else the report says it is no result
     if html_out:
-        html_out.write_text(html(sweep, changes))
+        try:
+            html_out.write_text(html(sweep, changes))
+        except OSError as exc:
+            err.print(f"[red]{escape(f'--html {html_out}: not written: {exc.strerror or exc}')}[/red]")
+            raise typer.Exit(ExitCode.USAGE) from exc
     if as_json:
         typer.echo(sweep.model_dump_json(indent=1))
     else:

@@ -34,6 +34,17 @@ def payload(diff: SweepDiff, report_url: str | None = None) -> dict[str, Any]:
     }
 
 
+def webhook_problem(url: str) -> str | None:
+    """Why `url` cannot be posted to (not an http(s) URL httpx can read), or None."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        return f"{url!r} is not a URL: {exc}"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return f"{url!r} is not an http(s) URL with a host"
+    return None
+
+
 def notify(diff: SweepDiff, url: str | None, *, timeout_s: float = 10.0) -> str | None:
     """POST the diff to `url` when it changed anything; what happened, or None when nothing was sent.
 
@@ -41,6 +52,9 @@ def notify(diff: SweepDiff, url: str | None, *, timeout_s: float = 10.0) -> str 
     """
     if not url or not diff.changed:
         return None
+    if problem := webhook_problem(url):
+        log.warning("sweep webhook not sent: %s", problem)
+        return f"webhook not sent: {problem}"
     try:
         response = httpx.post(url, json=payload(diff), timeout=timeout_s)
     except httpx.HTTPError as exc:

@@ -95,6 +95,25 @@ def test_paths_it_cannot_write_are_refused(tmp_path: Path) -> None:
     assert [s["state"] for s in listed] == ["done"]
     shown = _cli(tmp_path, "sweep", "show", listed[0]["id"], "--html", str(tmp_path / "no" / "dir" / "r.html"))
     assert shown.exit_code == 2 and "name a file in a folder that exists" in shown.output
+    # A folder that cannot be made (under a file; under /proc) is refused before anything runs or is stored.
+    for where in (tmp_path / "afile" / "sub", Path("/proc/cuprobe-report")):
+        refused = _run(tmp_path, ok, "--report", str(where))
+        assert refused.exit_code == 2 and f"--report {where}:" in " ".join(refused.output.split()), refused.output
+        assert "Traceback" not in refused.output
+    assert len(json.loads(_cli(tmp_path, "sweep", "show", "--json").output)) == 1
+    # A file that fails only when written (/dev/full) is said, no traceback, and exit 2 rather than a pass.
+    full = _cli(tmp_path, "sweep", "show", listed[0]["id"], "--html", "/dev/full")
+    assert full.exit_code == 2 and "not written: No space left on device" in full.output, full.output
+
+
+def test_a_webhook_url_that_is_not_one_is_refused_before_running(tmp_path: Path) -> None:
+    """A malformed CUPROBE_SWEEP_WEBHOOK_URL was a traceback after the sweep was stored, its summary unprinted."""
+    env = {"CUPROBE_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "250", "CUPROBE_SWEEP_WEBHOOK_URL": "http://[::1"}
+    (tmp_path / "sweep.toml").write_text(_entry('{ behaviour = ["ok"] }'))
+    result = CliRunner().invoke(app, ["sweep", "run", str(tmp_path / "sweep.toml")], env=env)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "CUPROBE_SWEEP_WEBHOOK_URL: 'http://[::1' is not a URL" in said, said
+    assert _stored(tmp_path) == 0
 
 
 def test_a_failed_sweep_says_so_and_is_not_shown_as_a_result(tmp_path: Path) -> None:
