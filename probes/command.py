@@ -35,6 +35,35 @@ def is_sanitizer(argv: list[str]) -> bool:
     return bool(argv) and PurePath(argv[0]).name in SANITIZER_NAMES
 
 
+ENV_OPS = frozenset(
+    {"reset", "set", "unset", "string_append", "string_prepend", "path_list_append", "path_list_prepend",
+     "cmake_list_append", "cmake_list_prepend"}
+)
+
+
+def modified_env(env: dict[str, str], mods: list[str], original: dict[str, str]) -> dict[str, str]:
+    """`env` with ctest's ENVIRONMENT_MODIFICATION entries applied in order (`reset` goes back to `original`)."""
+    out = dict(env)
+    for mod in mods:
+        name, _, rest = mod.partition("=")
+        op, _, value = rest.partition(":")
+        now = out.get(name)
+        joined = {"path_list": os.pathsep, "cmake_list": ";", "string": ""}
+        if op == "reset":
+            out.pop(name, None)
+            if name in original:
+                out[name] = original[name]
+        elif op == "set":
+            out[name] = value
+        elif op == "unset":
+            out.pop(name, None)
+        else:
+            kind, _, where = op.rpartition("_")
+            sep = joined[kind] if now else ""
+            out[name] = (now or "") + sep + value if where == "append" else value + sep + (now or "")
+    return out
+
+
 class CommandParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -53,6 +82,19 @@ class CommandParams(BaseModel):
     )
     not_run_output: str | None = Field(
         None, description="a regular expression that, found in the command's stdout, says no test ran (gtest's)"
+    )
+    pass_output: str | None = Field(
+        None,
+        description="a regular expression the command's output (stdout and stderr) must match, whatever its exit "
+        "status (ctest's PASS_REGULAR_EXPRESSION)",
+    )
+    fail_output: str | None = Field(
+        None, description="a regular expression that, found in the output, fails the test (FAIL_REGULAR_EXPRESSION)"
+    )
+    env_modifications: list[str] = Field(
+        default_factory=list,
+        description="ctest's ENVIRONMENT_MODIFICATION, `VAR=op:value` applied in order to the command's environment "
+        f"(ops: {', '.join(sorted(ENV_OPS))})",
     )
     env: dict[str, str] = Field(default_factory=dict, description="variables added to the command's environment")
     case: str = Field(
@@ -78,7 +120,17 @@ class CommandParams(BaseModel):
             )
         return argv
 
-    @field_validator("not_run_output")
+    @field_validator("env_modifications")
+    @classmethod
+    def _known_ops(cls, mods: list[str]) -> list[str]:
+        for mod in mods:
+            name, eq, rest = mod.partition("=")
+            op = rest.partition(":")[0]
+            if not name or not eq or op not in ENV_OPS:
+                raise ValueError(f"{mod!r}: expected VAR=op:value with op one of {', '.join(sorted(ENV_OPS))}")
+        return mods
+
+    @field_validator("not_run_output", "pass_output", "fail_output")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         if pattern is not None:
@@ -199,6 +251,7 @@ class Command(Probe[CommandParams]):
         if params.allocator is not None:
             env.update(allocator_env(params.allocator, env))
         env.update(params.env)
+        env = modified_env(env, params.env_modifications, base)
         case = recorder.case(
             params.case, self.expectation(params, tool), argv=params.argv, executable=executable
         )
@@ -234,8 +287,16 @@ class Command(Probe[CommandParams]):
         )
         if (meaning := params.not_run_exits.get(proc.returncode)) is not None:
             raise RuntimeError(f"the command exited {proc.returncode} ({meaning}): the test did not run")
-        if params.not_run_output and (seen := re.search(params.not_run_output, _plain(_tail(out)), re.M)):
+        said = _plain(_tail(out) + "\n" + _tail(err))  # ctest's skip pattern reads both, as the summaries are on stdout
+        if params.not_run_output and (seen := re.search(params.not_run_output, said, re.M)):
             raise RuntimeError(f"the command printed {seen.group(0).strip()!r}: no test ran")
+        output = _plain(out.decode("utf-8", errors="replace") + "\n" + err.decode("utf-8", errors="replace"))
+        if params.fail_output and (bad := re.search(params.fail_output, output, re.M)):
+            case.violations.append(f"the output matched the failure pattern: {bad.group(0).strip()[:200]!r}")
+        if params.pass_output is not None:
+            if not re.search(params.pass_output, output, re.M):
+                case.violations.append(f"the output never matched the pass pattern {params.pass_output!r}")
+            return  # the pattern decides, not the exit status (ctest's PASS_REGULAR_EXPRESSION)
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
             said = [line.strip() for line in _tail(err).splitlines() if line.strip()]
             last = f" (its last line on stderr: {said[-1][:200]})" if said else ""

@@ -109,6 +109,10 @@ class TestCommand(BaseModel):
     not_run_exits: dict[int, str] = Field(
         default_factory=dict, description="this test's own exit statuses that say it did not run (SKIP_RETURN_CODE)"
     )
+    not_run_output: str | None = Field(None, description="output that says it skipped itself (SKIP_REGULAR_EXPRESSION)")
+    pass_output: str | None = Field(None, description="output it must print to pass (PASS_REGULAR_EXPRESSION)")
+    fail_output: str | None = Field(None, description="output that fails it (FAIL_REGULAR_EXPRESSION)")
+    env_modifications: list[str] = Field(default_factory=list, description="ctest's ENVIRONMENT_MODIFICATION")
 
 
 # What says a test process never ran a test, per kind. pytest's exit statuses: 2 interrupted, 3 internal error,
@@ -196,6 +200,12 @@ def _pytest(entry: TestEntry, cwd: str) -> list[TestCommand]:
     ]
 
 
+def _any_of(patterns: object) -> str | None:
+    """ctest's list of regular expressions (any one matching counts) as one pattern; None when there are none."""
+    items = [patterns] if isinstance(patterns, str) else list(patterns) if isinstance(patterns, list) else []
+    return "|".join(f"(?:{p})" for p in items if isinstance(p, str) and p) or None
+
+
 def ctest_tests(text: str) -> list[dict[str, Any]]:
     """Tests from `ctest --show-only=json-v1`: name, command, working directory and environment."""
     out = []
@@ -212,6 +222,10 @@ def ctest_tests(text: str) -> list[dict[str, Any]]:
                 "env": dict(item.split("=", 1) for item in env if "=" in item),
                 "will_fail": props.get("WILL_FAIL") is True,
                 "skip_code": props.get("SKIP_RETURN_CODE"),
+                "skip_output": _any_of(props.get("SKIP_REGULAR_EXPRESSION")),
+                "pass_output": _any_of(props.get("PASS_REGULAR_EXPRESSION")),
+                "fail_output": _any_of(props.get("FAIL_REGULAR_EXPRESSION")),
+                "env_modifications": list(props.get("ENVIRONMENT_MODIFICATION") or []),
             }
         )
     return out
@@ -248,6 +262,10 @@ def _ctest(entry: TestEntry, cwd: str) -> list[TestCommand]:
                 if isinstance(t["skip_code"], int)
                 else {}
             ),
+            not_run_output=t["skip_output"],
+            pass_output=t["pass_output"],
+            fail_output=t["fail_output"],
+            env_modifications=t["env_modifications"],
         )
         for t in tests
     ]
@@ -308,7 +326,12 @@ def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
         "timeout_s": entry.timeout_s,
         "expect_exit": None if entry.expect_exit == "any" or test.expect_any_exit else entry.expect_exit,
         "not_run_exits": {**NOT_RUN_EXITS.get(entry.kind, {}), **test.not_run_exits},
-        "not_run_output": NOT_RUN_OUTPUT.get(entry.kind),
+        "not_run_output": "|".join(
+            f"(?:{p})" for p in (NOT_RUN_OUTPUT.get(entry.kind), test.not_run_output) if p
+        ) or None,
+        "pass_output": test.pass_output,
+        "fail_output": test.fail_output,
+        "env_modifications": test.env_modifications,
         "case": test.case,
         **({"expect": entry.expect} if entry.control else {}),
     }

@@ -198,6 +198,65 @@ def test_ctest_disabled_tests_are_left_out_and_will_fail_tests_may_exit_non_zero
     assert 77 in params[2]["not_run_exits"] and 77 not in params[0]["not_run_exits"]
 
 
+CMAKE_OUTPUT = """
+cmake_minimum_required(VERSION 3.16)
+project(tiny CXX)
+enable_testing()
+add_executable(say say.cpp)
+add_test(NAME skips_by_output COMMAND say 0 "SKIPPING: no gpu")
+add_test(NAME passes_by_output COMMAND say 1 "all good")
+add_test(NAME fails_by_output COMMAND say 0 "FAILED: 3 wrong")
+add_test(NAME needs_its_env COMMAND say 0 env)
+set_tests_properties(skips_by_output PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPING")
+set_tests_properties(passes_by_output PROPERTIES PASS_REGULAR_EXPRESSION "all good")
+set_tests_properties(fails_by_output PROPERTIES FAIL_REGULAR_EXPRESSION "FAILED")
+set_tests_properties(needs_its_env PROPERTIES ENVIRONMENT_MODIFICATION "CT_MOD=set:yes;PATH=path_list_append:/x")
+"""
+
+SAY = """#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+int main(int c, char** v) {
+  if (c > 2 && !std::strcmp(v[2], "env")) {
+    const char* m = std::getenv("CT_MOD");
+    return m && !std::strcmp(m, "yes") ? 0 : 4;
+  }
+  if (c > 2) std::printf("%s\\n", v[2]);
+  return std::atoi(v[1]);
+}
+"""
+
+
+def test_ctests_output_patterns_and_environment_modifications_decide_as_ctest_does(
+    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    """SKIP_REGULAR_EXPRESSION: skipped, so not run (it read clean); PASS_REGULAR_EXPRESSION: the pattern decides, not
+    the exit status (it was a finding); FAIL_REGULAR_EXPRESSION: a finding (it read clean); ENVIRONMENT_MODIFICATION
+    applied (it exited 4). `ctest` itself is the control for each verdict."""
+    if not shutil.which("cmake"):
+        pytest.fail("cmake is not installed (.ci/run installs the build tools these tests use)")
+    (tmp_path / "CMakeLists.txt").write_text(CMAKE_OUTPUT)
+    (tmp_path / "say.cpp").write_text(SAY)
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(build)], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    ctest = subprocess.run(["ctest", "--test-dir", str(build)], capture_output=True, text=True).stdout
+    for name, verdict in (("skips_by_output", "Skipped"), ("passes_by_output", "Passed"),
+                          ("fails_by_output", "Failed"), ("needs_its_env", "Passed")):  # fmt: skip
+        assert any(name in line and verdict in line for line in ctest.splitlines()), ctest
+    suite = expand(Suite.model_validate({"name": "s", "test": [
+        {"name": "t", "kind": "ctest", "tool": "memcheck", "build_dir": str(build)}]}))
+    ran = {case: (o, m) for case, o, m in _results(suite, tmp_path / "work", replay_settings)}
+    assert {case: o for case, (o, _) in ran.items()} == {
+        "skips_by_output": Outcome.PROBE_ERROR,
+        "passes_by_output": Outcome.CLEAN,
+        "fails_by_output": Outcome.FINDINGS,
+        "needs_its_env": Outcome.CLEAN,
+    }, ran
+    assert "'SKIPPING'" in ran["skips_by_output"][1] and "no test ran" in ran["skips_by_output"][1]
+    assert "matched the failure pattern: 'FAILED'" in ran["fails_by_output"][1]
+
+
 def test_a_test_past_its_own_time_limit_is_a_timeout(
     tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
 ) -> None:
