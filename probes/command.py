@@ -298,8 +298,8 @@ class Command(Probe[CommandParams]):
                 case.violations.append(f"the output never matched the pass pattern {params.pass_output!r}")
             return  # the pattern decides, not the exit status (ctest's PASS_REGULAR_EXPRESSION)
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
-            said = [line.strip() for line in _tail(err).splitlines() if line.strip()]
-            last = f" (its last line on stderr: {said[-1][:200]})" if said else ""
+            lines = [line.strip() for line in _tail(err).splitlines() if line.strip()]
+            last = f" (its last line on stderr: {lines[-1][:200]})" if lines else ""
             case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}{last}")
 
 
