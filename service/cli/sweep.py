@@ -97,7 +97,10 @@ def run_cmd(
     with Progress(console=err) as bar:  # stderr: a redirected stdout holds only the summary
         task = bar.add_task(f"sweep {parsed.name}", total=None)
 
+        reached = [0, 0]  # processes finished, of planned: what an interrupted sweep's stored reason says
+
         def progress(done: int, total: int, what: str) -> None:
+            reached[:] = [done, total]
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
             sweeps.progress(sweep_id, done, total, what)  # the dashboard shows it while the sweep runs
 
@@ -106,7 +109,11 @@ def run_cmd(
             sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
             sweeps.save(sweep)
         except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
-            sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, KeyboardInterrupt):
+                why = f"interrupted (Ctrl-C or SIGTERM) after {reached[0]} finished process(es); nothing kept"
+            else:
+                why = f"{type(exc).__name__}: {exc}"
+            sweeps.fail(sweep_id, why)
             if isinstance(exc, KeyboardInterrupt):
                 err.print(f"sweep {sweep_id} stopped: its running probes were killed and it is stored as failed")
                 raise typer.Exit(ExitCode.NOT_RUN) from exc
@@ -150,6 +157,8 @@ def show_cmd(
     sweeps, settings = _sweeps()
     if sweep_id is None:
         rows = sweeps.list()
+        if rows and (stored := sweeps.count()) > len(rows):  # on stderr: the list (and its JSON) stays the list
+            err.print(f"the {len(rows)} newest of {stored} sweeps; `cuprobe sweep show ID` shows any of them")
         if as_json:
             listed = [
                 {"id": r.id, "definition": r.definition, "state": r.state, "started_at": r.started_at} for r in rows

@@ -251,6 +251,11 @@ class SweepStore:
             query = select(SweepRow.id).where(SweepRow.id.startswith(prefix, autoescape=True)).limit(limit)
             return list(s.scalars(query))
 
+    def count(self) -> int:
+        """How many sweeps are stored, of every definition and state."""
+        with self.store.session() as s:
+            return int(s.scalar(select(func.count()).select_from(SweepRow)) or 0)
+
     def list(self, definition: str | None = None, limit: int = 50) -> list[SweepRow]:
         with self.store.session() as s:
             query = select(SweepRow).order_by(SweepRow.started_at.desc()).limit(limit)

@@ -129,6 +129,20 @@ def test_a_failed_sweep_says_so_and_is_not_shown_as_a_result(tmp_path: Path) -> 
     assert diffed.exit_code == 3 and "sweep f00d0001 is failed, not a result: there is nothing to diff" in diffed.output
 
 
+@pytest.mark.parametrize("stored", [52, 3])
+def test_the_list_of_sweeps_says_when_it_shows_only_the_newest(tmp_path: Path, stored: int) -> None:
+    (tmp_path / "data").mkdir()
+    store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
+    store.migrate()
+    sweeps = SweepStore(store)
+    for i in range(stored):
+        sweeps.start(f"f00d{i:04d}", "nightly")
+    listed = _cli(tmp_path, "sweep", "show", "--json")
+    assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == min(stored, 50)
+    said = "the 50 newest of 52 sweeps; `cuprobe sweep show ID` shows any of them"
+    assert (said in listed.stderr) == (stored > 50)
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -162,3 +176,4 @@ def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path:
     store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
     (row,) = SweepStore(store).list()
     assert row.state == "failed"
+    assert row.summary["message"].startswith("interrupted (Ctrl-C or SIGTERM) after 0 finished process(es)")
