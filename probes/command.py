@@ -41,6 +41,10 @@ ENV_OPS = frozenset(
 )
 
 
+# What ctest's append/prepend ops join with, by the op's kind (`path_list_append`: the path separator).
+LIST_SEPARATORS = {"path_list": os.pathsep, "cmake_list": ";", "string": ""}
+
+
 def modified_env(env: dict[str, str], mods: list[str], original: dict[str, str]) -> dict[str, str]:
     """`env` with ctest's ENVIRONMENT_MODIFICATION entries applied in order (`reset` goes back to `original`)."""
     out = dict(env)
@@ -48,7 +52,6 @@ def modified_env(env: dict[str, str], mods: list[str], original: dict[str, str])
         name, _, rest = mod.partition("=")
         op, _, value = rest.partition(":")
         now = out.get(name)
-        joined = {"path_list": os.pathsep, "cmake_list": ";", "string": ""}
         if op == "reset":
             out.pop(name, None)
             if name in original:
@@ -59,7 +62,7 @@ def modified_env(env: dict[str, str], mods: list[str], original: dict[str, str])
             out.pop(name, None)
         else:
             kind, _, where = op.rpartition("_")
-            sep = joined[kind] if now else ""
+            sep = LIST_SEPARATORS[kind] if now else ""
             out[name] = (now or "") + sep + value if where == "append" else value + sep + (now or "")
     return out
 

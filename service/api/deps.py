@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from celery import Celery
@@ -11,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.config import Settings
 from service.db.store import Store
+from service.web.auth import bearer_refusal
 
 bearer = HTTPBearer(auto_error=False)
 
@@ -35,21 +35,16 @@ CeleryDep = Annotated[Celery, Depends(get_celery)]
 
 
 def require_token(
-    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    settings: SettingsDep,
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
-    """Bearer-token check when a token is configured (create_app insists on one when `command` is enabled)."""
+    """Bearer-token check when a token is configured (create_app insists on one when `command` is enabled).
+    `credentials` declares the scheme in OpenAPI; the header itself is judged by bearer_refusal, as everywhere."""
     if settings.api_token is None:
         return
-    if credentials is None:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "missing bearer token (Authorization: Bearer ...)",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    if not hmac.compare_digest(credentials.credentials.encode(), settings.api_token.encode()):
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED, "wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
-        )
+    if (why := bearer_refusal(request.headers.get("authorization"), settings.api_token)) is not None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, why, headers={"WWW-Authenticate": "Bearer"})
 
 
 Authorized = Depends(require_token)

@@ -4,26 +4,15 @@ documents the scheme in OpenAPI); this answers first, with the same 401."""
 
 from __future__ import annotations
 
-import hmac
-
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.schemas import ErrorBody
+from service.web.auth import bearer_refusal
 
 # The API's routes that need the token (the dashboard has its own login: service/web/auth.py; /health answers
 # anyone, with less for those without the token).
 GUARDED = ("/jobs", "/findings", "/probes", "/sweeps")
-
-
-def refusal(authorization: str | None, token: str) -> str | None:
-    """Why a request with this Authorization header is refused, or None when it carries the token."""
-    if not authorization:
-        return "missing bearer token (Authorization: Bearer ...)"
-    scheme, _, given = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        return "wrong bearer token"
-    return None
 
 
 class TokenGate:
@@ -36,7 +25,7 @@ class TokenGate:
         path = scope.get("path", "") if scope["type"] == "http" else ""
         if self.token is not None and any(path == p or path.startswith(p + "/") for p in GUARDED):
             header = dict(scope.get("headers") or []).get(b"authorization")
-            if (why := refusal(header.decode("latin-1") if header else None, self.token)) is not None:
+            if (why := bearer_refusal(header.decode("latin-1") if header else None, self.token)) is not None:
                 response = JSONResponse(
                     ErrorBody(error=why).model_dump(), status_code=401, headers={"WWW-Authenticate": "Bearer"}
                 )

@@ -72,7 +72,6 @@ class BrokerKeeper(threading.Thread):
         super().__init__(name="cuprobe-broker", daemon=True)
         self.server, self.make = server, make
         self.port: int = server.port
-        self.restarts = 0
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -104,7 +103,6 @@ class BrokerKeeper(threading.Thread):
             )
             return False
         self.server = fresh
-        self.restarts += 1
         console.print(f"the broker is back on port {self.port}")
         return True
 
@@ -247,7 +245,6 @@ class WorkerSupervisor(threading.Thread):
         self.commands, self.quiet = commands, quiet
         self.env = {**os.environ, **settings_env(settings)}
         self.procs = [self._spawn(c) for c in commands]
-        self.restarts = 0
         self.stopping = threading.Event()
         self._lock = threading.Lock()
 
@@ -265,7 +262,6 @@ class WorkerSupervisor(threading.Thread):
                         f"[yellow]worker {self.commands[i].name} exited ({proc.returncode}); starting it again[/yellow]"
                     )
                     self.procs[i] = self._spawn(self.commands[i])
-                    self.restarts += 1
 
     def stop(self) -> None:
         self.stopping.set()

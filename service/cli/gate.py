@@ -20,7 +20,7 @@ from service.cli.render import spelling_warnings
 from service.client import MAX_WAIT_S, Client
 from service.config import get_settings
 from service.gate import github, junit, markdown, sarif
-from service.gate.baseline import Baseline, BaselineError, load_baseline, write_baseline
+from service.gate.baseline import Baseline, BaselineError, comment_lines, load_baseline, write_baseline
 from service.gate.discover import DiscoveryError
 from service.gate.runs import EntryRuns, ServiceRefused, run_local, run_remote
 from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
@@ -47,9 +47,9 @@ def _check_outputs(paths: dict[str, Path | None], inputs: dict[str, Path]) -> No
             continue
         if why := unwritable(path):
             raise _refuse(f"{option} {path}{why}")
-        if (other := taken.get(path.resolve())) is not None:
+        if (other := taken.get(resolved := path.resolve())) is not None:
             raise _refuse(f"{option} {path} is {other} too: name another file")
-        taken[path.resolve()] = f"the file {option} writes"
+        taken[resolved] = f"the file {option} writes"
 
 
 def _write(outputs: list[tuple[str, Path, Callable[[Path], None]]]) -> list[str]:
@@ -201,17 +201,13 @@ def gate(
             err.print(f"[red]baseline not written:[/] something could not run; {baseline_path} is unchanged")
         else:
             fresh = updated_baseline(report, known)
-            dropped: list[int] = []
-
-            def write_fresh(path: Path) -> None:
-                dropped.append(write_baseline(fresh, path))
-
-            failed = _write([("--update-baseline", baseline_path, write_fresh)])
+            dropped = comment_lines(baseline_path)
+            failed = _write([("--update-baseline", baseline_path, partial(write_baseline, fresh))])
             if not failed:
                 err.print(f"baseline written: {baseline_path} ({len(fresh.finding)} known finding(s))")
-                if dropped and dropped[0]:
+                if dropped:
                     err.print(
-                        f"  its {dropped[0]} comment line(s) were not kept (a rewrite keeps each entry's reason: "
+                        f"  its {dropped} comment line(s) were not kept (a rewrite keeps each entry's reason: "
                         "put the why there)"
                     )
                 report = judge(suite, runs, fresh)

@@ -97,10 +97,10 @@ def run_cmd(
     with Progress(console=err) as bar:  # stderr: a redirected stdout holds only the summary
         task = bar.add_task(f"sweep {parsed.name}", total=None)
 
-        reached = [0, 0]  # processes finished, of planned: what an interrupted sweep's stored reason says
+        finished = [0]  # processes finished: what an interrupted sweep's stored reason says
 
         def progress(done: int, total: int, what: str) -> None:
-            reached[:] = [done, total]
+            finished[0] = done
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
             sweeps.progress(sweep_id, done, total, what)  # the dashboard shows it while the sweep runs
 
@@ -109,15 +109,13 @@ def run_cmd(
             sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
             sweeps.save(sweep)
         except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
-            if isinstance(exc, KeyboardInterrupt):
-                why = f"interrupted (Ctrl-C or SIGTERM) after {reached[0]} finished process(es); nothing kept"
-            else:
-                why = f"{type(exc).__name__}: {exc}"
-            sweeps.fail(sweep_id, why)
-            if isinstance(exc, KeyboardInterrupt):
-                err.print(f"sweep {sweep_id} stopped: its running probes were killed and it is stored as failed")
-                raise typer.Exit(ExitCode.NOT_RUN) from exc
-            raise
+            if not isinstance(exc, KeyboardInterrupt):
+                sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+                raise
+            said = f"interrupted (Ctrl-C or SIGTERM) after {finished[0]} finished process(es); nothing kept"
+            sweeps.fail(sweep_id, said)
+            err.print(f"sweep {sweep_id} stopped: its running probes were killed and it is stored as failed")
+            raise typer.Exit(ExitCode.NOT_RUN) from exc
     changes = changes_of(sweeps, sweep)
     told = notify(changes, settings.sweep_webhook_url)
     if told:

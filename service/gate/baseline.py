@@ -63,16 +63,19 @@ def load_baseline(path: Path) -> Baseline:
 HEADER = "# cuprobe gate baseline: known findings by signature; review changes like code.\n"
 
 
-def write_baseline(baseline: Baseline, path: Path) -> int:
-    """Write `baseline` as TOML (dates as TOML dates), replacing the file atomically; how many comment lines the
-    file it replaced had besides the header (a rewrite does not keep them: an entry's why belongs in its reason)."""
-    body = baseline.model_dump(mode="python", exclude_none=True)
+def comment_lines(path: Path) -> int:
+    """How many comment lines the baseline at `path` holds besides cuprobe's header (0 when there is none): what a
+    rewrite by write_baseline will not keep (an entry's why belongs in its reason, which is kept)."""
     try:
-        old = path.read_text(errors="replace").splitlines() if path.is_file() else []
+        lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
     except OSError:
-        old = []
-    dropped = sum(1 for line in old if line.lstrip().startswith("#") and line + "\n" != HEADER)
+        return 0
+    return sum(1 for line in lines if line.lstrip().startswith("#") and line + "\n" != HEADER)
+
+
+def write_baseline(baseline: Baseline, path: Path) -> None:
+    """Write `baseline` as TOML (dates as TOML dates), replacing the file atomically."""
+    body = baseline.model_dump(mode="python", exclude_none=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(HEADER + tomli_w.dumps(body))
     tmp.replace(path)
-    return dropped

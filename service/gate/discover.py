@@ -201,7 +201,8 @@ def _pytest(entry: TestEntry, cwd: str) -> list[TestCommand]:
 
 
 def _any_of(patterns: object) -> str | None:
-    """ctest's list of regular expressions (any one matching counts) as one pattern; None when there are none."""
+    """A list of regular expressions (any one matching counts: ctest's lists, a kind's and a test's own) as one
+    pattern; None when there are none."""
     items = [patterns] if isinstance(patterns, str) else list(patterns) if isinstance(patterns, list) else []
     return "|".join(f"(?:{p})" for p in items if isinstance(p, str) and p) or None
 
@@ -326,9 +327,7 @@ def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
         "timeout_s": entry.timeout_s,
         "expect_exit": None if entry.expect_exit == "any" or test.expect_any_exit else entry.expect_exit,
         "not_run_exits": {**NOT_RUN_EXITS.get(entry.kind, {}), **test.not_run_exits},
-        "not_run_output": "|".join(
-            f"(?:{p})" for p in (NOT_RUN_OUTPUT.get(entry.kind), test.not_run_output) if p
-        ) or None,
+        "not_run_output": _any_of([NOT_RUN_OUTPUT.get(entry.kind), test.not_run_output]),
         "pass_output": test.pass_output,
         "fail_output": test.fail_output,
         "env_modifications": test.env_modifications,

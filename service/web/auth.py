@@ -26,6 +26,17 @@ class LoginRequired(Exception):
         self.message = message
 
 
+def bearer_refusal(authorization: str | None, token: str) -> str | None:
+    """Why a request with this Authorization header is refused, or None when it carries `token` as its bearer token
+    (the API's routes, their outermost gate and the dashboard all judge it here)."""
+    if not authorization:
+        return "missing bearer token (Authorization: Bearer ...)"
+    scheme, _, given = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        return "wrong bearer token"
+    return None
+
+
 def session_value(token: str) -> str:
     """The login cookie's value for `token`: an HMAC-SHA256, so the cookie never holds the token."""
     return hmac.new(token.encode(), _SESSION_MESSAGE, hashlib.sha256).hexdigest()
@@ -41,8 +52,7 @@ def allowed(request: Request) -> bool:
     token = _settings(request).api_token
     if token is None:
         return True
-    scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+    if bearer_refusal(request.headers.get("authorization"), token) is None:
         return True
     cookie = request.cookies.get(COOKIE, "")
     return bool(cookie) and hmac.compare_digest(cookie.encode(), session_value(token).encode())
