@@ -9,6 +9,7 @@
 # confirmer's control right in every process, in both confirming settings (the torch cases hold no finding, so no
 # re-run follows the sanitizer run). From the project root on the GPU box:
 #   OUT=/tmp/out bash tests/gpu/session19_a.sh
+# BUDGET_S (default 500) is the time after which no new round starts; a round takes up to 90 s more.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
@@ -17,7 +18,7 @@ git log --oneline -1 > "$OUT/commit.txt" 2>/dev/null
 python3 tests/gpu/cpu_sample.py "$OUT/cpu.tsv" --interval 0.5 & sampler=$!
 for round in 1 2 3 4; do
   for setting in default torch-early off; do
-    [ $(( $(date +%s) - began )) -gt 500 ] && break 2
+    [ $(( $(date +%s) - began )) -gt ${BUDGET_S:-500} ] && break 2
     confirm=1; [ $setting = off ] && confirm=0
     early=0; [ $setting = torch-early ] && early=1
     t=$(date +%s.%N)
