@@ -13,7 +13,7 @@ import pytest
 
 from probes.contract import Tool
 from service.config import Settings
-from service.gate.discover import TestEntry, command_params, discover
+from service.gate.discover import TestEntry, command_params, discover, with_xfail_report
 from service.gate.runs import run_local
 from service.gate.suite import Suite, expand
 from service.models import Outcome
@@ -94,6 +94,20 @@ def test_skips_itself():
 @pytest.mark.xfail(reason="known")
 def test_expected_to_fail():
     assert False
+
+
+@pytest.mark.xfail(run=False, reason="hangs the driver")
+def test_xfail_never_run():
+    assert False
+
+
+@pytest.fixture
+def no_second_gpu():
+    pytest.xfail("needs two GPUs")
+
+
+def test_xfail_before_its_body(no_second_gpu):
+    assert False
 """
 
 
@@ -102,8 +116,9 @@ def test_a_skipped_pytest_test_did_not_run_and_an_xfail_did(
     colour: bool, tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
 ) -> None:
     """Each process runs one test: one pytest skipped ran none of the user's code under the sanitizer, so it is
-    never clean (probe_error, could not run); an xfail ran its code and failed as it says it will. With colour
-    (`--color=yes` in the project's addopts) the summary is wrapped in escape codes: the same verdicts."""
+    never clean (probe_error, could not run); an xfail ran its code and failed as it says it will; an xfail that
+    never ran its body (`run=False`, or raised in a fixture) did not run. With colour (`--color=yes` in the
+    project's addopts) the summary is wrapped in escape codes: the same verdicts."""
     (tmp_path / "test_s.py").write_text(SKIPS)
     if colour:
         (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
@@ -115,9 +130,28 @@ def test_a_skipped_pytest_test_did_not_run_and_an_xfail_did(
         "test_marked_skip": Outcome.PROBE_ERROR,
         "test_skips_itself": Outcome.PROBE_ERROR,
         "test_expected_to_fail": Outcome.CLEAN,
+        "test_xfail_never_run": Outcome.PROBE_ERROR,
+        "test_xfail_before_its_body": Outcome.PROBE_ERROR,
     }
     said = ran["test_marked_skip"][1]
     assert "the command printed '1 skipped in" in said and "no test ran" in said
+    assert "[NOTRUN] hangs the driver" in ran["test_xfail_never_run"][1]
+    assert "at setup of" in ran["test_xfail_before_its_body"][1]
+
+
+@pytest.mark.parametrize(
+    ("given", "passed"),
+    [
+        ([], ["-rx"]),
+        (["-x", "--tb=short"], ["-rx", "-x", "--tb=short"]),
+        (["-rfE"], ["-rfEx"]),
+        (["-r", "fE", "-v"], ["-r", "fEx", "-v"]),
+        (["-rA"], ["-rA"]),
+        (["-rxs"], ["-rxs"]),
+    ],
+)
+def test_the_short_summary_names_xfails_whatever_report_the_test_asks_for(given: list[str], passed: list[str]) -> None:
+    assert with_xfail_report(given) == passed
 
 
 GTEST_SKIP = """
