@@ -60,7 +60,7 @@ def test_pytest_discovery_lists_node_ids_by_path_and_marker(tmp_path: Path) -> N
         "pkg_tests/test_ops.py::test_scaled[64]",
         "pkg_tests/test_ops.py::TestGroup::test_inner",
     ]
-    assert every[1].argv == [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", every[1].case]
+    assert every[1].argv == [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rx", every[1].case]
     assert every[1].cwd == str(tmp_path)
     marked = discover(entry.model_copy(update={"markers": "cuda"}))
     assert [t.case.split("::", 1)[1] for t in marked] == ["test_scaled[1]", "test_scaled[64]", "TestGroup::test_inner"]
