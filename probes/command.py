@@ -14,6 +14,7 @@ from probes.allocator import ENV, NO_CACHING, Allocator
 from probes.allowed_env import allowlisted
 from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
 from probes.contract import Expectation, Tool
+from probes.kinds import kind_refusal
 from probes.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
@@ -111,6 +112,13 @@ class CommandParams(BaseModel):
         description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
         "caching-nvtx also loads the pytest plugin probes.allocator_plugin (PYTEST_PLUGINS)",
     )
+
+    @field_validator("expect")
+    @classmethod
+    def _expect_is_a_kind(cls, value: str | None) -> str | None:
+        if value is not None and (why := kind_refusal(value)):
+            raise ValueError(f"expect: {why}")
+        return value
 
     @field_validator("argv")
     @classmethod

@@ -11,12 +11,11 @@ from typing import Any
 from lxml import etree
 
 from probes.contract import Tool
-from probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ
+from probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ, slug
 from service.sanitizer.xmlstream import HARDENED
 
 UNUSED_MEMORY = "unused-memory"
 _SIZE_SUFFIX = re.compile(r"\s+of size \d+ bytes?.*$")
-_SLUG = re.compile(r"[^a-z0-9]+")
 _STACK_PARSER = etree.XMLParser(**HARDENED)
 
 # The record kinds each tool writes (seen in 2025.3 and 2026.4 output; docs/evidence/).
@@ -30,11 +29,6 @@ TOOL_OF_KIND: dict[str, Tool] = {
     "Analysis": Tool.RACECHECK,
     "Hazard": Tool.RACECHECK,
 }
-
-
-@functools.lru_cache(maxsize=1024)
-def slug(text: str) -> str:
-    return _SLUG.sub("-", text.lower()).strip("-")
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,3 +254,13 @@ def test_without_a_gpu_the_gate_says_could_not_run(tmp_path: Path, replay_settin
     results = [r for entry in runs for r in entry.results]
     assert len(results) == 4 and {r.outcome for r in results} == {Outcome.UNAVAILABLE}
     assert "no CUDA device" in results[0].message
+
+
+def test_a_control_expecting_a_kind_no_finding_can_have_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """A finding's kind is a slug (`shared-memory-race`); `expect` written as the sanitizer prints it could never
+    match, so the control would fail every run: refused at load, with the slug it meant."""
+    path = tmp_path / "bad.toml"
+    path.write_text(SUITE.format(cwd=tmp_path).replace('"shared-memory-race"', '"Shared memory race"'))
+    with pytest.raises(SuiteError, match=r"\[\[test\]\] race.*'Shared memory race' is not a finding kind.*"
+                       r"did you mean 'shared-memory-race'"):
+        load_suite(path)
