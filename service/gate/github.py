@@ -33,7 +33,7 @@ def workflow_commands(report: GateReport) -> list[str]:
         message = f"{f.message} — {item.entry}, seen {item.seen}/{item.repeats}, signature {f.signature}"
         out.append(f"::error {','.join(props)}::{_data(message)}")
     for n in report.not_run:
-        title = _prop(f"cuprobe gate: {n.entry} could not run ({n.result.outcome.value})")
+        title = _prop(f"cuprobe gate: {n.label} could not run ({n.result.outcome.value})")
         out.append(f"::error title={title}::{_data(n.result.message)}")
     for c in report.failed_controls:
         title = _prop(f"cuprobe gate: positive control {c.entry} came back clean")

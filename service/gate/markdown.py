@@ -71,7 +71,7 @@ def render(report: GateReport) -> str:
         if report.fixed
         else ["None.", ""]
     )
-    problems = [[n.entry, n.repeat + 1, n.result.outcome.value, n.result.message] for n in report.not_run]
+    problems = [[n.label, n.repeat + 1, n.result.outcome.value, n.result.message] for n in report.not_run]
     problems += [
         [c.entry, "-", "positive control came back clean", f"case {c.case}: {c.reason}"] for c in report.failed_controls
     ]

@@ -98,7 +98,7 @@ def build(report: GateReport) -> dict[str, Any]:
     notifications = [
         {
             "level": "error",
-            "message": {"text": f"{n.entry} repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}"},
+            "message": {"text": f"{n.label} repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}"},
         }
         for n in report.not_run
     ] + [

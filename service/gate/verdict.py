@@ -72,6 +72,12 @@ class NotRun:
     entry: str
     repeat: int
     result: RunResult
+    case: str | None = None  # a [[test]] process's test (node id, test name)
+
+    @property
+    def label(self) -> str:
+        """The entry as the outputs name it: with its test where it runs one (`ops.0003 (tests/test_ops.py::t)`)."""
+        return f"{self.entry} ({self.case})" if self.case else self.entry
 
 
 @dataclass
@@ -219,7 +225,9 @@ def judge(suite: Suite, runs: list[EntryRuns], baseline: Baseline | None, today:
         entry = entry_runs.entry
         report.failed_controls += _failed_controls(entry_runs)
         report.not_run += [
-            NotRun(entry.name, i, result) for i, result in enumerate(entry_runs.results) if not result.outcome.ran
+            NotRun(entry.name, i, result, entry.case)
+            for i, result in enumerate(entry_runs.results)
+            if not result.outcome.ran
         ]
         repeats = len(entry_runs.results)
         for finding, seen, is_expected in _merged(entry_runs):

@@ -13,9 +13,13 @@ import pytest
 
 from probes.contract import Tool
 from service.config import Settings
+from service.gate import sarif
 from service.gate.discover import TestEntry, command_params, discover, with_xfail_report
+from service.gate.github import workflow_commands
+from service.gate.markdown import render
 from service.gate.runs import run_local
 from service.gate.suite import Suite, expand
+from service.gate.verdict import judge
 from service.models import Outcome
 from service.probing import runner
 from service.probing.environment import GpuFacts
@@ -302,3 +306,22 @@ def test_a_test_past_its_own_time_limit_is_a_timeout(
     ran = _results(suite, tmp_path / "work", replay_settings)
     assert [(case, o) for case, o, _ in ran] == [("slow", Outcome.TIMEOUT), ("quick", Outcome.CLEAN)]
     assert "exceeded its wall-clock limit of 1 s" in ran[0][2]
+
+
+def test_what_could_not_run_is_named_by_its_test_in_every_output(
+    tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+) -> None:
+    """A [[test]] process that did not run is named by its test (node id) beside the generated entry name, in the
+    summary, the workflow commands and SARIF: `x.0001` alone does not say which test to look at."""
+    (tmp_path / "test_s.py").write_text(SKIPS)
+    suite = expand(Suite.model_validate({"name": "s", "test": [
+        {"name": "x", "kind": "pytest", "tool": "memcheck", "paths": ["test_s.py"], "cwd": str(tmp_path)}]}))
+    report = judge(suite, run_local(suite, tmp_path / "work", replay_settings), None)
+    assert report.exit_code == 3
+    skipped = next(n for n in report.not_run if n.case and n.case.endswith("test_marked_skip"))
+    assert skipped.label == f"{skipped.entry} (test_s.py::test_marked_skip)"
+    assert f"| {skipped.label} |" in render(report)
+    escaped = skipped.label.replace(":", "%3A")  # a workflow command's title escapes its colons
+    assert any(f"{escaped} could not run" in line for line in workflow_commands(report))
+    (invocation,) = sarif.build(report)["runs"][0]["invocations"]
+    assert any(skipped.label in n["message"]["text"] for n in invocation["toolExecutionNotifications"])
