@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.orm import Session
 
+from service.db.owner import gone, this_process
 from service.db.store import Store
 from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, in_utc, utcnow
 from service.models import Outcome
@@ -105,7 +106,22 @@ class SweepStore:
 
     def start(self, sweep_id: str, definition: str) -> None:
         with self.store.session() as s:
-            s.add(SweepRow(id=sweep_id, definition=definition, state="running", started_at=utcnow(), summary={}))
+            summary = {"owner": this_process()}
+            s.add(SweepRow(id=sweep_id, definition=definition, state="running", started_at=utcnow(), summary=summary))
+
+    def reap(self) -> list[str]:
+        """Mark failed every running sweep whose process has certainly ended without finishing it (owner.gone);
+        returns their ids. Read paths call it, so a killed sweep reads as failed, with why, not as running."""
+        reaped = []
+        with self.store.session() as s:
+            for row in s.scalars(select(SweepRow).where(SweepRow.state == "running")):
+                if why := gone(row.summary.get("owner")):
+                    done = row.summary.get("progress", {}).get("done") if row.summary.get("progress") else None
+                    after = f" after {done} finished process(es)" if isinstance(done, int) else ""
+                    row.state, row.finished_at = "failed", utcnow()
+                    row.summary = {**row.summary, "message": f"interrupted: {why}{after}"}
+                    reaped.append(row.id)
+        return reaped
 
     def running(self, definition: str) -> list[str]:
         with self.store.session() as s:
@@ -117,7 +133,8 @@ class SweepStore:
         with self.store.session() as s:
             row = s.get(SweepRow, sweep_id)
             if row is not None and row.state == "running":
-                row.summary = {"progress": {"done": done, "total": total, "last": last, "at": utcnow().isoformat()}}
+                progress = {"done": done, "total": total, "last": last, "at": utcnow().isoformat()}
+                row.summary = {"owner": row.summary.get("owner"), "progress": progress}
 
     def fail(self, sweep_id: str, message: str) -> None:
         with self.store.session() as s:
@@ -164,6 +181,7 @@ class SweepStore:
                     )
 
     def get(self, sweep_id: str) -> Sweep | None:
+        self.reap()
         with self.store.session() as s:
             row = s.get(SweepRow, sweep_id)
             if row is None:
@@ -193,6 +211,7 @@ class SweepStore:
     def for_diff(self, sweep_id: str) -> SweepChanges | None:
         """The sweep holding only what a diff reads, from columns and JSON paths: a diff reads two sweeps, and
         validating the cases' full JSON (frames, observations, evidence) again is most of what `get` costs."""
+        self.reap()
         with self.store.session() as s:
             row = s.get(SweepRow, sweep_id)
             return None if row is None else _lean(s, row, None)
@@ -242,6 +261,7 @@ class SweepStore:
 
     def row(self, sweep_id: str) -> SweepRow | None:
         """The sweep's own row: state, times, and its summary (progress while running, the message if it failed)."""
+        self.reap()
         with self.store.session() as s:
             return s.get(SweepRow, sweep_id)
 
@@ -257,6 +277,7 @@ class SweepStore:
             return int(s.scalar(select(func.count()).select_from(SweepRow)) or 0)
 
     def list(self, definition: str | None = None, limit: int = 50) -> list[SweepRow]:
+        self.reap()
         with self.store.session() as s:
             query = select(SweepRow).order_by(SweepRow.started_at.desc()).limit(limit)
             if definition:

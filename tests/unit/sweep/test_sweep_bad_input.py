@@ -3,6 +3,7 @@ stored; an interrupted sweep stops its probes and is stored as failed; a failed 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -177,3 +178,37 @@ def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path:
     (row,) = SweepStore(store).list()
     assert row.state == "failed"
     assert row.summary["message"].startswith("interrupted (Ctrl-C or SIGTERM) after 0 finished process(es)")
+
+
+def test_a_killed_sweep_reads_as_failed_with_why_not_as_running(tmp_path: Path) -> None:
+    """SIGKILL gives a sweep no chance to store that it stopped: the next read finds its process gone (same host,
+    same boot, no such pid) and stores it as failed, saying so; it never reads as running again."""
+    path = tmp_path / "slow.toml"
+    path.write_text(_entry("{ seconds = { first = 60, last = 61 } }", extra='params = { behaviour = "sleep" }\n'))
+    env = {**os.environ, "CUPROBE_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not processes_mentioning('"seconds": 60'):  # the first probe is running: the sweep is stored
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        listed = _cli(tmp_path, "sweep", "show", "--json")
+        assert [s["state"] for s in json.loads(listed.stdout)] == ["running"]  # the control: alive, it runs
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything of its group still there
+    listed = _cli(tmp_path, "sweep", "show", "--json")
+    (sweep,) = json.loads(listed.stdout)
+    assert sweep["state"] == "failed"
+    shown = _cli(tmp_path, "sweep", "show", sweep["id"])
+    said = f"**This sweep is failed, not a result**: interrupted: its process (pid {proc.pid} on "
+    assert said in shown.output and "ended without finishing it" in shown.output, shown.output
+    diffed = _cli(tmp_path, "sweep", "diff", sweep["id"])
+    assert diffed.exit_code == 3 and "is failed, not a result" in diffed.output
