@@ -107,6 +107,15 @@ class Entry(BaseModel):
                 seen.append(value)
         return grid
 
+    @model_validator(mode="after")
+    def _axes_not_fixed(self) -> Entry:
+        """An axis that is also a fixed parameter: one of the two would be ignored, so neither is guessed."""
+        if both := sorted(set(self.params) & set(self.grid)):
+            raise ValueError(
+                f"{', '.join(both)} is both a fixed parameter (params) and a grid axis: give it in one of them"
+            )
+        return self
+
     @field_validator("tools")
     @classmethod
     def _tools_once(cls, tools: list[Tool]) -> list[Tool]:

@@ -64,6 +64,10 @@ def _entry(grid: str, probe: str = "selftest", extra: str = "") -> str:
         ),
         (_entry('{ behaviour = ["[/x] and [bold]loud"] }'), "'[/x] and [bold]loud' is not one of"),
         ('name = "bad"\n[[entry]]\nname = "a/b<c>"\nprobe = "selftest"\ntool = "none"\n', "name"),
+        (
+            _entry('{ behaviour = ["pass", "violate"] }', extra='params = { behaviour = "pass" }\n'),
+            "behaviour is both a fixed parameter (params) and a grid axis",
+        ),
     ],
 )
 def test_a_definition_that_cannot_run_is_refused_before_anything_is_stored(
