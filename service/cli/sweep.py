@@ -201,6 +201,28 @@ def diff_cmd(
     if unfinished := [s for s in (sweep, other) if s is not None and s.state != "done"]:
         err.print(f"sweep {unfinished[0].id} is {unfinished[0].state}, not a result: there is nothing to diff")
         raise typer.Exit(ExitCode.NOT_RUN)
+    if other is not None:
+        for note in against_notes(sweep, other):  # on stderr: stdout stays the JSON
+            err.print(note, markup=False, highlight=False)
     changes = diff(sweep, other) if other else changes_of(sweeps, sweep)
     typer.echo(changes.model_dump_json(indent=1))
     raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)
+
+
+def against_notes(sweep: Sweep, other: Sweep) -> list[str]:
+    """What a user comparing `sweep` with `--against` `other` may not mean: the same sweep, another definition (its
+    cases only in one of them count as new or fixed), or a later sweep (what is new is then what went away)."""
+    if other.id == sweep.id:
+        return [f"--against {other.id} is the sweep itself: nothing can have changed"]
+    notes = []
+    if other.definition != sweep.definition:
+        notes.append(
+            f"--against {other.id} is a sweep of {other.definition!r}, not {sweep.definition!r}: a case only one of "
+            "them runs counts as new or fixed"
+        )
+    if other.started_at > sweep.started_at:
+        notes.append(
+            f"--against {other.id} started after {sweep.id}: `new` is what {sweep.id} has and the later one lacks"
+        )
+    return notes
+

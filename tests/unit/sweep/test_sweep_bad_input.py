@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from typer.testing import CliRunner, Result
 from service.cli.main import app
 from service.db.store import Store
 from service.db.sweeps import SweepStore
+from service.models.sweep import Sweep
 from tests.processes import processes_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
@@ -216,3 +218,22 @@ def test_a_killed_sweep_reads_as_failed_with_why_not_as_running(tmp_path: Path) 
     assert said in shown.output and "ended without finishing it" in shown.output, shown.output
     diffed = _cli(tmp_path, "sweep", "diff", sweep["id"])
     assert diffed.exit_code == 3 and "is failed, not a result" in diffed.output
+
+
+def test_diff_against_says_on_stderr_what_the_comparison_may_not_mean(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
+    store.migrate()
+    sweeps = SweepStore(store)
+    stored = [("aaaa0001", "nightly"), ("bbbb0002", "nightly"), ("cccc0003", "gpu2")]
+    for i, (sweep_id, definition) in enumerate(stored):
+        started = datetime(2026, 12, 1, 3, i, tzinfo=UTC)
+        sweeps.save(Sweep(id=sweep_id, definition=definition, state="done", started_at=started, finished_at=started))
+    same = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "aaaa0001")  # the control: nothing to say
+    assert same.exit_code == 0 and same.stderr == "" and json.loads(same.stdout)["previous"] == "aaaa0001"
+    other = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "cccc0003")
+    assert "--against cccc0003 is a sweep of 'gpu2', not 'nightly'" in other.stderr
+    assert "--against cccc0003 started after bbbb0002" in other.stderr
+    assert json.loads(other.stdout)["previous"] == "cccc0003"  # stdout stays the JSON
+    itself = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "bbbb0002")
+    assert "is the sweep itself: nothing can have changed" in itself.stderr
