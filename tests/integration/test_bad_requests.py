@@ -100,6 +100,10 @@ def test_missing_or_wrong_token_is_401(sqlite_stack: Stack, guarded: httpx.Clien
     assert wrong.status_code == 401 and "wrong bearer token" in wrong.json()["error"]
     assert anonymous.get("/jobs").status_code == 401
     assert anonymous.get("/health").status_code == 200  # health stays open for probes and load balancers
+    brief = set(anonymous.get("/health").json())  # but says only whether it is well without the token
+    assert set(anonymous.get("/health", headers={"Authorization": "Bearer nope"}).json()) == brief
+    assert set(anonymous.get("/health", headers={"Authorization": "Basic x"}).json()) == brief
+    assert len(set(guarded.get("/health").json())) > len(brief)
     # Without the token nothing about the request is judged first: not its JSON, its size or its values.
     for method, path, content in (
         ("POST", "/jobs", b"{bad"),
