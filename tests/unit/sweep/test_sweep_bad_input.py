@@ -12,6 +12,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -154,15 +155,21 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _slow_sweep(tmp_path: Path, last: int, **popen: Any) -> subprocess.Popen[str]:
+    """`cuprobe sweep run` of cases sleeping 60 s, 61 s ... `last` s, one at a time, in a process of its own."""
+    path = tmp_path / "slow.toml"
+    grid = f"{{ seconds = {{ first = 60, last = {last} }} }}"
+    path.write_text(_entry(grid, extra='params = { behaviour = "sleep" }\n'))
+    env = {**os.environ, "CUPROBE_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"]
+    return subprocess.Popen(command, env=env, cwd=tmp_path, **popen)
+
+
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path: Path, sent: signal.Signals) -> None:
     """Twenty 60 s cases, one at a time: the sweep must end within seconds of the signal, not after them all."""
-    path = tmp_path / "slow.toml"
-    path.write_text(_entry("{ seconds = { first = 60, last = 79 } }", extra='params = { behaviour = "sleep" }\n'))
-    env = {**os.environ, "CUPROBE_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    proc = _slow_sweep(
+        tmp_path, 79, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         # As a terminal's Ctrl-C finds it. Started from a shell's background job (`cmd &`, as CI may run these
         # tests), SIGINT comes ignored, and Python, like any program, keeps ignoring it: only SIGTERM stops it then.
         preexec_fn=_default_sigint,
@@ -189,13 +196,7 @@ def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path:
 def test_a_killed_sweep_reads_as_failed_with_why_not_as_running(tmp_path: Path) -> None:
     """SIGKILL gives a sweep no chance to store that it stopped: the next read finds its process gone (same host,
     same boot, no such pid) and stores it as failed, saying so; it never reads as running again."""
-    path = tmp_path / "slow.toml"
-    path.write_text(_entry("{ seconds = { first = 60, last = 61 } }", extra='params = { behaviour = "sleep" }\n'))
-    env = {**os.environ, "CUPROBE_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"],
-        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+    proc = _slow_sweep(tmp_path, 61, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not processes_mentioning('"seconds": 60'):  # the first probe is running: the sweep is stored
