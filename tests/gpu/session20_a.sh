@@ -6,9 +6,10 @@
 #    under initcheck; `hold` both near 0; the process's total falls by less than their sum (exit still tears down).
 # 2. bench/sweep.py --full --slots 8 --no-cold, the confirmation on (the defaults), rounds alternating BASE (a
 #    worktree) and this tree until AB_DEADLINE_S (default 330) after the start. Predicted: each early re-run's
-#    slowest case (#255 guarded-n127, 1.4-2.0 s in session 20's first call) under 0.1 s, its control cases from
-#    0.6 s to under 0.1 s, so each re-run about 2 s shorter; the sweep's wall 0-2 s shorter (the re-runs mostly
-#    overlap the sanitizer runs, which change the same way under initcheck); the same 124 benign findings.
+#    slowest case (#255 guarded-n127, 1.3-2.3 s in session 20's first call) under 0.1 s and its control cases
+#    from 0.5-1.1 s to under 0.1 s; but the destroy moves to the process's exit (as it did where torch held the
+#    context), so each re-run's wall ("the re-runs took") falls only by the re-creation, about 0.5-1 s; the
+#    sweep's wall within the round-to-round spread; the same 124 benign findings.
 # 3. While DEADLINE_S (default 520) has not passed: tests/gpu/core.sh, session18_c.sh and session19_b.sh, each as
 #    its own header says.
 # From the project root on the GPU box:  BASE=10bea70 OUT=/tmp/out bash tests/gpu/session20_a.sh
