@@ -12,7 +12,9 @@
 #    sweep's wall within the round-to-round spread; the same 124 benign findings.
 # 3. While DEADLINE_S (default 520) has not passed: tests/gpu/core.sh, session18_c.sh and session19_b.sh, each as
 #    its own header says.
-# From the project root on the GPU box:  BASE=10bea70 OUT=/tmp/out bash tests/gpu/session20_a.sh
+# BASE must be a commit the box's .git holds: the .git there can be older than the working tree copied over it
+# (the `commit` line printed names it); a commit whose probes/gpu.py releases the context after each block.
+# From the project root on the GPU box:  BASE=711b1f0 OUT=/tmp/out bash tests/gpu/session20_a.sh
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 BASE=${BASE:?name the commit before the change}
