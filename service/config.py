@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     task_time_limit_s: float = 1860.0
     # A job whose worker dies this many times (OOM, segfault in the worker) ends `crashed`.
     max_attempts: int = 3
+    # A job whose worker stops gracefully (SIGTERM to its pool process, `cuprobe up` stopping) while it runs is handed
+    # back: queued again, that attempt not counted in max_attempts, at most this many times (then a stop counts).
+    max_hand_backs: int = 10
     # A job no worker picks up within this ends `unavailable` (no worker serves its queue).
     queue_deadline_s: float = 3600.0
     # A queued job older than this whose queue no live worker serves (the worker registry) ends

@@ -11,6 +11,7 @@ from service.config import get_settings
 from service.db.store import Store
 from service.queue.ended import EndAnnouncer
 from service.worker.execute import execute_job
+from service.worker.stopping import sigterm_deferred
 from tasks.app import TASK_RUN_PROBE, app
 
 
@@ -43,11 +44,14 @@ _limits = get_settings()
 )
 def run_probe(job_id: str) -> dict[str, Any]:
     """Run job `job_id` once; a redelivered or duplicate message finds its result and stores nothing."""
-    return execute_job(
-        job_id,
-        store=_store(),
-        settings=get_settings(),
-        interrupts=(SoftTimeLimitExceeded,),
-        time_limit_s=get_settings().task_soft_time_limit_s,
-        announce=_announcer(),
-    )
+    # SIGTERM while the job runs (the worker is stopping): the job is handed back, then the process ends (stopping.py).
+    with sigterm_deferred() as stop:
+        return execute_job(
+            job_id,
+            store=_store(),
+            settings=get_settings(),
+            interrupts=(SoftTimeLimitExceeded,),
+            time_limit_s=get_settings().task_soft_time_limit_s,
+            announce=_announcer(),
+            stop=stop,
+        )

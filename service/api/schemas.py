@@ -33,6 +33,9 @@ class JobView(Versioned):
     )
     message: str
     attempts: int
+    handed_back: int = Field(
+        0, description="attempts handed back when their worker stopped gracefully; not counted against max_attempts"
+    )
     worker: str | None = Field(description="host:pid of the process running (or that ran) the last attempt")
     created_at: datetime
     started_at: datetime | None
@@ -62,6 +65,7 @@ class JobView(Versioned):
             exit_code=exit_code,
             message=job.message,
             attempts=job.attempts,
+            handed_back=job.handed_back or 0,
             worker=job.worker,
             created_at=as_utc(job.created_at),
             started_at=as_utc(job.started_at) if job.started_at else None,

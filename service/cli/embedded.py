@@ -9,6 +9,7 @@ on SQLite polls and took about 10 s for one task. AOF is on, so queued jobs surv
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -264,6 +265,9 @@ class WorkerSupervisor(threading.Thread):
                     self.procs[i] = self._spawn(self.commands[i])
 
     def stop(self) -> None:
+        """Cold shutdown (SIGQUIT): Celery stops the running jobs' pool processes, which hand their jobs back to run
+        again at the next start, uncounted (service/worker/stopping.py). A warm shutdown would wait for them, and a
+        job longer than the 30 s given here would then be killed, an attempt lost."""
         self.stopping.set()
         with self._lock:
-            stop_all(self.procs, timeout_s=30)
+            stop_all(self.procs, timeout_s=30, sig=signal.SIGQUIT)

@@ -166,9 +166,8 @@ def status(job_id: str, as_json: JsonOpt = False, url: UrlOpt = None, token: Tok
     if as_json:
         out.print_json(data=job)
     else:
-        out.print(
-            f"{_named(job)} attempts={job['attempts']} {_describe(job)}", soft_wrap=True
-        )
+        handed = f" ({job['handed_back']} handed back)" if job.get("handed_back") else ""
+        out.print(f"{_named(job)} attempts={job['attempts']}{handed} {_describe(job)}", soft_wrap=True)
     raise typer.Exit(_exit_code(job))
 
 

@@ -36,12 +36,16 @@ class JobExpiry(JobQueries):
 
     def expire_unserved(self, served: set[str], older_than: datetime, now: datetime | None = None) -> list[str]:
         """Queued jobs created before `older_than` whose queue no live worker serves end `unavailable`, except those
-        submitted to wait for a worker (`wait_for_worker`: only their deadline ends them)."""
+        submitted to wait for a worker (`wait_for_worker`) and those a stopping worker handed back (it is expected
+        back): only their deadline ends them."""
         now = now or utcnow()
         with self.session() as s:
             found = s.execute(
                 select(Job.id, Job.queue, Job.request).where(
-                    Job.state == JobState.QUEUED, Job.created_at < older_than, Job.queue.not_in(served)
+                    Job.state == JobState.QUEUED,
+                    Job.created_at < older_than,
+                    Job.queue.not_in(served),
+                    Job.handed_back == 0,
                 )
             ).all()
             rows = [(job_id, queue) for job_id, queue, request in found if not (request or {}).get("wait_for_worker")]

@@ -1,4 +1,4 @@
-"""The job lifecycle as compare-and-sets: claim, heartbeat, finish, cancel and give up."""
+"""The job lifecycle as compare-and-sets: claim, heartbeat, finish, cancel, re-queue, hand back and give up."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ class JobLifecycle(JobExpiry):
                 )
                 if fresh and alive is not False and job.worker != worker:
                     return Claim(ClaimVerdict.RUNNING_ELSEWHERE)
-            if job.attempts >= max_attempts:
+            if job.counted_attempts >= max_attempts:
                 if self.give_up(job):
                     return Claim(ClaimVerdict.GIVEN_UP)
                 continue
@@ -228,6 +228,42 @@ class JobLifecycle(JobExpiry):
                 s.execute(update(Run).where(Run.job_id == job_id, Run.attempt == attempt).values(finished_at=now))
             return bool(changed)
 
+    def hand_back(self, job_id: str, attempt: int, message: str, deadline_at: datetime, *, limit: int) -> bool:
+        """Put a running attempt's job back in the queue without counting the attempt: its worker is stopping (a
+        graceful stop, not a death) and has stopped the probe. The attempt's run ends without a result, marked handed
+        back. False when the job moved on meanwhile, or was handed back `limit` times already (a stop then counts,
+        as a lost worker does: a probe that signals its own worker cannot make its job run for ever)."""
+        job = self.get(job_id)
+        if job is None:
+            return False
+        with self.session() as s:
+            changed = changed_rows(
+                s,
+                update(Job)
+                .where(
+                    Job.id == job_id,
+                    Job.state == JobState.RUNNING,
+                    Job.attempts == attempt,
+                    Job.handed_back < limit,
+                )
+                .values(
+                    state=JobState.QUEUED,
+                    handed_back=Job.handed_back + 1,
+                    message=message,
+                    enqueued_at=None,
+                    deadline_at=max(as_utc(job.deadline_at), as_utc(deadline_at)),
+                ),
+            )
+            if changed:
+                s.execute(
+                    update(Run)
+                    .where(Run.job_id == job_id, Run.attempt == attempt)
+                    .values(finished_at=utcnow(), outcome=None, handed_back=True)
+                )
+            return bool(changed)
+
     def give_up(self, job: Job) -> bool:
         """End a job whose attempts all died with their worker as `crashed`; the same words whoever notices."""
-        return self._finish_if(job.id, job.attempts, job.state, Outcome.CRASHED, lost_with_worker(job.attempts))
+        return self._finish_if(
+            job.id, job.attempts, job.state, Outcome.CRASHED, lost_with_worker(job.counted_attempts)
+        )

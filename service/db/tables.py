@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import false as sa_false
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -59,12 +60,20 @@ class Job(Base):
     finished_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Attempts handed back when their worker stopped gracefully (service/worker/stopping.py): not counted in
+    # max_attempts.
+    handed_back: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     enqueues: Mapped[int] = mapped_column(Integer, default=0)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     worker: Mapped[str | None] = mapped_column(String(200))
     result: Mapped[dict[str, Any] | None]
     # Groups the jobs of one gate run (`gate:SUITE:RUN`); none for a job submitted alone.
     label: Mapped[str | None] = mapped_column(String(200), index=True)
+
+    @property
+    def counted_attempts(self) -> int:
+        """Attempts that count against max_attempts: those started, less those handed back by a stopping worker."""
+        return self.attempts - (self.handed_back or 0)
 
 
 class Run(Base):
@@ -79,6 +88,8 @@ class Run(Base):
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
     outcome: Mapped[str | None] = mapped_column(String(20))
+    # Stopped by its worker's graceful stop and handed back: no result, and not counted in max_attempts.
+    handed_back: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
 
 
 class FindingRow(Base):

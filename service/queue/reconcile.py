@@ -44,8 +44,9 @@ def reconcile(
     `broker_ids(queues)` maps each job id Redis holds to `waiting` (in a queue) or `unacked` (delivered);
     None when the broker cannot be read, in which case only deadlines are applied. A running job whose
     heartbeat stopped is resent even when its message sits unacked: Redis would only hand it back after
-    the visibility timeout, and a duplicate delivery stores nothing (store.claim). `served_queues()` gives
-    the queues live workers serve (None when that cannot be asked): queued jobs older than
+    the visibility timeout, and a duplicate delivery stores nothing (store.claim); so is a queued job handed back
+    or re-queued since its last send whose old delivery sits unacked (a worker stopped with the broker).
+    `served_queues()` gives the queues live workers serve (None when that cannot be asked): queued jobs older than
     `unserved_after_s` on a queue nobody serves end `unavailable` before their deadline. `worker_alive(worker)`
     says whether a job's worker (host:pid) still heartbeats in the registry (None: cannot tell): a running job
     whose worker is gone is re-queued (or given up after max_attempts). A result an attempt left on disk because
@@ -73,9 +74,11 @@ def reconcile(
     stale = now - timedelta(seconds=settings.stale_after_s)
     for job in unfinished:
         where = held.get(job.id)
+        # A queued job not sent since it was re-queued or handed back (enqueued_at None) whose message sits unacked:
+        # that delivery's attempt has ended, and Redis would hand the message back only after its visibility timeout.
         if (
             job.state == JobState.QUEUED
-            and where is None
+            and (where is None or (where == "unacked" and job.enqueued_at is None))
             and as_utc(job.enqueued_at or job.created_at) < grace
         ):
             _resend(store, job, enqueue, report)
@@ -85,7 +88,7 @@ def reconcile(
             and (job.heartbeat_at is None or as_utc(job.heartbeat_at) < stale)
             and as_utc(job.enqueued_at or job.created_at) < stale
         ):
-            if job.attempts >= settings.max_attempts:
+            if job.counted_attempts >= settings.max_attempts:
                 if store.give_up(job):
                     report.given_up.append(job.id)
             else:
@@ -125,7 +128,7 @@ def _requeue_orphans(
             continue
         if worker_alive(job.worker) is not False:
             continue
-        if job.attempts >= settings.max_attempts:
+        if job.counted_attempts >= settings.max_attempts:
             if store.give_up(job):
                 report.given_up.append(job.id)
             continue

@@ -94,11 +94,13 @@ def worker_commands(
     return commands
 
 
-def stop_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float) -> None:
-    """SIGTERM every process still running, wait up to `timeout_s` for each, then SIGKILL the ones left."""
+def stop_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float, sig: int = signal.SIGTERM) -> None:
+    """Send `sig` to every process still running (SIGTERM: a Celery worker's warm shutdown, which lets running jobs
+    finish; SIGQUIT: its cold shutdown, which stops them and so hands them back, service/worker/stopping.py), wait up
+    to `timeout_s` for each, then SIGKILL the ones left."""
     for proc in procs:
         if proc.poll() is None:
-            proc.terminate()
+            proc.send_signal(sig)
     for proc in procs:
         try:
             proc.wait(timeout=timeout_s)

@@ -24,6 +24,7 @@ from service.models.timing import Stages
 from service.probing import runner
 from service.queue.submit import JobSpec
 from service.worker.gpu_slots import gpu_held
+from service.worker.stopping import hand_back
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,10 +47,12 @@ def execute_job(
     interrupts: tuple[type[BaseException], ...] = (),
     time_limit_s: float | None = None,
     announce: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`.
     Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed.
-    `announce(job_id)` tells waiters (a held GET /jobs/{id}) that the result is stored."""
+    `announce(job_id)` tells waiters (a held GET /jobs/{id}) that the result is stored. `stop` set while the probe
+    runs (its worker is stopping: service/worker/stopping.py) stops the probe and hands the job back, uncounted."""
     deadline = time.monotonic() + (time_limit_s or settings.task_soft_time_limit_s) - STORE_MARGIN_S
     base = job_dir(settings, job_id)
     stages = Stages()
@@ -93,7 +96,7 @@ def execute_job(
     interrupted = False
     try:
         beat_at = time.monotonic()
-        while not running.done():
+        while not running.done() and not (stop is not None and stop.is_set()):
             # The cancel flag is read every cancel_poll_s (a stop within about a second of the request);
             # the heartbeat is written every heartbeat_s.
             wait([running], timeout=min(settings.cancel_poll_s, settings.heartbeat_s))
@@ -108,6 +111,11 @@ def execute_job(
         interrupted = True
         cancel.set()
         wait([running], timeout=30)
+    if stop is not None and stop.is_set() and not (interrupted or beat.cancelled or running.done()):
+        # The worker is stopping, not dying: stop the probe, and queue the job again without counting this attempt.
+        cancel.set()
+        handed = not wait([running], timeout=30).not_done and hand_back(store, settings, job_id, claim.attempt, workdir)
+        return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": False, "handed_back": handed}
     if beat.lost:
         # This attempt stopped its own probe before its heartbeat went stale: hand the job back, run it again.
         released = retry_store(

@@ -187,3 +187,22 @@ def test_a_job_stored_in_the_start_up_grace_ends_at_the_first_pass_after_it(stor
 
     assert run(5) == []  # still in the grace: workers may not have been seen yet
     assert run(12) == [gpu]  # not at 120 s
+
+
+def test_a_handed_back_job_whose_old_delivery_sits_unacked_is_resent(store: Store) -> None:
+    """A worker stopped together with its broker hands its job back, but cannot give Redis the message back: it sits
+    unacked until the visibility timeout. The job is sent again; a job delivered and not yet claimed is not."""
+    handed = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    store.claim(handed, "otherhost:1", max_attempts=1, stale_after_s=30, job_dir="/j")
+    assert store.hand_back(handed, 1, "handed back", utcnow() + timedelta(hours=1), limit=10)
+    delivered = create(JobSpec(probe="selftest"), store, SETTINGS).id
+    store.mark_enqueued(delivered)
+    sent: list[str] = []
+    report = reconcile(
+        store,
+        SETTINGS,
+        broker_ids=lambda queues: {handed: "unacked", delivered: "unacked"},
+        enqueue=lambda job: sent.append(job.id),
+        now=utcnow() + timedelta(seconds=11),
+    )
+    assert report.resent == [handed] and sent == [handed]
