@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -82,6 +83,14 @@ def _serving(up: subprocess.Popen[bytes], api: httpx.Client, log: Path) -> None:
         time.sleep(0.3)
 
 
+def _stop(proc: subprocess.Popen[Any], sent: signal.Signals) -> None:
+    """Send `sent` to the process group of `proc` (as a terminal or a service manager does) and wait for it to end;
+    nothing when it has ended already."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, sent)
+        proc.wait(120 if sent != signal.SIGKILL else 30)
+
+
 def test_ctrl_c_on_up_hands_the_running_job_back_and_the_next_up_runs_it_uncounted(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the whole foreground group): `up` stops its workers with a cold shutdown, whose pool process
     stops the probe and hands the job back. Before, the worker waited for the job (40 s here), `up` killed it after
@@ -94,12 +103,9 @@ def test_ctrl_c_on_up_hands_the_running_job_back_and_the_next_up_runs_it_uncount
         _serving(up, api, tmp_path / "up1.log")
         job = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "sleep", "seconds": 40}}).json()
         probes = _probe_started(api, job["id"])
-        os.killpg(up.pid, signal.SIGINT)
-        up.wait(120)
+        _stop(up, signal.SIGINT)
     finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
-            up.wait(30)
+        _stop(up, signal.SIGKILL)
     assert still_running(probes) == []
     _assert_handed_back(store, job["id"], tmp_path / "data")
     again = _up(tmp_path, port, "up2.log")
@@ -165,12 +171,9 @@ def test_sigterm_to_the_worker_group_hands_the_running_job_back(one_attempt_stac
         job = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "sleep", "seconds": 8}}).json()
         probes = _probe_started(api, job["id"])
         behind = api.post("/jobs", json={"probe": "selftest"}).json()  # waits: the one pool process is busy
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(120)
+        _stop(worker, signal.SIGTERM)
     finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(30)
+        _stop(worker, signal.SIGKILL)
     assert still_running(probes) == []
     assert wait_for(api, behind["id"], timeout=120)["outcome"] == "unavailable"  # the rule has run
     _assert_handed_back(stack.store, job["id"], stack.settings.data_dir)
