@@ -263,7 +263,14 @@ class JobLifecycle(JobExpiry):
             return bool(changed)
 
     def give_up(self, job: Job) -> bool:
-        """End a job whose attempts all died with their worker as `crashed`; the same words whoever notices."""
-        return self._finish_if(
+        """End a job whose attempts all died with their worker as `crashed`; the same words whoever notices. The
+        last attempt's run, left open by its dead worker, ends too (without a result, as a re-queued attempt's)."""
+        ended = self._finish_if(
             job.id, job.attempts, job.state, Outcome.CRASHED, lost_with_worker(job.counted_attempts)
         )
+        if ended:
+            with self.session() as s:
+                s.execute(
+                    update(Run).where(Run.job_id == job.id, Run.finished_at.is_(None)).values(finished_at=utcnow())
+                )
+        return ended

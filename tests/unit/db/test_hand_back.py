@@ -56,6 +56,7 @@ def test_past_max_hand_backs_a_stop_counts_as_a_lost_worker(store: Store) -> Non
     job = store.get(job_id)
     assert job is not None and (job.outcome, job.attempts, job.handed_back) == ("crashed", 3, 2)
     assert "lost with its worker 1 times" in job.message
+    assert all(run.finished_at is not None for run in store.runs(job_id))  # the dead attempt's run is closed too
 
 
 def test_a_handed_back_job_waits_for_its_worker_until_its_deadline(store: Store) -> None:
