@@ -14,9 +14,10 @@ def slug(text: str) -> str:
 
 def kind_refusal(kind: str) -> str | None:
     """Why `kind` can never match a finding's kind (every kind is a slug), or None where it can."""
-    if kind == slug(kind):
+    meant = slug(kind)
+    if kind == meant:
         return None
-    hint = f"; did you mean {slug(kind)!r}?" if slug(kind) else ""
+    hint = f"; did you mean {meant!r}?" if meant else ""
     example = UNINITIALIZED_GLOBAL_READ
     return f"{kind!r} is not a finding kind: kinds are lower case, digits and hyphens (e.g. {example!r}){hint}"
 
