@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +11,8 @@ import psycopg
 import pytest
 import redis
 
-from tests.integration.stack import REPO, Stack
+from tests.integration.stack import REDIS, REPO, Stack
 
-# CUPROBE_TEST_REDIS lets parallel checkouts on one machine each use a Redis server of their own.
-REDIS = os.environ.get("CUPROBE_TEST_REDIS", "redis://127.0.0.1:6379")
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 FIGURES = REPO / "build" / "integration-figures.txt"
 

@@ -7,11 +7,14 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+import redis
 import uvicorn
 from starlette.responses import JSONResponse
 
@@ -23,6 +26,8 @@ from service.queue.served import ServedQueues
 from service.worker.commands import worker_commands
 
 REPO = Path(__file__).resolve().parents[2]
+# CUPROBE_TEST_REDIS lets parallel checkouts on one machine each use a Redis server of their own.
+REDIS = os.environ.get("CUPROBE_TEST_REDIS", "redis://127.0.0.1:6379")
 # Short limits so failure tests finish quickly; each keeps the ordering Settings checks.
 TEST_ENV = {
     "CUPROBE_VISIBILITY_TIMEOUT_S": "40",
@@ -184,3 +189,19 @@ def wait_running(client: httpx.Client, job_id: str, attempt: int = 1, timeout: f
         assert job["state"] != "done", f"job ended before it was seen running: {job}"
         assert time.monotonic() < deadline, f"job {job_id} not running attempt {attempt}: {job}"
         time.sleep(0.05)
+
+
+@contextmanager
+def fresh_stack(factory: pytest.TempPathFactory, name: str, db: int, **env: str) -> Iterator[Stack]:
+    """A Stack on Redis DB `db`, emptied before and after, with a SQLite store in a new folder; stopped after."""
+    redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+    data = factory.mktemp(name)
+    stack = Stack(
+        name, broker_url=f"{REDIS}/{db}", database_url=f"sqlite:///{data / 'cuprobe.db'}", data_dir=data, **env
+    )
+    try:
+        yield stack
+    finally:
+        stack.stop()
+        redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+

@@ -9,35 +9,27 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import redis
 
-from tests.integration.conftest import REDIS, Figures
-from tests.integration.stack import Stack, wait_for, wait_running
+from tests.integration.conftest import Figures
+from tests.integration.stack import Stack, fresh_stack, wait_for, wait_running
 
 WORKER_TTL_S = 3
 
 
 @pytest.fixture
 def short_ttl_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    redis.Redis.from_url(f"{REDIS}/15").flushdb()
-    data = tmp_path_factory.mktemp("dead-worker")
-    stack = Stack(
+    with fresh_stack(
+        tmp_path_factory,
         "deadworker",
-        broker_url=f"{REDIS}/15",
-        database_url=f"sqlite:///{data / 'cuprobe.db'}",
-        data_dir=data,
+        15,
         CUPROBE_WORKER_BEAT_S="0.5",
         CUPROBE_WORKER_TTL_S=str(WORKER_TTL_S),
         CUPROBE_REGISTRY_REFRESH_S="0.5",
         # The old rule (heartbeat stale for a minute) must not be what moves the job.
         CUPROBE_STALE_AFTER_S="60",
-    )
-    stack.start_worker(concurrency=1)
-    try:
+    ) as stack:
+        stack.start_worker(concurrency=1)
         yield stack
-    finally:
-        stack.stop()
-        redis.Redis.from_url(f"{REDIS}/15").flushdb()
 
 
 def test_dead_worker_job_is_requeued_within_60_s_and_health_is_not_ok(

@@ -14,11 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 
 from service.db.store import Store
-from tests.integration.conftest import REDIS
-from tests.integration.stack import REPO, Stack, free_port, still_running, wait_for, wait_running
+from tests.integration.stack import REPO, Stack, free_port, fresh_stack, still_running, wait_for, wait_running
 from tests.processes import processes_mentioning
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
@@ -126,24 +124,17 @@ def test_ctrl_c_on_up_hands_the_running_job_back_and_the_next_up_runs_it_uncount
 
 @pytest.fixture
 def one_attempt_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
-    data = tmp_path_factory.mktemp("graceful-stop")
-    stack = Stack(
+    with fresh_stack(
+        tmp_path_factory,
         "graceful",
-        broker_url=f"{REDIS}/{DB}",
-        database_url=f"sqlite:///{data / 'cuprobe.db'}",
-        data_dir=data,
+        DB,
         CUPROBE_MAX_ATTEMPTS="1",
         # Queued jobs on a queue no worker serves end `unavailable` a second after they were stored...
         CUPROBE_UNSERVED_AFTER_S="1",
         CUPROBE_UNSERVED_GRACE_S="1",
         CUPROBE_REGISTRY_REFRESH_S="0.5",
-    )
-    try:
+    ) as stack:
         yield stack
-    finally:
-        stack.stop()
-        redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
 
 
 def test_sigterm_to_the_worker_group_hands_the_running_job_back(one_attempt_stack: Stack) -> None:

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 
-from tests.integration.conftest import REDIS
-from tests.integration.stack import Stack, wait_for
+from tests.integration.stack import Stack, fresh_stack, wait_for
 
 TOKEN = "health-burst-token"
 CALLS = 50
@@ -21,18 +19,9 @@ CALLS = 50
 
 @pytest.fixture(scope="module")
 def burst_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    redis.Redis.from_url(f"{REDIS}/13").flushdb()
-    data = tmp_path_factory.mktemp("health-burst")
-    stack = Stack(
-        "burst", broker_url=f"{REDIS}/13", database_url=f"sqlite:///{data / 'cuprobe.db'}", data_dir=data,
-        CUPROBE_API_TOKEN=TOKEN,
-    )
-    stack.start_worker(concurrency=1)
-    try:
+    with fresh_stack(tmp_path_factory, "burst", 13, CUPROBE_API_TOKEN=TOKEN) as stack:
+        stack.start_worker(concurrency=1)
         yield stack
-    finally:
-        stack.stop()
-        redis.Redis.from_url(f"{REDIS}/13").flushdb()
 
 
 def test_fifty_concurrent_health_calls_answer_within_2_s_and_a_submit_after_is_sent(burst_stack: Stack) -> None:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.integration.conftest import Figures
-from tests.integration.stack import Stack, children, still_running, wait_for, wait_running
+from tests.integration.stack import Stack, children, fresh_stack, still_running, wait_for, wait_running
 from tests.processes import processes_mentioning
 
 
@@ -149,22 +149,14 @@ def test_soft_time_limit_stops_the_probe_and_stores_timeout(
 ) -> None:
     """A worker whose probe limit (60 s) is above its soft limit (3 s), a misconfiguration the API would refuse for
     its own settings: the soft limit still stops the probe and the job ends `timeout`, once."""
-    import redis
-
-    from tests.integration.conftest import REDIS
-
-    redis.Redis.from_url(f"{REDIS}/14").flushdb()
-    data = tmp_path_factory.mktemp("soft-limit")
-    stack = Stack(
+    with fresh_stack(
+        tmp_path_factory,
         "soft",
-        broker_url=f"{REDIS}/14",
-        database_url=f"sqlite:///{data / 'cuprobe.db'}",
-        data_dir=data,
+        14,
         CUPROBE_TASK_SOFT_TIME_LIMIT_S="3",
         CUPROBE_TASK_TIME_LIMIT_S="8",
         CUPROBE_TIMEOUT_S="60",
-    )
-    try:
+    ) as stack:
         stack.start_worker(concurrency=1)
         api = stack.start_api(timeout_s=1.0)  # the API accepts the job; the worker applies its own 60 s
         job = _submit(api, probe="selftest", params={"behaviour": "hang"})
@@ -181,6 +173,3 @@ def test_soft_time_limit_stops_the_probe_and_stores_timeout(
         time.sleep(1)
         assert processes_mentioning(job["id"]) == []  # the hanging probe's process group was killed
         figures.record("soft time limit", outcome=done["outcome"], seconds_to_outcome=f"{elapsed:.2f}")
-    finally:
-        stack.stop()
-        redis.Redis.from_url(f"{REDIS}/14").flushdb()
