@@ -36,14 +36,10 @@ def is_sanitizer(argv: list[str]) -> bool:
     return bool(argv) and PurePath(argv[0]).name in SANITIZER_NAMES
 
 
-ENV_OPS = frozenset(
-    {"reset", "set", "unset", "string_append", "string_prepend", "path_list_append", "path_list_prepend",
-     "cmake_list_append", "cmake_list_prepend"}
-)
-
-
 # What ctest's append/prepend ops join with, by the op's kind (`path_list_append`: the path separator).
 LIST_SEPARATORS = {"path_list": os.pathsep, "cmake_list": ";", "string": ""}
+# ctest's ENVIRONMENT_MODIFICATION ops: reset, set, unset, and each kind's append and prepend.
+ENV_OPS = frozenset({"reset", "set", "unset"} | {f"{k}_{w}" for k in LIST_SEPARATORS for w in ("append", "prepend")})
 
 
 def modified_env(env: dict[str, str], mods: list[str], original: dict[str, str]) -> dict[str, str]:
