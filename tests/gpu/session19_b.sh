@@ -14,7 +14,7 @@ work=/tmp/dump_launches; rm -rf "$work"; mkdir -p "$work"
 nvcc -lineinfo -arch=sm_90 -I. -o /tmp/harness tests/gpu/programs/harness.cu || { echo "harness build failed"; exit 1; }
 run_case() {  # NAME "EXTRA FLAGS"
   local dir="$work/$ver/$1"; mkdir -p "$dir"
-  local cmd=("$san" --tool initcheck --print-limit 0 $2 --xml --save "$dir/run.xml" --error-exitcode 86 -- \
+  local cmd=("$san" --tool "${TOOL:-initcheck}" --print-limit 0 $2 --xml --save "$dir/run.xml" --error-exitcode 86 -- \
     /tmp/harness uninit 1024 1000)
   printf '%q ' "${cmd[@]}" > "$dir/cmd.txt"; echo >> "$dir/cmd.txt"
   timeout 120 "${cmd[@]}" > "$dir/stdout.txt" 2> "$dir/stderr.txt"; echo $? > "$dir/exit_code"
@@ -33,5 +33,10 @@ for san in /usr/local/cuda/bin/compute-sanitizer /tmp/site/nvidia/cu13/bin/compu
   run_case dump_filter_match "--dump-kernel-launches --kernel-name kns=double_all"
   run_case dump_filter_nomatch "--dump-kernel-launches --kernel-name kns=no_such_kernel"
   run_case filter_nomatch "--kernel-name kns=no_such_kernel"
+  # Session 21: whether --print-level warn keeps the launches out of the error count but in the saved XML, and
+  # what memcheck's summary counts with the dump on.
+  run_case dump_filter_match_warn "--dump-kernel-launches --print-level warn --kernel-name kns=double_all"
+  run_case dump_filter_nomatch_warn "--dump-kernel-launches --print-level warn --kernel-name kns=no_such_kernel"
+  TOOL=memcheck run_case memcheck_dump_filter_match "--dump-kernel-launches --kernel-name kns=double_all"
 done
 tar czf "$OUT/dump_launches.tgz" -C "$work" .
