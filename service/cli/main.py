@@ -33,6 +33,7 @@ from service.probing.environment import gpu_facts
 from service.probing.gpus import visible_gpus
 from service.probing.runner import run_probe
 from service.sanitizer.classify import RunEvidence, classify
+from service.sanitizer.launches import discount, nothing_checked
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import DEFAULT_PREFIX, is_text_log, other_prefix, read_log, read_summary, unprefixed
@@ -309,6 +310,8 @@ def parse(
         raise typer.Exit(ExitCode.USAGE)
     if summary and summary.not_printed:
         parsed.truncated = True
+    if parsed.launches.total:  # run with --dump-kernel-launches: its summary counted the launch records as errors
+        discount(summary, parsed.launches, None, 0)
     used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
     if used is None and not parsed.error:
         err.print(
@@ -344,6 +347,9 @@ def parse(
             RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed, probe_expected=False)
         )
         outcome, message = verdict.outcome, verdict.message
+        unchecked = nothing_checked(parsed.launches, ["its kernel or NVTX filters"]) if parsed.launches.total else None
+        if outcome is Outcome.CLEAN and unchecked:  # a launch dump in which every launch is marked filtered
+            outcome, message = Outcome.SANITIZER_ERROR, unchecked
     result = RunResult(
         probe="(saved output)",
         tool=used,

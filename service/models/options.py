@@ -114,7 +114,8 @@ NOT_PASSED: dict[str, str] = {
     "support-32bit": "cuprobe runs 64-bit programs",
     "print-session-details": "cuprobe records the session (versions, GPU, driver) in every result itself",
     "save-session-details": "cuprobe records the session (versions, GPU, driver) in every result itself",
-    "dump-kernel-launches": "it prints every launch into the output cuprobe reads",
+    "dump-kernel-launches": "cuprobe passes it itself where kernel or NVTX filters choose the launches checked "
+    "(compute-sanitizer 2026.4 and later), and reads it to tell a filter that selects none from a clean run",
     "target-processes-filter": "cuprobe runs its own wrapper around the program: a filter that matches no process "
     "leaves nothing checked",
 }

@@ -43,9 +43,10 @@ from service.probing.spares import (
     warm_key,
 )
 from service.sanitizer.chunks import Context
-from service.sanitizer.classify import RunEvidence, classify
+from service.sanitizer.classify import Classification, RunEvidence, classify
 from service.sanitizer.command import passed_anyway, probe_command, sanitizer_command
 from service.sanitizer.findings import bounded
+from service.sanitizer.launches import DUMP_FLAG, Launches, checked_note, discount, nothing_checked
 from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
 from service.sanitizer.options import OptionRefused, check_options, installed_options
 from service.sanitizer.parse import ParseResult, parse_xml
@@ -170,6 +171,8 @@ class PlannedRun(NamedTuple):
     ports: PortLease | None
     # Run with `--demangle no` (service/probing/demangle.py): its XML is checked for mangled names afterwards.
     raw_names: bool = False
+    # Run with --dump-kernel-launches (its filters select launches): service/sanitizer/launches.py.
+    launch_dump: bool = False
 
 
 def plan_run(
@@ -199,6 +202,9 @@ def plan_run(
     raw_names = sanitizer is not None and not demangle and skips_demangling(tool, backtrace, sanitizer, settings)
     if raw_names:
         extra += NO_DEMANGLING
+    dump = sanitizer is not None and dumps_launches(request, sanitizer)
+    if dump:
+        extra.append(DUMP_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
@@ -223,7 +229,44 @@ def plan_run(
     )
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
-    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names)
+    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
+
+
+def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:
+    """Whether a run asks the sanitizer for its launch dump: its kernel or NVTX filters choose what is checked, and
+    the installed sanitizer has --dump-kernel-launches (2026.4 and later; read from its --help)."""
+    chooses = bool(request.kernel_filter or request.options.filters_kernels)
+    return chooses and DUMP_FLAG in installed_options(sanitizer).options
+
+
+def _filtered_verdict(
+    verdict: Classification, request: ProbeRequest, launches: Launches | None, truncated: bool
+) -> tuple[Classification, list[str]]:
+    """A clean run whose options choose the launches checked: `sanitizer_error` where the launch dump shows the
+    filters selected none of the program's launches, else clean with a note saying what was checked (or that the
+    sanitizer could not say)."""
+    filters = [f"--kernel-name kns={name}" for name in request.kernel_filter] + request.options.selecting()
+    counts = [f for f in filters if f.startswith(("--launch-skip", "--launch-count"))]
+    chosen = [f for f in filters if f not in counts]
+    notes: list[str] = []
+    unsaid = filters
+    if chosen and launches is not None:
+        if (why := nothing_checked(launches, chosen)) is not None and not truncated:
+            return Classification(Outcome.SANITIZER_ERROR, why), []
+        notes.append(checked_note(launches, chosen))
+        unsaid = counts  # the dump does not say which launches --launch-skip and --launch-count left out
+    if unsaid:
+        notes.append(
+            f"only the launches that {', '.join(unsaid)} select{'s' if len(unsaid) == 1 else ''} were checked: "
+            "compute-sanitizer does not say whether any launch was, so a filter that selects none reads clean too"
+            + (
+                " (compute-sanitizer 2026.4 and later says so for kernel and NVTX filters, in the launch dump cuprobe "
+                "asks for there)"
+                if chosen and launches is None
+                else ""
+            )
+        )
+    return verdict, notes
 
 
 def _run_planned(
@@ -314,11 +357,14 @@ def _run_planned(
             )
             if summary and summary.not_printed:
                 parsed.truncated = True
+    launches = parsed.launches if planned.launch_dump and parsed is not None and not parsed.error else None
+    # The launch records are counted in the summary and turn the exit status into the error exit code: taken out.
+    returncode = discount(summary, launches, done.returncode, settings.error_exitcode) if launches else done.returncode
     with stages.stage("classify"):
         verdict = classify(
             RunEvidence(
                 tool=tool,
-                returncode=done.returncode,
+                returncode=returncode,
                 timed_out=done.timed_out,
                 timeout_s=request.timeout_s or settings.timeout_s,
                 stalled_s=done.stalled_s,
@@ -333,12 +379,9 @@ def _run_planned(
                 stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
             )
         )
-        selected = [f"--kernel-name kns={name}" for name in request.kernel_filter] + request.options.selecting()
-        if verdict.outcome is Outcome.CLEAN and selected:
-            notes.append(
-                f"only the launches that {', '.join(selected)} select{'s' if len(selected) == 1 else ''} were checked: "
-                "compute-sanitizer does not say whether any launch was, so a filter that selects none reads clean too"
-            )
+        if verdict.outcome is Outcome.CLEAN:
+            verdict, said = _filtered_verdict(verdict, request, launches, bool(parsed and parsed.truncated))
+            notes += said
         findings = keyed_by_options(
             (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request, tool
         )

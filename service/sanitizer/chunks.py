@@ -167,6 +167,8 @@ def parse_chunk(ctx: Context, chunk: Chunk, limit: int | None = None) -> ChunkRe
     result = ChunkResult(index=chunk.index, grouper=grouper)
     override = ctx.tool if ctx.tool is not None and ctx.tool is not Tool.NONE else None
     for rec in chunk_records(ctx, chunk):
+        if grouper.take_launch(rec):
+            continue
         if override is not None:
             rec.tool = override
         result.tool = result.tool or rec.tool

@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from probes.contract import Allocation, Tool, is_confirm_control, is_control_kernel
 from service.models import Finding
 from service.sanitizer.flagged import AllocationIndex, FlaggedMemory
+from service.sanitizer.launches import Launches
 from service.sanitizer.records import UNUSED_MEMORY, Location, RawRecord
 
 MAX_ADDRESSES = 3
@@ -216,6 +217,15 @@ class FindingGrouper:
         self._context_dead = False
         # The case of the latest record: when parsing stops at the record cap, counts from here on are partial.
         self.last_case: str | None = None
+        # --dump-kernel-launches records: counted here, never findings, never against the record cap.
+        self.launches = Launches()
+
+    def take_launch(self, rec: RawRecord) -> bool:
+        """Count `rec` if it is a launch record (LaunchInfo); whether it was."""
+        if rec.launch_filtered is None:
+            return False
+        self.launches.add(rec.detail, rec.launch_filtered)
+        return True
 
     def _signature(self, rec: RawRecord) -> str:
         """signature_of, remembered for records that differ only in what it leaves out (threads, addresses)."""

@@ -11,6 +11,7 @@ from service.models import Finding
 from service.sanitizer.chunks import Context, Unsplittable, plan
 from service.sanitizer.findings import FindingGrouper
 from service.sanitizer.flagged import FlaggedMemory
+from service.sanitizer.launches import Launches
 from service.sanitizer.pool import (
     PARALLEL_MIN_BYTES,
     ChildParser,
@@ -40,6 +41,8 @@ class ParseResult:
     truncated_at_case: str | None = None
     # initcheck: the memory each (signature, case) read, for the confirmer.
     flagged: dict[tuple[str, str | None], FlaggedMemory] = field(default_factory=dict)
+    # The kernel launches of a run with --dump-kernel-launches (launch records are not counted in `records`).
+    launches: Launches = field(default_factory=Launches)
 
 
 def _grouper(ctx: Context) -> FindingGrouper:
@@ -54,6 +57,8 @@ def _in_one_stream(
     try:
         for elem in iter_records(ctx.path, max_bytes, state):
             rec = record_from_element(elem)
+            if grouper.take_launch(rec):
+                continue
             if ctx.tool is not None and ctx.tool is not Tool.NONE:
                 rec.tool = ctx.tool
             result.tool = result.tool or rec.tool
@@ -146,6 +151,7 @@ def parse_xml(
         result.error = f"cannot read sanitizer XML {path}: {exc}"
     result.findings = grouper.findings()
     result.flagged = grouper.flagged()
+    result.launches = grouper.launches
     if result.truncated:
         result.truncated_at_case = grouper.last_case
     return result

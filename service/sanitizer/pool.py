@@ -203,6 +203,7 @@ def merge_in_order(
             if isinstance(outcome, BaseException):
                 raise outcome
             assert outcome.grouper is not None
+            merged.grouper.launches.absorb(outcome.grouper.launches)  # every launch counts, past the cap too
             merged.seen += outcome.seen
             merged.tool = merged.tool or outcome.tool
             if merged.truncated:  # past the cap: counted, and the memory it read flagged for kept findings

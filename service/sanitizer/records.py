@@ -63,6 +63,9 @@ class RawRecord:
     severity: str = "error"  # "error" or "warning", as the sanitizer ranks the record
     source: Any = None  # the XML element, while it is alive: host stacks are read only when needed
     host_source: Any = None  # or the bytes of its <hostStack> element, cut out of the record (shapes.py)
+    # A `--dump-kernel-launches` record (LaunchInfo): whether the filters left that launch unchecked; None for
+    # every other record. Never a finding: counted in service/sanitizer/launches.py.
+    launch_filtered: bool | None = None
 
     def host_frames(self) -> list[tuple[str | None, str | None]]:
         """The host stack (func, module) — read from the element on first use; most records never need it."""
@@ -307,6 +310,11 @@ def _parse_sanitizer(elem: Any, rec: RawRecord, var: Varying) -> None:
     rec.kind = "sanitizer-" + slug(rec.detail or rec.text)
 
 
+def _parse_launch(elem: Any, rec: RawRecord, var: Varying) -> None:
+    rec.detail = _text(elem, "what/kernel")
+    rec.launch_filtered = (_text(elem, "what/filtered") or "").strip().lower() == "true"
+
+
 def _parse_other(elem: Any, rec: RawRecord, var: Varying) -> None:
     rec.detail = slug(rec.text)[:80] or None
 
@@ -321,4 +329,5 @@ _KIND_PARSERS = {
     "Analysis": _parse_analysis,
     "Hazard": _parse_hazard,
     "Sanitizer": _parse_sanitizer,
+    "LaunchInfo": _parse_launch,
 }

@@ -102,7 +102,7 @@ class Shape:
         # Positional, in RawRecord's field order: this runs once per record.
         rec = RawRecord(
             b.xml_kind, b.tool, b.kind, b.text, b.level, b.where, self.device, [], None, None, None, b.space, b.access,
-            b.size, b.detail, b.hazards, b.peers, b.severity, b.source, host,
+            b.size, b.detail, b.hazards, b.peers, b.severity, b.source, host, b.launch_filtered,
         )  # fmt: skip
         return fill(rec, self.var, values.__getitem__)
 
@@ -114,7 +114,7 @@ def _slots_of(leaves: tuple[Any, Any, Any] | None, slot: dict[Any, int]) -> tupl
 def _same(a: RawRecord, b: RawRecord) -> bool:
     """Whether two records agree on every field cuprobe reads (stacks included)."""
     fields = ("xml_kind", "tool", "kind", "text", "level", "where", "thread", "block", "address", "space", "access")
-    more = ("size", "detail", "hazards", "peers", "severity")
+    more = ("size", "detail", "hazards", "peers", "severity", "launch_filtered")
     return all(getattr(a, f) == getattr(b, f) for f in fields + more) and (
         a.host_frames() == b.host_frames() and a.device_frames() == b.device_frames()
     )
