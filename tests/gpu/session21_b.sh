@@ -11,6 +11,11 @@
 #     exit 1, one consequential finding (count 24);
 #   2026.4, `cuprobe run narrow-matmul --tool initcheck --kernel _guarded_` with 12 cases: clean or benign findings only,
 #     its message naming how many launches were checked of how many (the unguarded and torch kernels filtered).
+#   2026.4, racecheck on the harness's `race` (racy_reduce) and synccheck on `syncwarp`, each with a filter that
+#     matches its kernel (findings, exit 1) and one that matches none (sanitizer_error, exit 3): whether those tools'
+#     summaries count the launch records as initcheck's and memcheck's do (captured there only) is read from
+#     summary_count and the kept run.xml.
+# Each step's files (run.xml, stdout, stderr, result.json) stay in $OUT/NAME; its result in $OUT/NAME.json.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session21_b.sh
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -20,7 +25,9 @@ nvcc -lineinfo -arch=sm_90 -I. -o /tmp/harness tests/gpu/programs/harness.cu || 
 show='import json,sys; r=json.load(open(sys.argv[1])); print(" ", r["outcome"], "| exit_code", r["exit_code"], "| records", r["records"], "| summary", r["summary_count"], "| dump", "--dump-kernel-launches" in r["command"], "| findings", [(f["kind"], f["count"], f.get("confirmation")) for f in r["findings"]]); print("  message:", r["message"][:600])'
 step() {  # NAME SANITIZER ARGS...
   local name=$1 san=$2; shift 2
-  CUPROBE_SANITIZER_PATH=$san timeout 150 python3 -m service.cli "$@" --json > "$OUT/$name.json" 2> "$OUT/$name.err"
+  local verb=$1; shift
+  CUPROBE_SANITIZER_PATH=$san timeout 150 python3 -m service.cli "$verb" --workdir "$OUT/$name" --json "$@" \
+    > "$OUT/$name.json" 2> "$OUT/$name.err"
   echo "== $name: exit=$? ($(basename "$(dirname "$(dirname "$san")")"))"
   python3 -c "$show" "$OUT/$name.json" 2>/dev/null || tail -3 "$OUT/$name.err"
 }
@@ -30,3 +37,8 @@ step exec_old_nomatch "$OLD" exec -t initcheck -S kernel-name=kns=no_such_kernel
 step run_new_nomatch "$NEW" run uninit-read --tool initcheck --kernel no_such_kernel
 step run_new_match "$NEW" run uninit-read --tool initcheck --kernel double_all
 step run_new_narrow "$NEW" run narrow-matmul --tool initcheck --kernel _guarded_ -p 'n=[1,2,31,32]' -p 'variants=["guarded","unguarded","torch"]'
+step exec_new_race_match "$NEW" exec -t racecheck -S kernel-name=kns=racy_reduce -- /tmp/harness race
+step exec_new_race_nomatch "$NEW" exec -t racecheck -S kernel-name=kns=no_such_kernel -- /tmp/harness race
+step exec_new_sync_match "$NEW" exec -t synccheck -S kernel-name=kns=warp -- /tmp/harness syncwarp
+step exec_new_sync_nomatch "$NEW" exec -t synccheck -S kernel-name=kns=no_such_kernel -- /tmp/harness syncwarp
+for d in "$OUT"/*/; do grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$d/stdout.txt" 2>/dev/null | sed "s|^|$(basename "$d"): |"; done
