@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -47,6 +48,18 @@ def capture(version: str, case: str) -> Path:
 def xml_of(case: Path) -> Path:
     plain = case / "run.xml"
     return plain if plain.exists() else case / "run.xml.gz"
+
+
+def previous_parser_cases() -> list[Path]:
+    """The captured cases with a run.xml that bench/previous_parser reads as cuprobe does: all but the launch dumps
+    (`launches_*`), whose LaunchInfo records it took for findings (tests/unit/sanitizer/test_launch_dump.py covers
+    those)."""
+    def text(case: Path) -> bytes:
+        xml = xml_of(case)
+        return gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
+
+    cases = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))
+    return [c for c in cases if b"<kind>LaunchInfo</kind>" not in text(c)]
 
 
 def replaying(monkeypatch: pytest.MonkeyPatch, case: Path, *, target: bool) -> None:

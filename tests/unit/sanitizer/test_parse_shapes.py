@@ -17,10 +17,10 @@ from bench.previous_parser.parse import parse_xml as previous
 from probes.contract import ProbeResult
 from service.probing.runner import allocations_of
 from service.sanitizer.parse import parse_xml
-from tests.conftest import BOX_ROOT, CAPTURES, xml_of
+from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_of
 from tests.unit.sanitizer.test_parse_split import view
 
-CASES = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))
+CASES = previous_parser_cases()
 
 
 def _bytes(case: Path) -> bytes:

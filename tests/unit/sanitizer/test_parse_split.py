@@ -18,7 +18,7 @@ from probes.contract import ProbeResult
 from service.probing.runner import allocations_of
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.xmlstream import check_prolog
-from tests.conftest import BOX_ROOT, CAPTURES, xml_of
+from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_of
 
 
 def _bytes(case: Path) -> bytes:
@@ -28,9 +28,7 @@ def _bytes(case: Path) -> bytes:
 
 CASES = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))
 BIG = [c for c in CASES if _bytes(c).count(b"</record>") > 20]
-# The previous parser read a --dump-kernel-launches record as a finding; this one counts it apart
-# (tests/unit/sanitizer/test_launch_dump.py compares the two paths on those captures).
-WITHOUT_LAUNCHES = [c for c in CASES if b"<kind>LaunchInfo</kind>" not in _bytes(c)]
+WITHOUT_LAUNCHES = previous_parser_cases()
 
 
 def _plain(case: Path, tmp_path: Path) -> Path:
