@@ -359,7 +359,9 @@ def _run_planned(
                 parsed.truncated = True
     launches = parsed.launches if planned.launch_dump and parsed is not None and not parsed.error else None
     # The launch records are counted in the summary and turn the exit status into the error exit code: taken out.
-    returncode = discount(summary, launches, done.returncode, settings.error_exitcode) if launches else done.returncode
+    returncode = done.returncode
+    if launches is not None:
+        returncode = discount(summary, launches, returncode, settings.error_exitcode)
     with stages.stage("classify"):
         verdict = classify(
             RunEvidence(
