@@ -36,9 +36,9 @@ step exec_new_match "$NEW" exec -t initcheck -S kernel-name=kns=double_all -- /t
 step exec_old_nomatch "$OLD" exec -t initcheck -S kernel-name=kns=no_such_kernel -- /tmp/harness uninit 1024 1000
 step run_new_nomatch "$NEW" run uninit-read --tool initcheck --kernel no_such_kernel
 step run_new_match "$NEW" run uninit-read --tool initcheck --kernel double_all
-step run_new_narrow "$NEW" run narrow-matmul --tool initcheck --kernel _guarded_ -p 'n=[1,2,31,32]' -p 'variants=["guarded","unguarded","torch"]'
 step exec_new_race_match "$NEW" exec -t racecheck -S kernel-name=kns=racy_reduce -- /tmp/harness race
 step exec_new_race_nomatch "$NEW" exec -t racecheck -S kernel-name=kns=no_such_kernel -- /tmp/harness race
 step exec_new_sync_match "$NEW" exec -t synccheck -S kernel-name=kns=warp -- /tmp/harness syncwarp
 step exec_new_sync_nomatch "$NEW" exec -t synccheck -S kernel-name=kns=no_such_kernel -- /tmp/harness syncwarp
+step run_new_narrow "$NEW" run narrow-matmul --tool initcheck --kernel _guarded_ -p 'n=[1,2,31,32]' -p 'variants=["guarded","unguarded","torch"]'
 for d in "$OUT"/*/; do grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$d/stdout.txt" 2>/dev/null | sed "s|^|$(basename "$d"): |"; done
