@@ -15,12 +15,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from service.cli.main import app
-from service.probing import runner
-from service.probing.environment import GpuFacts
-from service.sanitizer.locate import _version
-from service.sanitizer.options import installed_options
 from service.sanitizer.parse import parse_xml
-from tests.conftest import REPLAY, VERSIONS, capture
+from tests.conftest import REPLAY, VERSIONS, capture, replaying
 
 cli = CliRunner()
 NEW, OLD = VERSIONS[1], VERSIONS[0]
@@ -29,15 +25,11 @@ assert NEW.startswith("2026.4") and OLD.startswith("2025.3")
 
 @pytest.fixture
 def replayed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H100 80GB HBM3", "580.159.04", "13.0", "GPU-0"))
     monkeypatch.setenv("CUPROBE_SANITIZER_PATH", str(REPLAY))
-    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "1")
-    _version.cache_clear()
-    installed_options.cache_clear()
 
 
 def _exec(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, case: Path, *args: str) -> tuple[int, dict[str, object]]:
-    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(case))
+    replaying(monkeypatch, case, target=True)  # reports the H200's GPU facts; these captures are an H100's
     result = cli.invoke(app, ["exec", *args, "--cwd", str(tmp_path), "--json", "--", "true"])
     return result.exit_code, json.loads(result.stdout)
 
