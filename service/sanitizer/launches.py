@@ -19,7 +19,6 @@ from probes.contract import is_control_kernel
 from service.sanitizer.summary import SanitizerSummary
 
 DUMP_FLAG = "--dump-kernel-launches"
-LAUNCH_XML_KIND = "LaunchInfo"
 EXAMPLES = 3  # kernel names kept per side, in launch order
 
 
