@@ -50,16 +50,18 @@ def xml_of(case: Path) -> Path:
     return plain if plain.exists() else case / "run.xml.gz"
 
 
+def xml_bytes(case: Path) -> bytes:
+    """A captured case's run.xml as the sanitizer wrote it (gunzipped where it is kept gzipped)."""
+    xml = xml_of(case)
+    return gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
+
+
 def previous_parser_cases() -> list[Path]:
     """The captured cases with a run.xml that bench/previous_parser reads as cuprobe does: all but the launch dumps
     (`launches_*`), whose LaunchInfo records it took for findings (tests/unit/sanitizer/test_launch_dump.py covers
     those)."""
-    def text(case: Path) -> bytes:
-        xml = xml_of(case)
-        return gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
-
     cases = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))
-    return [c for c in cases if b"<kind>LaunchInfo</kind>" not in text(c)]
+    return [c for c in cases if b"<kind>LaunchInfo</kind>" not in xml_bytes(c)]
 
 
 def replaying(monkeypatch: pytest.MonkeyPatch, case: Path, *, target: bool) -> None:

@@ -19,8 +19,8 @@ import service.sanitizer.forked as forked
 import service.sanitizer.pool as pool
 from service.sanitizer.chunks import Context
 from service.sanitizer.parse import ParseResult, parse_xml
-from tests.conftest import BOX_ROOT, CAPTURES
-from tests.unit.sanitizer.test_parse_split import _allocations, _bytes, _not_here, view
+from tests.conftest import BOX_ROOT, CAPTURES, xml_bytes
+from tests.unit.sanitizer.test_parse_split import _allocations, _not_here, view
 
 NAME = "2026.4.0.0/probe_narrow-matmul_initcheck"
 KW: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / NAME)}
@@ -30,7 +30,7 @@ KW: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES 
 def sweep_xml(tmp_path: Path) -> Path:
     """The H200's batched narrow-matmul run as a sweep writes it (device backtraces only: 5 MB, 6,624 records)."""
     device = tmp_path / "device.xml"
-    device.write_bytes(re.sub(rb"<hostStack>.*?</hostStack>\s*", b"", _bytes(CAPTURES / NAME), flags=re.S))
+    device.write_bytes(re.sub(rb"<hostStack>.*?</hostStack>\s*", b"", xml_bytes(CAPTURES / NAME), flags=re.S))
     return device
 
 

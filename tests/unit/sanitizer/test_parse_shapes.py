@@ -3,7 +3,6 @@ byte reading would go wrong if it trusted what it should not (each must still gi
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,15 +16,10 @@ from bench.previous_parser.parse import parse_xml as previous
 from probes.contract import ProbeResult
 from service.probing.runner import allocations_of
 from service.sanitizer.parse import parse_xml
-from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_of
+from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_bytes
 from tests.unit.sanitizer.test_parse_split import view
 
 CASES = previous_parser_cases()
-
-
-def _bytes(case: Path) -> bytes:
-    xml = xml_of(case)
-    return gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
 
 
 def _allocations(case: Path) -> list[Any]:
@@ -60,7 +54,7 @@ def test_every_capture_is_read_by_shape_with_the_previous_parsers_findings(
 ) -> None:
     monkeypatch.setattr(chunks, "CHUNK_BYTES", piece_bytes)
     plain = tmp_path / "run.xml"
-    plain.write_bytes(_bytes(case))
+    plain.write_bytes(xml_bytes(case))
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(case)}
     assert view(parse_xml(plain, workers=1, **kw)) == view(previous(plain, **kw))
     assert trees.pieces == 0  # no piece of any capture needed the tree
@@ -149,8 +143,8 @@ def test_edited_captures_give_the_previous_parsers_result(
 ) -> None:
     case, edit, by_shape = EDITS[name]
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 20_000)
-    data = edit(_bytes(case))
-    assert data != _bytes(case)
+    data = edit(xml_bytes(case))
+    assert data != xml_bytes(case)
     path = tmp_path / "edited.xml"
     path.write_bytes(data)
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(case)}
@@ -173,7 +167,7 @@ def test_edited_captures_give_the_previous_parsers_result(
 def test_broken_xml_in_a_host_stack_no_finding_reads_is_still_refused(
     damage: tuple[bytes, bytes], tmp_path: Path
 ) -> None:
-    data = _bytes(HAZARD)
+    data = xml_bytes(HAZARD)
     at = data.index(damage[0], _nth(data, b"<record>", 3000))  # record 3000 of 4208: its stack is never read
     path = tmp_path / "broken.xml"
     path.write_bytes(data[:at] + damage[1] + data[at + len(damage[0]) :])
@@ -212,7 +206,7 @@ def test_a_host_stack_repeated_from_the_record_before_is_left_out_of_the_check_o
 
 
 def test_records_that_rarely_share_a_shape_are_read_as_a_tree(tmp_path: Path, trees: Trees) -> None:
-    data = _bytes(HAZARD)
+    data = xml_bytes(HAZARD)
     counter = iter(range(10**6))
     unique = re.sub(rb"<gridid>1</gridid>", lambda _: b"<gridid>%d</gridid>" % next(counter), data)
     path = tmp_path / "unique.xml"
@@ -226,7 +220,7 @@ def test_records_that_rarely_share_a_shape_are_read_as_a_tree(tmp_path: Path, tr
 def test_the_shape_cache_starts_again_when_full(tmp_path: Path, trees: Trees, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shapes, "MAX_SHAPES", 3)
     plain = tmp_path / "run.xml"
-    plain.write_bytes(_bytes(MATMUL))
+    plain.write_bytes(xml_bytes(MATMUL))
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(MATMUL)}
     assert view(parse_xml(plain, workers=1, **kw)) == view(previous(plain, **kw))
     assert len(shapes._SHAPES) <= 3 and trees.pieces == 0

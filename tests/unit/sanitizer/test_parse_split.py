@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import re
 import threading
 from pathlib import Path
@@ -18,23 +17,17 @@ from probes.contract import ProbeResult
 from service.probing.runner import allocations_of
 from service.sanitizer.parse import parse_xml
 from service.sanitizer.xmlstream import check_prolog
-from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_of
-
-
-def _bytes(case: Path) -> bytes:
-    xml = xml_of(case)
-    return gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
-
+from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_bytes, xml_of
 
 CASES = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))
-BIG = [c for c in CASES if _bytes(c).count(b"</record>") > 20]
+BIG = [c for c in CASES if xml_bytes(c).count(b"</record>") > 20]
 WITHOUT_LAUNCHES = previous_parser_cases()
 
 
 def _plain(case: Path, tmp_path: Path) -> Path:
     """The capture as a plain file (the split path reads plain files; .gz goes through one stream)."""
     out = tmp_path / "run.xml"
-    out.write_bytes(_bytes(case))
+    out.write_bytes(xml_bytes(case))
     return out
 
 
@@ -82,7 +75,7 @@ def test_split_parse_equals_previous_parser_on_every_capture(
         k: (m.records, m.merged()) for k, m in stream.flagged.items()
     }
     if "max_bytes" not in caps:
-        assert split.records == _bytes(case).count(b"</record>")
+        assert split.records == xml_bytes(case).count(b"</record>")
 
 
 @pytest.mark.parametrize("case", BIG, ids=lambda c: f"{c.parent.name}/{c.name}")
@@ -161,7 +154,7 @@ def test_in_children_goes_by_records_not_bytes(tmp_path: Path, monkeypatch: pyte
     such a file (5 MB, 6,624 records): beside three others it is parsed in children, with the same findings."""
     name = "2026.4.0.0/probe_narrow-matmul_initcheck"
     device = tmp_path / "device.xml"
-    device.write_bytes(re.sub(rb"<hostStack>.*?</hostStack>\s*", b"", _bytes(CAPTURES / name), flags=re.S))
+    device.write_bytes(re.sub(rb"<hostStack>.*?</hostStack>\s*", b"", xml_bytes(CAPTURES / name), flags=re.S))
     size = device.stat().st_size
     assert size < pool.CHILDREN_MIN_BYTES and pool.worth_children(device, size, 4)
     kw: dict[str, Any] = {"roots": [BOX_ROOT], "allocations": _allocations(CAPTURES / name)}
@@ -205,7 +198,7 @@ def test_byte_cap_keeps_the_records_that_end_before_it(cap: int, tmp_path: Path)
 
 
 def test_pieces_that_do_not_parse_alone_fall_back_to_one_stream(tmp_path: Path, small_chunks: None) -> None:
-    real = _bytes(CAPTURES / "2026.4.0.0/racecheck_race_hazard")
+    real = xml_bytes(CAPTURES / "2026.4.0.0/racecheck_race_hazard")
     body = real.replace(b"<record>", b"<!-- </record> --><record>", 5)  # a cut inside a comment
     odd = tmp_path / "odd.xml"
     odd.write_bytes(body)
@@ -214,7 +207,7 @@ def test_pieces_that_do_not_parse_alone_fall_back_to_one_stream(tmp_path: Path, 
 
 
 def _hostile(tmp_path: Path, doctype: str, *, comment: bool = False, utf16: bool = False) -> Path:
-    real = _bytes(CAPTURES / "2025.3.1.0/initcheck_uninit").decode()
+    real = xml_bytes(CAPTURES / "2025.3.1.0/initcheck_uninit").decode()
     body = real.split("\n", 1)[1].replace("<text>Uninitialized", "<text>&boom;Uninitialized", 1)
     encoding = "utf-16" if utf16 else "utf-8"
     text = (
