@@ -23,6 +23,9 @@ def kind_refusal(kind: str) -> str | None:
 
 
 UNINITIALIZED_GLOBAL_READ = "uninitialized-global-read"
+# initcheck's InitcheckApiError, "Host API uninitialized memory access": a host API call (a device-to-host copy) read
+# device memory initcheck holds uninitialized.
+HOST_API_UNINITIALIZED = "host-api-uninitialized-memory-access"
 INVALID_GLOBAL_WRITE = "invalid-global-write"
 SHARED_MEMORY_HAZARD = "shared-memory-race"
 SYNC_INVALID_ARGUMENT = "barrier-error-invalid-arguments"

@@ -14,6 +14,7 @@ from probes.base import Probe
 from probes.confirm_control import CASES as CONTROL_CASES
 from probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
 from probes.contract import Tool, is_confirm_control
+from probes.kinds import HOST_API_UNINITIALIZED
 from service.config import Settings
 from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
 from service.probing.admission import BadRequest
@@ -31,6 +32,14 @@ LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left ou
 # compute-sanitizer 2026.x tracks the writes of kernels a filter excludes unless told not to; 2025.x has no
 # such option (and did not track them).
 TRACK_FILTERED_SINCE = 2026
+HOST_API_REASON = (
+    "a host API call (a copy to the host) read this memory after the case's kernels ran; the bare re-runs snapshot a "
+    "case's memory before its reading kernel, so they cannot tell whether a kernel initcheck did not see wrote it"
+)
+NOT_PLANTED = (
+    "the run's own kernel filters need compute-sanitizer 2026.x to track the writes of the kernels they leave out, "
+    "so the blind-spot control's excluded write is tracked as well"
+)
 
 
 def confirming(request: ProbeRequest, tool: Tool, settings: Settings) -> bool:
@@ -51,16 +60,34 @@ def refuse_unconfirmable(request: ProbeRequest, tool: Tool, settings: Settings) 
         )
 
 
-def control_options(version: str | None, kernel_filter: list[str]) -> list[str]:
-    """Sanitizer options for the confirmer's control: its writer unchecked, its readers checked."""
+def _tracks_filtered(version: str | None) -> bool:
+    try:
+        return int((version or "").split(".")[0]) >= TRACK_FILTERED_SINCE
+    except ValueError:
+        return False
+
+
+def user_filters(request: ProbeRequest) -> bool:
+    """Whether the run's own options leave some of the program's kernels unchecked (kernel or NVTX filters)."""
+    return bool(request.kernel_filter or request.options.filters_kernels)
+
+
+def blind_spot_planted(version: str | None, filtered: bool) -> bool:
+    """Whether the blind-spot control's write is hidden from initcheck in this run. 2025.x never tracks the writes
+    of a kernel its filters leave out; 2026.x does unless told not to, and telling it not to would hide the writes of
+    the user's own filtered kernels too, so that initcheck reports reads of memory they wrote (captured:
+    tests/data/captures/2026.4.0.0/probe_narrow-matmul_initcheck_kernel_guarded). Where the user filters, 2026.x keeps
+    tracking, and the control's hidden write must come out seen: no finding."""
+    return not (filtered and _tracks_filtered(version))
+
+
+def control_options(version: str | None, kernel_filter: list[str], filtered: bool) -> list[str]:
+    """Sanitizer options for the confirmer's control: its writer unchecked, its readers checked (`kernel_filter`:
+    the user's include filters; `filtered`: whether any filter of theirs leaves kernels unchecked)."""
     options = ["--kernel-name-exclude", f"kns={HIDDEN_WRITER}"]
     if kernel_filter:
         options += ["--kernel-name", f"kns={CHECKED_READERS}"]
-    try:
-        major = int((version or "").split(".")[0])
-    except ValueError:
-        major = 0
-    if major >= TRACK_FILTERED_SINCE:
+    if _tracks_filtered(version) and blind_spot_planted(version, filtered):
         options += ["--initcheck-track-filtered-global-memory", "no"]
     return options
 
@@ -249,6 +276,9 @@ def confirm_findings(
     findings = [f for f in result.findings if not is_confirm_control(f.case)]
     cases = [c for c in result.cases if not is_confirm_control(c.id)]
     targets = [i for i, f in enumerate(findings) if f.tool is Tool.INITCHECK and f.kind != "expectation-violation"]
+    for i in [i for i in targets if findings[i].kind == HOST_API_UNINITIALIZED]:
+        findings[i] = _unconfirmed(findings[i], HOST_API_REASON)
+    targets = [i for i in targets if findings[i].kind != HOST_API_UNINITIALIZED]
     update: dict[str, object] = {
         "findings": findings,
         "cases": cases,
@@ -314,14 +344,22 @@ def confirm_findings(
     if failed:  # nothing was confirmed (every finding says why), so there is no verdict for a control to check
         note = f"{confirmation_summary(findings)}: the bare re-runs could not run ({failed[0].message})"
         return result.model_copy(update={**update, "confirmation_s": spent, "message": f"{result.message}; {note}"})
+    planted = blind_spot_planted(result.sanitizer_version, user_filters(request))
+    if not planted:
+        for i in targets:
+            if findings[i].confirmation is Confirmation.BLIND_SPOT:
+                findings[i] = _unconfirmed(
+                    findings[i], f"decided blind-spot, but no control proves it here: {NOT_PLANTED}"
+                )
     checks: list[dict[str, Any]] = []
     for case_id, (expected, what) in CONTROL_CASES.items():
         mine = [decided(f) for f in control if f.case == case_id and f.tool is Tool.INITCHECK]
         got = sorted({f.confirmation.value for f in mine if f.confirmation})
         reason = "; ".join(f.confirmation_evidence.reason for f in mine if f.confirmation_evidence)
-        checks.append(
-            {"case": case_id, "what": what, "expected": expected, "got": got, "ok": got == [expected], "reason": reason}
-        )
+        ok = got == [expected]
+        if expected == Confirmation.BLIND_SPOT.value and not planted:
+            expected, what, ok = "no finding", f"{what} (seen: {NOT_PLANTED})", not mine
+        checks.append({"case": case_id, "what": what, "expected": expected, "got": got, "ok": ok, "reason": reason})
     update.update(confirmation_s=spent, confirmation_control=checks)
     wrong = [c for c in checks if not c["ok"]]
     if wrong:

@@ -27,6 +27,7 @@ from service.probing.confirm import (
     control_options,
     refuse_unconfirmable,
     start_early,
+    user_filters,
 )
 from service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
 from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
@@ -207,7 +208,7 @@ def plan_run(
         extra.append(DUMP_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
-        extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name])
+        extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name], user_filters(request))
     ports = lease_ports() if sanitizer is not None else None  # held until the sanitizer has exited
     if ports is not None:
         extra += ports.options()
@@ -239,15 +240,21 @@ def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:
     return chooses and DUMP_FLAG in installed_options(sanitizer).options
 
 
+def _selecting(request: ProbeRequest) -> tuple[list[str], list[str]]:
+    """The run's options that choose the launches checked, as `--flag value`: all of them, and those the launch dump
+    reports on (kernel and NVTX filters; not --launch-skip and --launch-count)."""
+    filters = [f"--kernel-name kns={name}" for name in request.kernel_filter] + request.options.selecting()
+    return filters, [f for f in filters if not f.startswith(("--launch-skip", "--launch-count"))]
+
+
 def _filtered_verdict(
     verdict: Classification, request: ProbeRequest, launches: Launches | None, truncated: bool
 ) -> tuple[Classification, list[str]]:
     """A clean run whose options choose the launches checked: `sanitizer_error` where the launch dump shows the
     filters selected none of the program's launches, else clean with a note saying what was checked (or that the
     sanitizer could not say)."""
-    filters = [f"--kernel-name kns={name}" for name in request.kernel_filter] + request.options.selecting()
-    counts = [f for f in filters if f.startswith(("--launch-skip", "--launch-count"))]
-    chosen = [f for f in filters if f not in counts]
+    filters, chosen = _selecting(request)
+    counts = [f for f in filters if f not in chosen]
     notes: list[str] = []
     unsaid = filters
     if chosen and launches is not None:
@@ -379,6 +386,8 @@ def _run_planned(
                 probe_unreadable=unreadable,
                 error_exitcode=settings.error_exitcode,
                 stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
+                launches=launches,
+                filters=_selecting(request)[1],
             )
         )
         if verdict.outcome is Outcome.CLEAN:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
 from service.models import CaseVerdict, Finding, Outcome
+from service.sanitizer.launches import Launches, unchecked_note, unfired_controls
 from service.sanitizer.parse import ParseResult
 from service.sanitizer.summary import SanitizerSummary
 
@@ -32,6 +33,9 @@ class RunEvidence:
     stderr_tail: str = ""
     # False for saved output (`cuprobe parse`): no probe ran here, so there is no result.json to ask for.
     probe_expected: bool = True
+    # The launch dump of a run whose filters choose the launches checked, and those filters as `--flag value`.
+    launches: Launches | None = None
+    filters: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -251,6 +255,11 @@ def classify(ev: RunEvidence) -> Classification:
         return Classification(Outcome.PROBE_ERROR, f"the probe exited {ev.returncode} but did not finish: {why}")
     capped_at = parsed.truncated_at_case if parsed and parsed.truncated else None
     verdicts = case_verdicts(probe.cases if probe else [], findings, ev.tool, capped_at)
+    if ev.launches is not None and ev.launches.filtered:
+        # The dump cannot say whose launches were left out: a case with no finding may not have been checked.
+        for v in verdicts:
+            if v.passed and v.expectation.clean and not is_confirm_control(v.id):
+                v.reason = f"{v.reason}, of the launches checked: {unchecked_note(ev.launches)}"
     # The confirmer's planted cases are checked by the confirmer, and only in a run that confirms something.
     failed_controls = [
         v for v in verdicts if not v.passed and not v.expectation.clean and not is_confirm_control(v.id)
@@ -258,7 +267,8 @@ def classify(ev: RunEvidence) -> Classification:
     if failed_controls:
         return Classification(
             Outcome.SANITIZER_ERROR,
-            "; ".join(f"case {v.id}: {v.reason}" for v in failed_controls) + " — the instrument is broken",
+            "; ".join(f"case {v.id}: {v.reason}" for v in failed_controls)
+            + f" — {unfired_controls(ev.launches, ev.filters)}",
             verdicts,
         )
     violations = [v for c in (probe.cases if probe else []) for v in c.problems()]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from probes.contract import Allocation, Tool, is_confirm_control, is_control_kernel
+from probes.kinds import HOST_API_UNINITIALIZED
 from service.models import Finding
 from service.sanitizer.flagged import AllocationIndex, FlaggedMemory
 from service.sanitizer.launches import Launches
@@ -118,6 +119,10 @@ def first_user_frame(rec: RawRecord) -> str:
     return user[0] if user else "?"
 
 
+# Records of a host API call, told apart by the user's call site (they have no kernel or source line).
+_CALL_SITE_KINDS = ("api-error", HOST_API_UNINITIALIZED)
+
+
 def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
     """tool:kind:kernel:file:line:access — stable across runs and machines (no addresses or thread ids).
 
@@ -135,7 +140,7 @@ def signature_of(rec: RawRecord, roots: Sequence[str]) -> str:
         parts.append(access)
     if rec.detail:
         parts.append(rec.detail)
-    if rec.kind == "api-error":
+    if rec.kind in _CALL_SITE_KINDS:
         parts.append("@" + first_user_frame(rec))
     if rec.severity == "warning" and "warning" not in rec.kind:
         parts.append("warning")  # a warning and an error at the same place are two findings
@@ -229,7 +234,7 @@ class FindingGrouper:
 
     def _signature(self, rec: RawRecord) -> str:
         """signature_of, remembered for records that differ only in what it leaves out (threads, addresses)."""
-        if rec.kind in ("leak", UNUSED_MEMORY, "api-error") or is_cuda_header(rec.where.path):
+        if rec.kind in ("leak", UNUSED_MEMORY, *_CALL_SITE_KINDS) or is_cuda_header(rec.where.path):
             return signature_of(rec, self.roots)  # these read the host or device stack
         key = (rec.tool, rec.kind, rec.where, rec.peers, rec.space, rec.access, rec.size, rec.detail, rec.severity)
         signature = self._signatures.get(key)

@@ -105,3 +105,28 @@ def checked_note(launches: Launches, selected: list[str]) -> str:
         f"{', '.join(selected)} selected {_names(launches.checked_kernels, launches.checked)} (compute-sanitizer's "
         "launch dump)"
     )
+
+
+def unchecked_note(launches: Launches) -> str:
+    """How many of the program's launches the filters left unchecked, naming a few of their kernels."""
+    return (
+        f"the filters left {launches.filtered} of {launches.checked + launches.filtered} kernel launch(es) unchecked "
+        f"(kernels: {_names(launches.filtered_kernels, launches.filtered)})"
+    )
+
+
+def unfired_controls(launches: Launches | None, selected: list[str]) -> str:
+    """Why a positive control that stayed clean did: the instrument, or (the launch dump says) the run's filters."""
+    if launches is None and selected:
+        return (
+            f"the instrument is broken, or {', '.join(selected)} left the control's kernels unchecked (this "
+            "compute-sanitizer does not say which launches its filters checked; 2026.4 and later do)"
+        )
+    if launches is None or not launches.filtered:
+        return "the instrument is broken"
+    if (why := nothing_checked(launches, selected)) is not None:
+        return f"{why}, so no positive control could fire"
+    return (
+        f"{unchecked_note(launches)}: a positive control whose kernels are among them cannot fire, so the run proves "
+        "nothing about them (choose cases whose kernels the filters check, or widen the filters)"
+    )

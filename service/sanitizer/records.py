@@ -11,7 +11,7 @@ from typing import Any
 from lxml import etree
 
 from probes.contract import Tool
-from probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ, slug
+from probes.kinds import HOST_API_UNINITIALIZED, SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ, slug
 from service.sanitizer.xmlstream import HARDENED
 
 UNUSED_MEMORY = "unused-memory"
@@ -21,6 +21,7 @@ _STACK_PARSER = etree.XMLParser(**HARDENED)
 # The record kinds each tool writes (seen in 2025.3 and 2026.4 output; docs/evidence/).
 TOOL_OF_KIND: dict[str, Tool] = {
     "Initcheck": Tool.INITCHECK,
+    "InitcheckApiError": Tool.INITCHECK,
     "Precise": Tool.MEMCHECK,
     "Imprecise": Tool.MEMCHECK,
     "Api": Tool.MEMCHECK,
@@ -214,6 +215,8 @@ def fill(rec: RawRecord, var: Varying, text: Callable[[Any], str | bytes] = _ele
     if var.address is not None:
         address = text(var.address).strip()
         rec.address = address.decode() if isinstance(address, bytes) else address
+        if rec.address.isdigit():  # InitcheckApiError writes its addresses in decimal; cuprobe's are hex
+            rec.address = hex(int(rec.address))
     if var.same_warp_rule and _same_warp(rec.thread, _dim3_value(var.other_thread, text)):
         rec.severity = "warning"
     return rec
@@ -244,6 +247,16 @@ def _parse_initcheck(elem: Any, rec: RawRecord, var: Varying) -> None:
         rec.kind = UNUSED_MEMORY
         return
     rec.space, rec.access, rec.kind = _initcheck_kind(rec.text)
+
+
+def _parse_initcheck_api(elem: Any, rec: RawRecord, var: Varying) -> None:
+    """A host API call (cudaMemcpy, cuMemcpyDtoH) read device memory initcheck holds uninitialized: one record per
+    32-byte piece, `<errorAddress>` the piece (in decimal), `<accessAddress>`/`<accessSize>` the whole call, which
+    is the same for each of its records (tests/data/captures/*/launches_filter_nomatch_hostapi)."""
+    rec.kind = HOST_API_UNINITIALIZED
+    rec.space = "__global__"
+    rec.access = "read"
+    var.address = elem.find("what/errorAddress")
 
 
 def _parse_precise(elem: Any, rec: RawRecord, var: Varying) -> None:
@@ -321,6 +334,7 @@ def _parse_other(elem: Any, rec: RawRecord, var: Varying) -> None:
 
 _KIND_PARSERS = {
     "Initcheck": _parse_initcheck,
+    "InitcheckApiError": _parse_initcheck_api,
     "Precise": _parse_precise,
     "Imprecise": _parse_precise,
     "Api": _parse_api,

@@ -27,10 +27,10 @@ from lxml import etree
 from service.sanitizer.records import Location, RawRecord, Varying, device_stack_of, fill, read_record
 from service.sanitizer.xmlstream import HARDENED, HostileXML
 
-SLOT_TAGS = ("x", "y", "z", "address")
-# A slot: the start tag <x>, <y>, <z> or <address> and the text after it. split() gives
+SLOT_TAGS = ("x", "y", "z", "address", "errorAddress")
+# A slot: the start tag <x>, <y>, <z>, <address> or <errorAddress> and the text after it. split() gives
 # [bytes before, tag, value, bytes between, tag, value, ...].
-_SLOT = re.compile(rb"(<(?:x|y|z|address)>)([^<]*)")
+_SLOT = re.compile(rb"(<(?:x|y|z|address|errorAddress)>)([^<]*)")
 _RECORD, _RECORD_END = b"<record>", b"</record>"
 _HOST, _HOST_END = b"<hostStack>", b"</hostStack>"
 _CUT = b"<hostStack/>"
