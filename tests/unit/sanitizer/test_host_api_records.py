@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,13 @@ from probes.contract import ProbeResult, Tool
 from probes.kinds import HOST_API_UNINITIALIZED
 from service.cli.main import app
 from service.config import Settings
-from service.models import Outcome, ProbeRequest
+from service.models import Confirmation, Outcome, ProbeRequest
 from service.probing import runner
 from service.probing.confirm import HOST_API_REASON, blind_spot_planted, control_options
 from service.probing.environment import GpuFacts
 from service.probing.runner import allocations_of, run_probe
 from service.sanitizer.parse import parse_xml
-from tests.conftest import REPLAY, VERSIONS, capture, replaying, xml_bytes
+from tests.conftest import REPLAY, REPLAY_PYTHON, RUNS, VERSIONS, capture, replaying, xml_bytes
 
 OLD, NEW = VERSIONS
 HOSTAPI = capture(OLD, "launches_filter_nomatch_hostapi")
@@ -157,3 +158,43 @@ def test_host_api_findings_are_left_unconfirmed_with_the_reason(
     )  # fmt: skip
     assert finding["confirmation"] == "unconfirmed"
     assert finding["confirmation_evidence"]["reason"] == HOST_API_REASON
+
+
+FILTERED_RUN = RUNS / "confirm-filtered-uninit_read-2026.4.0.0"
+
+
+@pytest.mark.parametrize(
+    ("run", "control_ok"), [(FILTERED_RUN, True), (RUNS / "confirm-verdicts-uninit_read-2026.4.0.0", False)]
+)
+def test_beside_a_users_filter_the_blind_spot_control_must_come_out_seen(
+    run: Path, control_ok: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_settings: Settings,
+    replayed: None,
+) -> None:
+    """`cuprobe run uninit-read --kernel double_all` on the H100 after the change (FILTERED_RUN, with its four
+    re-runs): no untracking option, the hidden write seen, so the blind-spot control has no finding and passes, and
+    the finding is consequential. Replayed against a run made with the untracking option (its blind-spot control has
+    findings), the same check fails the run: the control is checked, not assumed."""
+    case = tmp_path / "case"
+    shutil.copytree(run, case)
+    for name in ("version.txt", "help.txt"):
+        shutil.copy(FILTERED_RUN / name, case / name)
+    if not (case / "stdout.txt").exists():  # that run kept no console: its summary line, from its recorded count
+        (case / "stdout.txt").write_text("========= ERROR SUMMARY: 408 errors\n")
+    replaying(monkeypatch, case, target=False)
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE", str(run))
+    settings = replay_settings.model_copy(update={"python": str(REPLAY_PYTHON)})
+    params = {"n": 1024, "k": 1000, "block": 256}
+    request = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, params=params, kernel_filter=["double_all"])
+    result = run_probe(request, workdir=tmp_path / "run", settings=settings)
+
+    assert "--initcheck-track-filtered-global-memory" not in result.command
+    blind = next(c for c in result.confirmation_control if c["case"].endswith("blind-spot"))
+    assert blind["expected"] == "no finding" and blind["ok"] is control_ok
+    if control_ok:
+        assert result.outcome is Outcome.FINDINGS and all(c["ok"] for c in result.confirmation_control)
+        (finding,) = result.findings
+        assert finding.confirmation is Confirmation.CONSEQUENTIAL and finding.count == 24
+    else:
+        assert blind["got"] == ["blind-spot"]
+        assert result.outcome is Outcome.SANITIZER_ERROR
+        assert result.message.startswith("the confirmer's control came out wrong")
