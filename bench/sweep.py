@@ -34,6 +34,7 @@ from service.models.sweep import Sweep  # noqa: E402
 from service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
 from service.probing.runner import XML_NAME, start_spare  # noqa: E402
 from service.probing.spares import Spares  # noqa: E402
+from service.probing.warm_reruns import RerunPool  # noqa: E402
 from service.reports.html import html  # noqa: E402
 from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
@@ -56,12 +57,23 @@ Cases = dict[str, tuple[str, tuple[tuple[str, int], ...]]]
 
 
 def timed(
-    name: str, last: int, batch: bool, workdir: Path, settings: Settings, slots: int, primed: bool = False
+    name: str,
+    last: int,
+    batch: bool,
+    workdir: Path,
+    settings: Settings,
+    slots: int,
+    primed: bool = False,
+    warm_reruns: bool = False,
 ) -> tuple[Sweep, float]:
     """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
-    spares are warm from its last run of this kind); they serve the first K processes."""
+    spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
+    where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py)."""
     definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
     spares = None
+    reruns = RerunPool(workdir / name / "reruns", settings) if primed and warm_reruns and settings.confirm else None
+    if reruns is not None:
+        reruns.prepare("narrow-matmul")
     if primed:
         planned = plan(definition, slots)
         spares = Spares(workdir / name / "spares", slots)
@@ -71,11 +83,14 @@ def timed(
         spares.budget = max(0, len(planned) - slots)  # then as the sweep's own pool: no spare it cannot use
         ready = spares.wait_ready(slots, 300)
         print(f"  {name}: {ready} of {slots} spares ready before the clock starts", file=sys.stderr, flush=True)
+    if reruns is not None:
+        ready = reruns.wait_ready(300)
+        print(f"  {name}: {ready} of 4 re-runs ready before the clock starts", file=sys.stderr, flush=True)
     start = time.monotonic()
     try:
         sweep = run_sweep(
             definition,
-            LocalRunner(workdir / name, settings, slots, spares),
+            LocalRunner(workdir / name, settings, slots, spares, reruns),
             progress=lambda done, total, what: print(
                 f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
             ),
@@ -84,6 +99,8 @@ def timed(
     finally:
         if spares is not None:
             spares.close()
+        if reruns is not None:
+            reruns.close()
 
 
 def warm_starts(sweep: Sweep) -> str:
@@ -125,6 +142,11 @@ def main() -> int:
         action="store_true",
         help="the baseline's processes confirm with their own re-runs each (CUPROBE_CONFIRM_SHARED=0), as before "
         "a sweep's processes shared one set",
+    )
+    parser.add_argument(
+        "--warm-reruns",
+        action="store_true",
+        help="rows with spares ready also have the confirmation's four re-runs ready before the clock",
     )
     parser.add_argument(
         "--per-case-warm", action="store_true", help="also run one process per case with warm starts (slow)"
@@ -169,7 +191,7 @@ def main() -> int:
             name = f"bench48-{'batched' if batch else 'per-case'}-k{k}{'-primed' if primed else ''}"
             if not batch:
                 name += "-warm"
-            sweep, wall = timed(name, 16, batch, work, chosen, k, primed)
+            sweep, wall = timed(name, 16, batch, work, chosen, k, primed, args.warm_reruns)
             cases = per_case(sweep)
             if batch and first is None:
                 first = cases  # the first batched run: every later one is compared with it and the baseline
@@ -201,7 +223,7 @@ def main() -> int:
                 chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
                 where = "child" if k > 1 and parse is None else "here"
                 name = f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"
-                full, wall = timed(name, 128, True, work, chosen, k, primed)
+                full, wall = timed(name, 128, True, work, chosen, k, primed, args.warm_reruns)
                 cases = per_case(full)
                 first = first if first is not None else cases
                 agrees = not differences(first, cases)
@@ -269,7 +291,8 @@ def confirmations(sweep: Sweep) -> str:
     found = dict(sorted(counts.items())) or "no findings"
     spent = sorted({float(m) for p in sweep.processes for text in p.messages for m in RERUNS_S.findall(text)})
     took = f"; the re-runs took {', '.join(f'{s:g}' for s in spent)} s" if spent else ""
-    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs{took}"
+    warm = sum(1 for p in sweep.processes for m in p.messages if "in processes ready before it" in m)
+    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs, warm in {warm}{took}"
 
 
 def xml_sizes(workdir: Path) -> str:

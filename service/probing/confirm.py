@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,10 +23,13 @@ from service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare
 from service.probing.environment import PROJECT_ROOT
 from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, untimed_schedule
+from service.probing.spares import hand_over, move_artifacts
+from service.probing.warm_reruns import RerunPool
 from service.sanitizer.command import probe_command
 from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.parse import ParseResult
-from service.sanitizer.supervise import supervise
+from service.sanitizer.supervise import Supervised, supervise
+from service.sanitizer.supervise import watch as watch_started
 
 CONFIRM_DIR = "confirm"
 LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left out (the cases that import torch)
@@ -114,6 +118,7 @@ def _bare_run(
     workdir: Path,
     cancel: threading.Event,
     folder: str = CONFIRM_DIR,
+    warm: RerunPool | None = None,
 ) -> BareRun:
     out = workdir / folder / label.replace("#", "-") / "result.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -122,16 +127,20 @@ def _bare_run(
     cmd += ["--poison", mode, "--watch", "all" if watch is None else json.dumps(watch, sort_keys=True)]
     cmd += ["--confirm-control"]
     limit = request.timeout_s or settings.timeout_s
-    done = supervise(
-        cmd,
-        timeout_s=limit,
-        max_output_bytes=settings.max_output_bytes,
-        env=probe_environment(Tool.NONE, settings) | untimed_schedule(settings),
-        cwd=PROJECT_ROOT,
-        cancel=cancel,
-        nice=settings.confirm_nice,
-        idle=settings.confirm_idle,
-    )
+    done = None
+    if warm is not None and watch is None:  # only the early re-runs, which watch every buffer, are kept warm
+        done = _warm_run(warm, request.probe, mode, params, limit, cancel, out)
+    if done is None:
+        done = supervise(
+            cmd,
+            timeout_s=limit,
+            max_output_bytes=settings.max_output_bytes,
+            env=probe_environment(Tool.NONE, settings) | untimed_schedule(settings),
+            cwd=PROJECT_ROOT,
+            cancel=cancel,
+            nice=settings.confirm_nice,
+            idle=settings.confirm_idle,
+        )
     (out.parent / "stdout.txt").write_text(done.stdout.text())
     (out.parent / "stderr.txt").write_text(done.stderr.text())
     probe, unreadable = read_probe_result(out)
@@ -144,7 +153,28 @@ def _bare_run(
         said = (probe.unavailable or probe.error) if probe else None
         tail = [line for line in done.stderr.tail_text().splitlines() if line.strip()]
         why = f"exited {done.returncode}: {said or (tail[-1] if tail else unreadable or 'no message')}"
-    return load_bare_run(label, mode, probe, why or unreadable, out, done.duration_s)
+    run = load_bare_run(label, mode, probe, why or unreadable, out, done.duration_s)
+    run.warm = done.warm
+    return run
+
+
+def _warm_run(
+    pool: RerunPool, probe: str, mode: str, params: dict[str, object], limit: float, cancel: threading.Event, out: Path
+) -> Supervised | None:
+    """The re-run in a warm process of the pool, its files moved to where the cold one writes them; None where the
+    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold)."""
+    warm = pool.take(probe, mode)
+    if warm is None:
+        return None
+    since = time.monotonic()
+    if not hand_over(warm.fifo, warm.alive, json.dumps(params, sort_keys=True), cancel.is_set):
+        warm.discard()
+        return None
+    done = watch_started(warm.started, since=since, timeout_s=limit, cancel=cancel)
+    move_artifacts(warm.folder, out.parent)
+    shutil.rmtree(warm.folder, ignore_errors=True)
+    done.warm = True
+    return done
 
 
 class Reruns:
@@ -164,6 +194,7 @@ class Reruns:
         workdir: Path,
         runs: tuple[tuple[str, str], ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
+        warm: RerunPool | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
@@ -172,7 +203,7 @@ class Reruns:
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
         self._pending = {
             label: self._pool.submit(
-                self._timed, request, params, label, mode, watch, settings, workdir, self._cancel, folder
+                self._timed, request, params, label, mode, watch, settings, workdir, self._cancel, folder, warm
             )
             for label, mode in runs
         }
@@ -375,6 +406,8 @@ def confirm_findings(
         when = ", started beside the sanitizer run" if early is not None else ""
         if early is not None and early.shared_by > 1:
             when += f", one set for the sweep's {early.shared_by} processes of this grid"
+        if warm := sum(1 for run in runs.values() if run.warm):
+            when += f", {warm} of them in processes ready before it"
         update["message"] = (
             f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when}{only})"
         )

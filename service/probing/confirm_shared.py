@@ -18,6 +18,7 @@ from probes import registry
 from service.config import Settings
 from service.models import ProbeRequest, Tool
 from service.probing.confirm import Reruns, confirming, early_params
+from service.probing.warm_reruns import RerunPool
 
 
 def sharing(settings: Settings) -> bool:
@@ -36,10 +37,13 @@ def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | N
 
 class SharedReruns:
     """The early re-runs of each group of `requests` whose probe can merge their parameters (Probe.merged), started
-    when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own."""
+    when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own.
+    `warm`: a pool of re-run processes the caller keeps ready (warm_reruns.py), taken where it holds one."""
 
-    def __init__(self, requests: list[ProbeRequest], settings: Settings, workdir: Path) -> None:
-        self._settings, self._workdir = settings, workdir
+    def __init__(
+        self, requests: list[ProbeRequest], settings: Settings, workdir: Path, warm: RerunPool | None = None
+    ) -> None:
+        self._settings, self._workdir, self._warm = settings, workdir, warm
         self._lock = threading.Lock()
         self._group_of: dict[int, int] = {}  # request index -> its group's number
         self._plans: dict[int, tuple[ProbeRequest, dict[str, Any], int]] = {}  # group -> (request, params, members)
@@ -81,7 +85,8 @@ class SharedReruns:
         lead, params, members = self._plans[number]
         with self._lock:
             if number not in self._started:
-                reruns = Reruns(lead, params, None, self._settings, self._workdir / f"shared-confirm{number:03d}")
+                folder = self._workdir / f"shared-confirm{number:03d}"
+                reruns = Reruns(lead, params, None, self._settings, folder, warm=self._warm)
                 reruns.shared_by = members
                 self._started[number] = reruns
             return self._started[number]

@@ -450,7 +450,7 @@ def _supervised(
             return time.monotonic() > limit or bool(cancel_event and cancel_event.is_set())
 
         with stages.stage("hand_over"):
-            handed = hand_over(spare, params_json(planned), give_up)
+            handed = hand_over(spare.fifo, spare.alive, params_json(planned), give_up)
         if not handed:  # it died (or hung) warming up: this run starts cold instead
             spare.discard()
             spare = None

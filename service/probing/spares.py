@@ -105,17 +105,18 @@ def _params_at(cmd: list[str]) -> int:
     raise ValueError("not a probe command: no `-m probes NAME --params`")
 
 
-def hand_over(spare: Spare, params_json: str, give_up: Callable[[], bool]) -> bool:
-    """Give the spare its run's parameters (waiting while it still warms up); False when it died first or
-    `give_up()` said to stop waiting (the run's time limit, a cancel)."""
+def hand_over(fifo: Path, alive: Callable[[], bool], params_json: str, give_up: Callable[[], bool]) -> bool:
+    """Give a waiting process (a spare, a warm re-run) its run's parameters through its `fifo`, waiting while it still
+    warms up; False when it died first (`alive()` false) or `give_up()` said to stop waiting (the run's time limit, a
+    cancel)."""
     while True:
         try:
-            fd = os.open(spare.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
             break
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: no reader yet, the target is still getting ready
                 raise
-        if not spare.alive() or give_up():
+        if not alive() or give_up():
             return False
         time.sleep(HAND_OVER_LOOK_S)
     os.set_blocking(fd, True)

@@ -18,6 +18,7 @@ from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from service.probing.confirm_shared import SharedReruns
 from service.probing.runner import run_probe
 from service.probing.spares import Spares
+from service.probing.warm_reruns import RerunPool
 from service.queue.waiting import ended, job_fields, poll, result_of_job
 from service.sanitizer.forked import start_server
 from service.sweep.attribute import attribute, control_fired, unattributed
@@ -41,13 +42,20 @@ class LocalRunner:
 
     Warm starts (settings.warm_starts): with more processes than slots, spare processes get ready while earlier
     ones run (service/probing/spares.py); `spares` is a pool the caller keeps (warm from earlier sweeps), else the
-    runner keeps one for the sweep, starting no more spares than there are processes after the first K."""
+    runner keeps one for the sweep, starting no more spares than there are processes after the first K. `reruns`: a
+    pool of the confirmation's re-run processes the caller keeps ready (service/probing/warm_reruns.py), which the
+    re-runs the sweep's batches share take where it holds them."""
 
     def __init__(
-        self, workdir: Path, settings: Settings | None = None, slots: int = 1, spares: Spares | None = None
+        self,
+        workdir: Path,
+        settings: Settings | None = None,
+        slots: int = 1,
+        spares: Spares | None = None,
+        reruns: RerunPool | None = None,
     ) -> None:
         settings = settings or get_settings()
-        self.workdir, self.slots, self.spares = workdir, max(1, slots), spares
+        self.workdir, self.slots, self.spares, self.reruns = workdir, max(1, slots), spares, reruns
         # The slots are threads of this process: past one, each run's XML is parsed in child processes (unless the
         # setting says otherwise), so the slots' parses do not take turns on this process's interpreter lock.
         children = self.slots > 1 if settings.parse_in_children is None else settings.parse_in_children
@@ -66,7 +74,7 @@ class LocalRunner:
             spares = Spares(self.workdir / "spares", self.slots, budget=len(requests) - self.slots)
 
         # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
-        shared = SharedReruns(requests, self.settings, self.workdir)
+        shared = SharedReruns(requests, self.settings, self.workdir, self.reruns)
         # Their parses fork their child processes from one server that imports the parser now (forked.py).
         server = start_server() if self.settings.parse_in_children and self.settings.fork_parsers else None
 

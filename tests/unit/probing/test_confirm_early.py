@@ -21,6 +21,7 @@ from service.cli.render import print_result
 from service.config import Settings
 from service.models import Confirmation, Finding, Outcome, ProbeRequest
 from service.probing.runner import run_probe
+from service.probing.warm_reruns import RerunPool
 from service.sweep.execute import LocalRunner
 from tests.conftest import CAPTURES, REPLAY_PYTHON, RUNS, replaying
 
@@ -235,3 +236,47 @@ def test_a_sweeps_processes_of_one_grid_share_one_set_of_reruns(bare: tuple[Path
     assert all(set(_consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())
     assert not any("one set for the sweep" in r.message for r in got.values())
     assert len(_bare_log(log)) == 8
+
+
+def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
+    bare: tuple[Path, Settings], tmp_path: Path
+) -> None:
+    """A pool of warm re-runs (service/probing/warm_reruns.py), prepared and ready before the sweep: its four
+    processes run the shared re-runs — handed the grid's parameters through their FIFOs after the sweep began — and
+    no other re-run process starts. One that died before the sweep is replaced by a cold start, not waited for."""
+    log, settings = bare
+    pool = RerunPool(tmp_path / "pool", settings)
+    pool.prepare(REQUEST.probe)
+    assert pool.wait_ready(60) == 4
+    began = time.time()
+    try:
+        got = dict(LocalRunner(tmp_path / "sweep", settings, slots=2, reruns=pool).run_all([REQUEST, REQUEST]))
+    finally:
+        pool.close()
+
+    runs = _bare_log(log)
+    assert len(runs) == 4 and pool.taken == 4
+    assert all(float(str(r["started"])) < began < float(str(r["handed"])) for r in runs)
+    assert all(json.loads(str(r["args"][r["args"].index("--params") + 1]))["n"] == 1024 for r in runs)  # type: ignore[union-attr]
+    for result in got.values():
+        assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert all(check["ok"] for check in result.confirmation_control)
+        assert "4 of them in processes ready before it" in result.message
+
+    for entry in log.iterdir():
+        entry.unlink()
+    pool = RerunPool(tmp_path / "pool2", settings)
+    pool.prepare(REQUEST.probe)
+    assert pool.wait_ready(60) == 4
+    dead = pool.take(REQUEST.probe, "zero")
+    assert dead is not None
+    dead.started.kill()
+    pool._held.append(dead)  # held but dead: the re-run that asks for it starts cold
+    try:
+        got = dict(LocalRunner(tmp_path / "sweep2", settings, slots=2, reruns=pool).run_all([REQUEST, REQUEST]))
+    finally:
+        pool.close()
+    runs = _bare_log(log)
+    assert sorted(r["handed"] is None for r in runs) == [False, False, False, True]
+    assert all("3 of them in processes ready before it" in r.message for r in got.values())
+    assert all(set(_consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())

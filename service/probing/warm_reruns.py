@@ -1,0 +1,128 @@
+"""Warm re-runs: the confirmation's bare re-run processes, started and ready before their run is known.
+
+A bare re-run's time is mostly its start — the interpreter, imports, pycuda, a CUDA context: 1.1-1.7 s of its
+2.8-3.5 s on the H100 (docs/sweep.md, "Session 21") — and those starts land on the GPU that a sweep's sanitizer
+processes share. A caller that keeps a pool between runs (bench/sweep.py, as it keeps the sanitizer spares of
+service/probing/spares.py: a runner warm from its last run of this kind) has the four started before its next sweep:
+each gets ready (probes/warm.py: imports and the CUDA context) and waits for its parameters on a FIFO, and from there
+it is exactly a cold re-run's command — the same probe code, poison and `--watch all`, one process per re-run.
+
+Only the re-runs that watch every buffer (the early ones, started beside the sanitizer run) are taken warm; a re-run
+that watches chosen buffers, or finds no ready process of its probe and poison, starts cold as before. A warm process
+dies with the thread that started it, so `prepare` is called from a thread that outlives them (bench/sweep.py: its
+main thread); `close` ends those nobody took.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from probes.contract import Tool
+from probes.warm import READY_NAME
+from service.config import Settings
+from service.probing.confirmation import POISON_RUNS
+from service.probing.environment import PROJECT_ROOT
+from service.probing.secrets import probe_environment, untimed_schedule
+from service.probing.spares import FIFO_NAME
+from service.sanitizer.command import probe_command
+from service.sanitizer.supervise import Started, start
+
+RESULT_NAME = "result.json"
+
+
+@dataclass
+class WarmRerun:
+    """A started bare re-run of `probe` under poison `mode`, waiting for its parameters in its own folder."""
+
+    probe: str
+    mode: str
+    folder: Path
+    started: Started
+
+    @property
+    def fifo(self) -> Path:
+        return self.folder / FIFO_NAME
+
+    def alive(self) -> bool:
+        return self.started.proc.poll() is None
+
+    def ready(self) -> bool:
+        return (self.folder / READY_NAME).exists()
+
+    def discard(self) -> None:
+        self.started.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def warm_command(probe: str, mode: str, folder: Path, python: str | None) -> list[str]:
+    """A cold early re-run's command (confirm._bare_run) with `--params JSON` replaced by: get ready (the CUDA
+    context), then read the parameters from the FIFO."""
+    cmd = probe_command(probe, {}, folder / RESULT_NAME, Tool.NONE, python)
+    at = cmd.index("--params")
+    cmd[at : at + 2] = ["--params-from", str(folder / FIFO_NAME), "--warm", "gpu"]
+    return [*cmd, "--poison", mode, "--watch", "all", "--confirm-control"]
+
+
+class RerunPool:
+    """Warm re-runs a caller keeps between runs, one per (probe, poison mode) asked for."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root, self.settings = root, settings
+        self._lock = threading.Lock()
+        self._held: list[WarmRerun] = []
+        self.taken = 0  # re-runs handed out warm, over the pool's life
+
+    def prepare(self, probe: str, runs: tuple[tuple[str, str], ...] = POISON_RUNS) -> None:
+        """Start one warm re-run per entry of `runs` (label, mode) beyond those already held for `probe`."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            held = [(w.probe, w.mode) for w in self._held if w.alive()]
+        wanted = [mode for _, mode in runs]
+        for mode in wanted:
+            if (probe, mode) in held:
+                held.remove((probe, mode))
+                continue
+            folder = Path(tempfile.mkdtemp(prefix=f"rerun-{mode}-", dir=self.root))
+            os.mkfifo(folder / FIFO_NAME, 0o600)
+            settings = self.settings
+            started = start(
+                warm_command(probe, mode, folder, settings.python),
+                max_output_bytes=settings.max_output_bytes,
+                env=probe_environment(Tool.NONE, settings) | untimed_schedule(settings),
+                cwd=PROJECT_ROOT,
+                nice=settings.confirm_nice,
+                idle=settings.confirm_idle,
+            )
+            with self._lock:
+                self._held.append(WarmRerun(probe, mode, folder, started))
+
+    def wait_ready(self, timeout_s: float) -> int:
+        """Wait until every held re-run is ready (or dead, or `timeout_s` passed); how many are ready."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                held = list(self._held)
+            if all(w.ready() or not w.alive() for w in held) or time.monotonic() > deadline:
+                return sum(1 for w in held if w.ready() and w.alive())
+            time.sleep(0.05)
+
+    def take(self, probe: str, mode: str) -> WarmRerun | None:
+        """A live re-run of `probe` under `mode` (ready or still getting ready), now the caller's; None if none."""
+        with self._lock:
+            for i, warm in enumerate(self._held):
+                if warm.probe == probe and warm.mode == mode and warm.alive():
+                    self.taken += 1
+                    return self._held.pop(i)
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            held, self._held = self._held, []
+        for warm in held:
+            warm.discard()
