@@ -71,7 +71,9 @@ def timed(
     where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py)."""
     definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
     spares = None
-    reruns = RerunPool(workdir / name / "reruns", settings) if primed and warm_reruns and settings.confirm else None
+    after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
+    warm = primed and warm_reruns and settings.confirm
+    reruns = RerunPool(workdir / name / "reruns", settings, after) if warm else None
     if reruns is not None:
         reruns.prepare("narrow-matmul")
     if primed:

@@ -166,6 +166,9 @@ def _warm_run(
     warm = pool.take(probe, mode)
     if warm is None:
         return None
+    if pool.after_s > 0 and cancel.wait(pool.after_s):
+        warm.discard()
+        return None
     since = time.monotonic()
     if not hand_over(warm.fifo, warm.alive, json.dumps(params, sort_keys=True), cancel.is_set):
         warm.discard()

@@ -11,6 +11,10 @@ Only the re-runs that watch every buffer (the early ones, started beside the san
 that watches chosen buffers, or finds no ready process of its probe and poison, starts cold as before. A warm process
 dies with the thread that started it, so `prepare` is called from a thread that outlives them (bench/sweep.py: its
 main thread); `close` ends those nobody took.
+
+Measured on an H100 (docs/sweep.md, "Session 22"): slower, not faster — a re-run made before the sweep ran its cases
+about four times slower than one made during it, handed its parameters at once or 1.2 s later, and the sweep took
+about 1 s more. Nothing keeps a pool by default; `after_s` holds a taken re-run back (the second measurement).
 """
 
 from __future__ import annotations
@@ -72,8 +76,10 @@ def warm_command(probe: str, mode: str, folder: Path, python: str | None) -> lis
 class RerunPool:
     """Warm re-runs a caller keeps between runs, one per (probe, poison mode) asked for."""
 
-    def __init__(self, root: Path, settings: Settings) -> None:
+    def __init__(self, root: Path, settings: Settings, after_s: float = 0.0) -> None:
         self.root, self.settings = root, settings
+        # How long a taken re-run waits before it gets its parameters (0: at once, beside the sweep's first cases).
+        self.after_s = after_s
         self._lock = threading.Lock()
         self._held: list[WarmRerun] = []
         self.taken = 0  # re-runs handed out warm, over the pool's life

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 22, after session22_b.sh (docs/evidence/2026-12-05-s22/call6): warm re-runs handed their parameters at the
+# sweep's start were slower than cold ones (their cases took 1.0-2.2 s beside the sanitizer processes' first cases,
+# against 0.2-0.4 s when they began after their own 1.2 s start-up). This holds the warm ones back as long as a cold
+# start takes (CUPROBE_BENCH_RERUNS_AFTER_S=1.2) against the defaults, alternating, until AB_DEADLINE_S (default 240).
+# Predicted: if what the defaults lose to the re-runs is their start-up (interpreters, imports, contexts beside the
+# sanitizer processes), the held-back warm ones are faster than the defaults (about 150,000 against 145,000 cases per
+# GPU-hour); if it is the re-runs' GPU work itself, the two are alike.
+# From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session22_c.sh
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
+began=$(date +%s)
+for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  order="defaults held"; [ $((round % 2)) = 0 ] && order="held defaults"  # round 1 compiles the kernels
+  for setting in $order; do
+    [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-240} ] && break 2
+    flag=""; after=0; [ $setting = held ] && { flag="--warm-reruns"; after=1.2; }
+    CUPROBE_BENCH_RERUNS_AFTER_S=$after timeout 90 python3 bench/sweep.py --skip-compare --full --slots 8 --no-cold \
+      $flag --out /tmp/bench > /tmp/bench.txt 2>&1
+    rc=$?
+    { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
+    row=$(grep -E "^ +8 +ready" /tmp/bench.txt | awk '{print $5, $6}')
+    echo "round $round $setting rc=$rc wall,cases/h: $row"
+    grep -E "slowest process|confirmations|re-runs, s before" /tmp/bench.txt | sed 's/^ *//' | cut -c1-330
+    rm -rf /tmp/bench
+  done
+done
+echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
