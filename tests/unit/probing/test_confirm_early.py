@@ -243,9 +243,10 @@ def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
 ) -> None:
     """A pool of warm re-runs (service/probing/warm_reruns.py), prepared and ready before the sweep: its four
     processes run the shared re-runs — handed the grid's parameters through their FIFOs after the sweep began — and
-    no other re-run process starts. One that died before the sweep is replaced by a cold start, not waited for."""
+    no other re-run process starts (here each held back 0.3 s first: `after_s`). One that died before the sweep is
+    replaced by a cold start, not waited for."""
     log, settings = bare
-    pool = RerunPool(tmp_path / "pool", settings)
+    pool = RerunPool(tmp_path / "pool", settings, after_s=0.3)
     pool.prepare(REQUEST.probe)
     assert pool.wait_ready(60) == 4
     began = time.time()
@@ -256,7 +257,7 @@ def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
 
     runs = _bare_log(log)
     assert len(runs) == 4 and pool.taken == 4
-    assert all(float(str(r["started"])) < began < float(str(r["handed"])) for r in runs)
+    assert all(float(str(r["started"])) < began < began + 0.3 <= float(str(r["handed"])) for r in runs)
     assert all(json.loads(str(r["args"][r["args"].index("--params") + 1]))["n"] == 1024 for r in runs)  # type: ignore[union-attr]
     for result in got.values():
         assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
