@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probes import registry
 from probes.base import Probe
@@ -24,12 +24,14 @@ from service.probing.environment import PROJECT_ROOT
 from service.probing.launch import read_probe_result
 from service.probing.secrets import probe_environment, untimed_schedule
 from service.probing.spares import hand_over, move_artifacts
-from service.probing.warm_reruns import RerunPool
 from service.sanitizer.command import probe_command
 from service.sanitizer.flagged import FlaggedMemory
 from service.sanitizer.parse import ParseResult
 from service.sanitizer.supervise import Supervised, supervise
 from service.sanitizer.supervise import watch as watch_started
+
+if TYPE_CHECKING:
+    from service.probing.warm_reruns import RerunPool  # which imports this module's re-run command
 
 CONFIRM_DIR = "confirm"
 LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left out (the cases that import torch)
@@ -91,7 +93,7 @@ def control_options(version: str | None, kernel_filter: list[str], filtered: boo
     options = ["--kernel-name-exclude", f"kns={HIDDEN_WRITER}"]
     if kernel_filter:
         options += ["--kernel-name", f"kns={CHECKED_READERS}"]
-    if _tracks_filtered(version) and blind_spot_planted(version, filtered):
+    if _tracks_filtered(version) and not filtered:  # hides the writer's writes; blind_spot_planted says why not more
         options += ["--initcheck-track-filtered-global-memory", "no"]
     return options
 
@@ -106,6 +108,21 @@ def confirmation_summary(findings: list[Finding]) -> str:
 
 
 Watch = dict[str, list[str]] | None  # case id -> buffers to snapshot; None: every buffer (`--watch all`)
+
+
+def rerun_command(
+    probe: str, params: dict[str, object], out: Path, mode: str, watch: Watch, python: str | None
+) -> list[str]:
+    """A bare re-run: the probe's cases and the confirmer's control, fresh memory poisoned with `mode`, snapshotting
+    the buffers `watch` names (None: every buffer)."""
+    cmd = probe_command(probe, params, out, Tool.NONE, python)
+    cmd += ["--poison", mode, "--watch", "all" if watch is None else json.dumps(watch, sort_keys=True)]
+    return [*cmd, "--confirm-control"]
+
+
+def rerun_environment(settings: Settings) -> dict[str, str]:
+    """A bare re-run's environment: the probe's allowlisted one, and how it waits for the GPU."""
+    return probe_environment(Tool.NONE, settings) | untimed_schedule(settings)
 
 
 def _bare_run(
@@ -123,9 +140,7 @@ def _bare_run(
     out = workdir / folder / label.replace("#", "-") / "result.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
-    cmd = probe_command(request.probe, params, out, Tool.NONE, settings.python)
-    cmd += ["--poison", mode, "--watch", "all" if watch is None else json.dumps(watch, sort_keys=True)]
-    cmd += ["--confirm-control"]
+    cmd = rerun_command(request.probe, params, out, mode, watch, settings.python)
     limit = request.timeout_s or settings.timeout_s
     done = None
     if warm is not None and watch is None:  # only the early re-runs, which watch every buffer, are kept warm
@@ -135,7 +150,7 @@ def _bare_run(
             cmd,
             timeout_s=limit,
             max_output_bytes=settings.max_output_bytes,
-            env=probe_environment(Tool.NONE, settings) | untimed_schedule(settings),
+            env=rerun_environment(settings),
             cwd=PROJECT_ROOT,
             cancel=cancel,
             nice=settings.confirm_nice,

@@ -236,8 +236,7 @@ def plan_run(
 def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:
     """Whether a run asks the sanitizer for its launch dump: its kernel or NVTX filters choose what is checked, and
     the installed sanitizer has --dump-kernel-launches (2026.4 and later; read from its --help)."""
-    chooses = bool(request.kernel_filter or request.options.filters_kernels)
-    return chooses and DUMP_FLAG in installed_options(sanitizer).options
+    return user_filters(request) and DUMP_FLAG in installed_options(sanitizer).options
 
 
 def _selecting(request: ProbeRequest) -> tuple[list[str], list[str]]:
@@ -248,12 +247,11 @@ def _selecting(request: ProbeRequest) -> tuple[list[str], list[str]]:
 
 
 def _filtered_verdict(
-    verdict: Classification, request: ProbeRequest, launches: Launches | None, truncated: bool
+    verdict: Classification, filters: list[str], chosen: list[str], launches: Launches | None, truncated: bool
 ) -> tuple[Classification, list[str]]:
-    """A clean run whose options choose the launches checked: `sanitizer_error` where the launch dump shows the
-    filters selected none of the program's launches, else clean with a note saying what was checked (or that the
-    sanitizer could not say)."""
-    filters, chosen = _selecting(request)
+    """A clean run whose options choose the launches checked (`filters`, `chosen`: _selecting's): `sanitizer_error`
+    where the launch dump shows the filters selected none of the program's launches, else clean with a note saying
+    what was checked (or that the sanitizer could not say)."""
     counts = [f for f in filters if f not in chosen]
     notes: list[str] = []
     unsaid = filters
@@ -353,7 +351,7 @@ def _run_planned(
                     allocations=allocations,
                     single_case=single,
                     sanitizer_version=version,
-                    filtered=bool(request.kernel_filter or request.options.filters_kernels),
+                    filtered=user_filters(request),
                     max_records=settings.max_records,
                     max_bytes=settings.max_xml_bytes,
                     in_children=settings.parse_slots if settings.parse_in_children else 0,
@@ -366,6 +364,7 @@ def _run_planned(
                 parsed.truncated = True
     launches = parsed.launches if planned.launch_dump and parsed is not None and not parsed.error else None
     # The launch records are counted in the summary and turn the exit status into the error exit code: taken out.
+    filters, chosen = _selecting(request)
     returncode = done.returncode
     if launches is not None:
         returncode = discount(summary, launches, returncode, settings.error_exitcode)
@@ -387,11 +386,11 @@ def _run_planned(
                 error_exitcode=settings.error_exitcode,
                 stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
                 launches=launches,
-                filters=_selecting(request)[1],
+                filters=chosen,
             )
         )
         if verdict.outcome is Outcome.CLEAN:
-            verdict, said = _filtered_verdict(verdict, request, launches, bool(parsed and parsed.truncated))
+            verdict, said = _filtered_verdict(verdict, filters, chosen, launches, bool(parsed and parsed.truncated))
             notes += said
         findings = keyed_by_options(
             (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request, tool
@@ -408,7 +407,7 @@ def _run_planned(
             summary_count=summary.errors if summary else None,
             truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
             truncated_at_case=parsed.truncated_at_case if parsed else None,
-            filtered=bool(request.kernel_filter or request.options.filters_kernels) and tool is Tool.INITCHECK,
+            filtered=user_filters(request) and tool is Tool.INITCHECK,
             options=request.options,
             sanitizer_version=version,
             environment=fingerprint(version, str(sanitizer) if sanitizer else None),

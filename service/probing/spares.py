@@ -90,10 +90,16 @@ def params_json(planned: PlannedRun) -> str:
 
 
 def spare_command(planned: PlannedRun) -> list[str]:
-    """The planned command with `--params JSON` replaced by: get ready, then read the parameters from the FIFO."""
-    cmd = list(planned.cmd)
+    """The planned command, waiting for its parameters (waiting_for_params) in its folder's FIFO."""
+    return waiting_for_params(planned.cmd, planned.workdir / FIFO_NAME, warm_level(planned))
+
+
+def waiting_for_params(cmd: list[str], fifo: Path, level: WarmLevel) -> list[str]:
+    """A `... -m probes NAME --params JSON ...` command with `--params JSON` replaced by: get ready (probes/warm.py,
+    to `level`), then read the parameters from `fifo`."""
+    cmd = list(cmd)
     at = _params_at(cmd)
-    cmd[at - 1 : at + 1] = ["--params-from", str(planned.workdir / FIFO_NAME), "--warm", warm_level(planned)]
+    cmd[at - 1 : at + 1] = ["--params-from", str(fifo), "--warm", level]
     return cmd
 
 

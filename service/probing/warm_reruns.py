@@ -27,14 +27,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.contract import Tool
 from probes.warm import READY_NAME
 from service.config import Settings
+from service.probing.confirm import rerun_command, rerun_environment
 from service.probing.confirmation import POISON_RUNS
 from service.probing.environment import PROJECT_ROOT
-from service.probing.secrets import probe_environment, untimed_schedule
-from service.probing.spares import FIFO_NAME
-from service.sanitizer.command import probe_command
+from service.probing.spares import FIFO_NAME, waiting_for_params
 from service.sanitizer.supervise import Started, start
 
 RESULT_NAME = "result.json"
@@ -65,12 +63,10 @@ class WarmRerun:
 
 
 def warm_command(probe: str, mode: str, folder: Path, python: str | None) -> list[str]:
-    """A cold early re-run's command (confirm._bare_run) with `--params JSON` replaced by: get ready (the CUDA
-    context), then read the parameters from the FIFO."""
-    cmd = probe_command(probe, {}, folder / RESULT_NAME, Tool.NONE, python)
-    at = cmd.index("--params")
-    cmd[at : at + 2] = ["--params-from", str(folder / FIFO_NAME), "--warm", "gpu"]
-    return [*cmd, "--poison", mode, "--watch", "all", "--confirm-control"]
+    """A cold early re-run's command (it watches every buffer), waiting in `folder` for its parameters after making
+    its CUDA context."""
+    cold = rerun_command(probe, {}, folder / RESULT_NAME, mode, None, python)
+    return waiting_for_params(cold, folder / FIFO_NAME, "gpu")
 
 
 class RerunPool:
@@ -100,7 +96,7 @@ class RerunPool:
             started = start(
                 warm_command(probe, mode, folder, settings.python),
                 max_output_bytes=settings.max_output_bytes,
-                env=probe_environment(Tool.NONE, settings) | untimed_schedule(settings),
+                env=rerun_environment(settings),
                 cwd=PROJECT_ROOT,
                 nice=settings.confirm_nice,
                 idle=settings.confirm_idle,
