@@ -11,19 +11,13 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
 began=$(date +%s)
+source tests/gpu/ab_round.sh
 for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
   order="defaults held"; [ $((round % 2)) = 0 ] && order="held defaults"  # round 1 compiles the kernels
   for setting in $order; do
     [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-240} ] && break 2
-    flag=""; after=0; [ $setting = held ] && { flag="--warm-reruns"; after=1.2; }
-    CUPROBE_BENCH_RERUNS_AFTER_S=$after timeout 90 python3 bench/sweep.py --skip-compare --full --slots 8 --no-cold \
-      $flag --out /tmp/bench > /tmp/bench.txt 2>&1
-    rc=$?
-    { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
-    row=$(grep -E "^ +8 +ready" /tmp/bench.txt | awk '{print $5, $6}')
-    echo "round $round $setting rc=$rc wall,cases/h: $row"
-    grep -E "slowest process|confirmations|re-runs, s before" /tmp/bench.txt | sed 's/^ *//' | cut -c1-330
-    rm -rf /tmp/bench
+    flag=(); after=0; [ $setting = held ] && { flag=(--warm-reruns); after=1.2; }
+    ab_round $round $setting CUPROBE_BENCH_RERUNS_AFTER_S=$after -- "${flag[@]}"
   done
 done
 echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"

@@ -15,21 +15,15 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
 began=$(date +%s)
+source tests/gpu/ab_round.sh
 settings=(defaults blocking last)
 for round in 1 2 3 4 5 6 7 8 9 10; do
   for i in 0 1 2; do
     setting=${settings[$(( (i + round) % 3 ))]}
     [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-300} ] && break 2
-    flag="--warm-reruns"; schedule=auto; last=0
-    case $setting in defaults) flag="";; blocking) schedule=blocking;; last) last=1;; esac
-    CUPROBE_CUDA_SCHEDULE=$schedule CUPROBE_BENCH_RERUNS_LAST=$last timeout 90 python3 bench/sweep.py --skip-compare \
-      --full --slots 8 --no-cold $flag --out /tmp/bench > /tmp/bench.txt 2>&1
-    rc=$?
-    { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
-    row=$(grep -E "^ +8 +ready" /tmp/bench.txt | awk '{print $5, $6}')
-    echo "round $round $setting rc=$rc wall,cases/h: $row"
-    grep -E "slowest process|confirmations|re-runs, s before" /tmp/bench.txt | sed 's/^ *//' | cut -c1-330
-    rm -rf /tmp/bench
+    flag=(--warm-reruns); schedule=auto; last=0
+    case $setting in defaults) flag=();; blocking) schedule=blocking;; last) last=1;; esac
+    ab_round $round $setting CUPROBE_CUDA_SCHEDULE=$schedule CUPROBE_BENCH_RERUNS_LAST=$last -- "${flag[@]}"
   done
 done
 echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"

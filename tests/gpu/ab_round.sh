@@ -1,0 +1,18 @@
+# Sourced by the A/B scripts (tests/gpu/session22_b.sh, session22_c.sh, session23_a.sh): one round of one setting of
+# bench/sweep.py on the 384-case grid at K = 8 with spares ready, its whole output appended to $OUT/ab.log and its
+# row and where its time went printed.
+#   ab_round ROUND SETTING [NAME=VALUE ...] [-- BENCH FLAGS ...]
+ab_round() {
+  local round=$1 setting=$2 rc row; shift 2
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift
+  env "${envs[@]}" timeout 90 python3 bench/sweep.py --skip-compare --full --slots 8 --no-cold "$@" \
+    --out /tmp/bench > /tmp/bench.txt 2>&1
+  rc=$?
+  { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
+  row=$(grep -E "^ +8 +ready" /tmp/bench.txt | awk '{print $5, $6}')
+  echo "round $round $setting rc=$rc wall,cases/h: $row"
+  grep -E "slowest process|confirmations|re-runs, s before|re-runs ready" /tmp/bench.txt | sed 's/^ *//' | cut -c1-330
+  rm -rf /tmp/bench
+}
