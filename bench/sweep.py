@@ -68,15 +68,18 @@ def timed(
 ) -> tuple[Sweep, float]:
     """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
     spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
-    where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py)."""
+    where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py), made once
+    the spares are ready (READY_RERUNS_ORDER)."""
     definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
     warm = primed and warm_reruns and settings.confirm
     reruns = RerunPool(workdir / name / "reruns", settings, after) if warm else None
-    last_made = os.environ.get("CUPROBE_BENCH_RERUNS_LAST") == "1"  # an experiment: made after the spares' contexts
-    if reruns is not None and not last_made:
+    order = reruns_order()
+    if reruns is not None and order != "after":
         reruns.prepare("narrow-matmul")
+        if order == "before":
+            reruns.wait_ready(300)
     if primed:
         planned = plan(definition, slots)
         spares = Spares(workdir / name / "spares", slots)
@@ -87,10 +90,10 @@ def timed(
         ready = spares.wait_ready(slots, 300)
         print(f"  {name}: {ready} of {slots} spares ready before the clock starts", file=sys.stderr, flush=True)
     if reruns is not None:
-        if last_made:
+        if order == "after":
             reruns.prepare("narrow-matmul")
         ready = reruns.wait_ready(300)
-        print(f"  {name}: {ready} of 4 re-runs ready before the clock starts", file=sys.stderr, flush=True)
+        print(f"  {name}: {ready} of 4 re-runs ready before the clock starts ({order})", file=sys.stderr, flush=True)
     start = time.monotonic()
     try:
         sweep = run_sweep(
@@ -106,6 +109,20 @@ def timed(
             spares.close()
         if reruns is not None:
             reruns.close()
+
+
+# When the ready re-runs are made, against the spares (CUPROBE_BENCH_RERUNS_ORDER). Measured on an H100
+# (docs/sweep.md, "Session 23"): made while the spares start ("beside", session 22) they ran their cases about four
+# times slower than cold re-runs and slowed the sweep; made once the spares are ready ("after") they did not.
+# "before": made and ready before the spares start (the experiment that tells the two apart).
+READY_RERUNS_ORDER = ("after", "beside", "before")
+
+
+def reruns_order() -> str:
+    order = os.environ.get("CUPROBE_BENCH_RERUNS_ORDER") or READY_RERUNS_ORDER[0]
+    if order not in READY_RERUNS_ORDER:
+        raise SystemExit(f"CUPROBE_BENCH_RERUNS_ORDER={order!r}: expected one of {', '.join(READY_RERUNS_ORDER)}")
+    return order
 
 
 def warm_starts(sweep: Sweep) -> str:
@@ -150,8 +167,10 @@ def main() -> int:
     )
     parser.add_argument(
         "--warm-reruns",
-        action="store_true",
-        help="rows with spares ready also have the confirmation's four re-runs ready before the clock",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="rows with spares ready also have the confirmation's four re-runs ready before the clock, made once the "
+        "spares are ready (default); --no-warm-reruns: they start cold during the sweep",
     )
     parser.add_argument(
         "--per-case-warm", action="store_true", help="also run one process per case with warm starts (slow)"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran at 6ba6d9d (docs/evidence/2026-12-05-s23/call1), where bench/sweep.py read CUPROBE_BENCH_RERUNS_LAST; it now reads
+# CUPROBE_BENCH_RERUNS_ORDER (after = what `last` measured) and makes ready re-runs by default (tests/gpu/session23_b.sh).
 # Next: why a re-run process made before the sweep ran its cases about four times slower than one made during it
 # (docs/sweep.md, "Session 22"). Three settings on the 384-case grid at K = 8 with spares ready, rotating which goes
 # first, until AB_DEADLINE_S (default 300):

@@ -6,7 +6,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.sweep import before_cases, reruns_split, slowest
+import pytest
+
+from bench.sweep import before_cases, reruns_order, reruns_split, slowest
 from probes.contract import CONFIRM_CONTROL_PREFIX, Tool
 from service.models import Outcome
 from service.models.sweep import ProcessRecord, Sweep, SweepCase
@@ -104,3 +106,15 @@ def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path
     assert reruns_split(tmp_path).endswith(
         "; late ff-1 1.50 + 2.00 (1 cases, slowest 2.000: #0 torch-n3, median 2.0000) + 0.00"
     )
+
+
+def test_the_ready_reruns_are_made_after_the_spares_unless_the_experiment_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_ORDER", raising=False)
+    assert reruns_order() == "after"
+    monkeypatch.setenv("CUPROBE_BENCH_RERUNS_ORDER", "before")
+    assert reruns_order() == "before"
+    monkeypatch.setenv("CUPROBE_BENCH_RERUNS_ORDER", "first")
+    with pytest.raises(SystemExit, match="CUPROBE_BENCH_RERUNS_ORDER='first': expected one of after, beside, before"):
+        reruns_order()

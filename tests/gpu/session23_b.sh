@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 23, second call: the ready re-runs made once the spares are ready, now bench/sweep.py's default for its rows
+# with spares ready, against the re-runs started cold during the sweep (as before) and against re-runs made and ready
+# before the spares start. The 384-case grid at K = 8 with spares ready, rotating which goes first, until
+# AB_DEADLINE_S (default 480):
+#   defaults   re-runs ready, made after the spares (what call1's `last` measured, now the default);
+#   cold       --no-warm-reruns: the shared re-runs start cold during the sweep (call1's `defaults`);
+#   before     CUPROBE_BENCH_RERUNS_ORDER=before: re-runs made and ready, then the spares started. If what made session
+#              22's ready re-runs slow is that their contexts were made before the spares', this is as slow as they
+#              were; if it is that they got ready while the spares started, it is as fast as `defaults`.
+# Predicted (from call1: last 159,345, defaults 129,313; session 22: defaults 138,979-145,800): `defaults` median
+# 150,000-165,000 with most rounds at or above 150,000; `cold` 128,000-146,000; `before` unknown either way: about
+# 120,000-135,000 with per-case medians of 1.0-2.0 ms if the creation order matters, within 5 % of `defaults` if not.
+# From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session23_b.sh
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
+began=$(date +%s)
+echo "== $(date -u +%T) start at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+source tests/gpu/ab_round.sh
+settings=(defaults cold before)
+for round in $(seq 1 20); do
+  for i in 0 1 2; do
+    setting=${settings[$(( (i + round) % 3 ))]}
+    [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-480} ] && break 2
+    flag=(); order=after
+    case $setting in cold) flag=(--no-warm-reruns);; before) order=before;; esac
+    ab_round $round $setting CUPROBE_BENCH_RERUNS_ORDER=$order -- "${flag[@]}"
+  done
+done
+echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
