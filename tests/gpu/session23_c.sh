@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 23, third call: more rounds of the ready re-runs made after the spares (bench/sweep.py's default) against
+# the cold re-runs, whose difference call1 (159,345 against 129,313) and call2 (149,650 against 148,134) did not agree
+# on, and a third setting that tests why the ready re-runs' cases are slower than a cold re-run's (median 0.9-1.7 ms
+# against 0.2-0.4 ms): they begin at once, while the eight sanitizer processes begin theirs, where the cold ones begin
+# about 1.2 s later. The 384-case grid at K = 8 with spares ready, rotating which goes first, until AB_DEADLINE_S
+# (default 450):
+#   defaults   re-runs ready, made after the spares, handed their parameters at once;
+#   cold       --no-warm-reruns: the shared re-runs start cold during the sweep;
+#   held       re-runs ready, made after the spares, handed their parameters 1.2 s after the sweep began
+#              (CUPROBE_BENCH_RERUNS_AFTER_S=1.2, as long as a cold one takes to reach its first case).
+# Predicted: `defaults` and `cold` within 5 % of each other (call2), both medians 140,000-155,000; `held`: its re-runs'
+# per-case medians 0.2-0.5 ms (as cold ones) if it is when they run, and its median within 5 % of `defaults`.
+# From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session23_c.sh
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
+began=$(date +%s)
+echo "== $(date -u +%T) start"
+source tests/gpu/ab_round.sh
+settings=(defaults cold held)
+for round in $(seq 1 20); do
+  for i in 0 1 2; do
+    setting=${settings[$(( (i + round) % 3 ))]}
+    [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-450} ] && break 2
+    flag=(); after=0
+    case $setting in cold) flag=(--no-warm-reruns);; held) after=1.2;; esac
+    ab_round $round $setting CUPROBE_BENCH_RERUNS_AFTER_S=$after -- "${flag[@]}"
+  done
+done
+echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
