@@ -378,16 +378,25 @@ def reruns_split(workdir: Path) -> str:
         slowest_case = ""
         if grid:
             worst = max(range(len(grid)), key=lambda i: grid[i][0])
-            median = sorted(s for s, _ in grid)[len(grid) // 2]
-            slowest_case = f", slowest {grid[worst][0]:.3f}: #{worst} {grid[worst][1]}, median {median:.4f}"
+            half = len(grid) // 2
+            slowest_case = (
+                f", slowest {grid[worst][0]:.3f}: #{worst} {grid[worst][1]}, median {_median(grid):.4f}"
+                f" (first half {_median(grid[:half] or grid):.4f}, second {_median(grid[half:]):.4f})"
+            )
         name = f"late {path.parent.name}" if path in late else path.parent.name
+        # How its host thread waited for the GPU (probes/gpu.py: the primary context's flag as it ran).
+        schedule = result.get("context", {}).get("cuda_schedule") or "?"
         parts.append(
             f"{name} {head} + {sum(s for s, _ in grid):.2f} ({len(grid)} cases{slowest_case})"
-            f" + {control:.2f}"
+            f" + {control:.2f}, schedule {schedule}"
         )
     if not parts:
         return "  re-runs: no result left"
     return "  re-runs, s before the first case + in the grid's cases + in the control cases: " + "; ".join(parts)
+
+
+def _median(timed: list[tuple[float, str]]) -> float:
+    return sorted(seconds for seconds, _ in timed)[len(timed) // 2]
 
 
 def _row48(row: tuple[str, int, float, str, int, str], t_base: float) -> str:

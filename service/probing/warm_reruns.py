@@ -12,9 +12,11 @@ that watches chosen buffers, or finds no ready process of its probe and poison, 
 dies with the thread that started it, so `prepare` is called from a thread that outlives them (bench/sweep.py: its
 main thread); `close` ends those nobody took.
 
-Measured on an H100 (docs/sweep.md, "Session 22"): slower, not faster — a re-run made before the sweep ran its cases
-about four times slower than one made during it, handed its parameters at once or 1.2 s later, and the sweep took
-about 1 s more. Nothing keeps a pool by default; `after_s` holds a taken re-run back (the second measurement).
+Measured on an H100 (docs/sweep.md, "Session 22" and "Session 23"): made before the sanitizer processes' spares (or
+while they start), slower than cold re-runs — the sweep took about 1 s more; made once the spares are ready, no
+slower, and over three calls a little faster. Either way a warm re-run ran its cases about three times slower than a
+cold one, cause not found. So a caller makes the pool after its spares are ready (bench/sweep.py does, by default);
+`cuprobe sweep run` and the GPU workers keep none. `after_s` holds a taken re-run back (an experiment).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # Sourced by the A/B scripts (tests/gpu/session22_b.sh, session22_c.sh, session23_a.sh, session23_b.sh,
-# session23_c.sh): one round of one setting of bench/sweep.py on the 384-case grid at K = 8 with spares ready, its
-# whole output appended to $OUT/ab.log and its row and where its time went printed.
+# session23_c.sh, session24_a.sh): one round of one setting of bench/sweep.py on the 384-case grid at K = 8 with
+# spares ready, its whole output appended to $OUT/ab.log and its row and where its time went printed.
 #   ab_round ROUND SETTING [NAME=VALUE ...] [-- BENCH FLAGS ...]
 ab_round() {
   local round=$1 setting=$2 rc row; shift 2
@@ -13,6 +13,6 @@ ab_round() {
   { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
   row=$(grep -E "^ +8 +ready" /tmp/bench.txt | awk '{print $5, $6}')
   echo "round $round $setting rc=$rc wall,cases/h: $row"
-  grep -E "slowest process|confirmations|re-runs, s before|re-runs ready" /tmp/bench.txt | sed 's/^ *//' | cut -c1-330
+  grep -E "slowest process|confirmations|re-runs, s before|re-runs ready" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
   rm -rf /tmp/bench
 }

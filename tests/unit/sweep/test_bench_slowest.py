@@ -83,19 +83,24 @@ def test_the_setup_before_the_first_case_is_read_beside_each_sanitizer_xml(tmp_p
 
 def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path: Path) -> None:
     reruns = tmp_path / "sweep" / "shared-confirm000" / "confirm"
-    for label, before, grid in (("ff-1", 2.5, [0.01, 0.25, 0.04]), ("sentinel", 3.0, [0.5, 0.5])):
+    for label, before, grid, schedule in (
+        ("ff-1", 2.5, [0.01, 0.25, 0.04, 0.02], "spin"),
+        ("sentinel", 3.0, [0.5, 0.5], None),  # a re-run that held no context says nothing of how it waited
+    ):
         (reruns / label).mkdir(parents=True)
         cases = [{"id": f"unguarded-n{i}", "observations": {"seconds": s}} for i, s in enumerate(grid)]
         cases.append({"id": f"{CONFIRM_CONTROL_PREFIX}benign", "observations": {"seconds": 0.125}})
         cases.append({"id": "torch-n9", "observations": {}})  # no timing: counted nowhere
-        result = {"context": {"before_first_case_s": before}, "cases": cases}
+        result = {"context": {"before_first_case_s": before, "cuda_schedule": schedule}, "cases": cases}
         (reruns / label / "result.json").write_text(json.dumps(result))
     (reruns / "zero").mkdir()
     (reruns / "zero" / "result.json").write_text("{not json")  # a re-run killed mid-write: left out
     assert reruns_split(tmp_path) == (
         "  re-runs, s before the first case + in the grid's cases + in the control cases: "
-        "ff-1 2.50 + 0.30 (3 cases, slowest 0.250: #1 unguarded-n1, median 0.0400) + 0.12; "
-        "sentinel 3.00 + 1.00 (2 cases, slowest 0.500: #0 unguarded-n0, median 0.5000) + 0.12"
+        "ff-1 2.50 + 0.32 (4 cases, slowest 0.250: #1 unguarded-n1, median 0.0400 (first half 0.2500, second "
+        "0.0400)) + 0.12, schedule spin; "
+        "sentinel 3.00 + 1.00 (2 cases, slowest 0.500: #0 unguarded-n0, median 0.5000 (first half 0.5000, second "
+        "0.5000)) + 0.12, schedule ?"
     )
     assert reruns_split(tmp_path / "sweep" / "elsewhere") == "  re-runs: no result left"
     # A process's late re-runs (flagged cases the early ones did not run) follow the early ones, named late.
@@ -104,7 +109,8 @@ def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path
     cases = [{"id": "torch-n3", "observations": {"seconds": 2.0}}]
     (late / "result.json").write_text(json.dumps({"context": {"before_first_case_s": 1.5}, "cases": cases}))
     assert reruns_split(tmp_path).endswith(
-        "; late ff-1 1.50 + 2.00 (1 cases, slowest 2.000: #0 torch-n3, median 2.0000) + 0.00"
+        "; late ff-1 1.50 + 2.00 (1 cases, slowest 2.000: #0 torch-n3, median 2.0000 (first half 2.0000, second "
+        "2.0000)) + 0.00, schedule ?"
     )
 
 
