@@ -4,6 +4,8 @@ The 48-case grid (n = 1..16 x {unguarded, guarded, torch}, m = k = tile = 32) ru
 process per case, one at a time — then batched with K = 1, 2, 4, 8 and this host's default K, all in this one
 run; each batched run's per-case findings (outcome, signature, count) must equal K = 1's and the baseline's.
 With --full, the 384-case nightly grid (n = 1..128 x 3 variants) runs batched at each K: cases per GPU-hour.
+The rows "spares ready" time a runner warm from its last run: its K sanitizer spares, then the confirmation's four
+re-runs (--no-warm-reruns: those start cold during the sweep), started and ready before the clock.
 Prints a table of wall times and ratios, and under each row where its slowest process spent its time (sanitizer
 run, parse, confirmation's bare re-runs...). Writes report.html and summary.md of the last sweep to --out.
 --compare-parse adds, for each 384-case row with K > 1, the same run with every XML parsed in the sweep's own process

@@ -1,0 +1,110 @@
+"""bench/sweep.py's rows with spares ready: what is started before the clock, and in which order (the order its
+ready re-runs are made in changed the sweep's speed on the GPU: docs/sweep.md, "Session 23"). The spares and the
+re-runs are sanitizer and CUDA processes, which cannot exist here: stand-ins record what was asked of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bench.sweep as bench
+from service.config import Settings
+
+
+class Events(list[str]):
+    pass
+
+
+def _stand_ins(monkeypatch: pytest.MonkeyPatch, events: Events) -> None:
+    class Spares:
+        def __init__(self, root: Path, slots: int) -> None:
+            self.root, self.budget = root, 0
+
+        def ask(self, *_: Any) -> None:
+            events.append("spare asked")
+
+        def wait_ready(self, slots: int, timeout_s: float) -> int:
+            events.append("spares ready")
+            return slots
+
+        def close(self) -> None:
+            events.append("spares closed")
+
+    class Pool:
+        def __init__(self, root: Path, settings: Settings, after_s: float) -> None:
+            events.append(f"pool, handed over after {after_s:g} s")
+
+        def prepare(self, probe: str) -> None:
+            events.append(f"re-runs of {probe} started")
+
+        def wait_ready(self, timeout_s: float) -> int:
+            events.append("re-runs ready")
+            return 4
+
+        def close(self) -> None:
+            events.append("re-runs closed")
+
+    def run_sweep(definition: Any, runner: Any, progress: Any) -> str:
+        events.append(f"clock: {runner.slots} slots, re-runs {'kept' if runner.reruns else 'cold'}")
+        return "sweep"
+
+    monkeypatch.setattr(bench, "Spares", Spares)
+    monkeypatch.setattr(bench, "RerunPool", Pool)
+    monkeypatch.setattr(bench, "run_sweep", run_sweep)
+
+
+def _timed(tmp_path: Path, warm_reruns: bool, confirm: bool = True) -> None:
+    settings = Settings(data_dir=tmp_path / "data", confirm=confirm)
+    bench.timed("grid", 4, True, tmp_path, settings, 2, primed=True, warm_reruns=warm_reruns)
+
+
+def test_the_ready_reruns_are_made_once_the_spares_are_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = Events()
+    _stand_ins(monkeypatch, events)
+    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_ORDER", raising=False)
+    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_AFTER_S", raising=False)
+    _timed(tmp_path, warm_reruns=True)
+    assert events == [
+        "pool, handed over after 0 s",
+        "spare asked",
+        "spare asked",
+        "spares ready",
+        "re-runs of narrow-matmul started",
+        "re-runs ready",
+        "clock: 2 slots, re-runs kept",
+        "spares closed",
+        "re-runs closed",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("order", "first"),
+    [
+        ("before", ["re-runs of narrow-matmul started", "re-runs ready", "spare asked"]),
+        ("beside", ["re-runs of narrow-matmul started", "spare asked"]),
+    ],
+)
+def test_the_experiment_can_make_them_before_or_beside_the_spares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, first: list[str]
+) -> None:
+    events = Events()
+    _stand_ins(monkeypatch, events)
+    monkeypatch.setenv("CUPROBE_BENCH_RERUNS_ORDER", order)
+    monkeypatch.setenv("CUPROBE_BENCH_RERUNS_AFTER_S", "1.2")
+    _timed(tmp_path, warm_reruns=True)
+    assert events[0] == "pool, handed over after 1.2 s"
+    assert events[1 : 1 + len(first)] == first
+    assert events.count("re-runs of narrow-matmul started") == 1
+    assert events.index("re-runs ready") < events.index("clock: 2 slots, re-runs kept")
+
+
+@pytest.mark.parametrize(("warm_reruns", "confirm"), [(False, True), (True, False)])
+def test_no_pool_without_warm_reruns_or_without_the_confirmation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm_reruns: bool, confirm: bool
+) -> None:
+    events = Events()
+    _stand_ins(monkeypatch, events)
+    _timed(tmp_path, warm_reruns=warm_reruns, confirm=confirm)
+    assert events == ["spare asked", "spare asked", "spares ready", "clock: 2 slots, re-runs cold", "spares closed"]
