@@ -16,3 +16,19 @@ ab_round() {
   grep -E "slowest process|confirmations|re-runs, s before|re-runs ready" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
   rm -rf /tmp/bench
 }
+
+# Rounds of the settings named, which goes first rotating each round, each run by the caller's
+# `ab_setting ROUND SETTING` (an ab_round with that setting's environment and flags), until AB_DEADLINE_S (default
+# DEFAULT) seconds have passed since the call or 20 rounds have run.
+#   ab_rounds DEFAULT SETTING...
+ab_rounds() {
+  local default=$1; shift
+  local settings=("$@") began round i
+  began=$(date +%s)
+  for round in $(seq 1 20); do
+    for ((i = 0; i < ${#settings[@]}; i++)); do
+      [ $(( $(date +%s) - began )) -gt "${AB_DEADLINE_S:-$default}" ] && return 0
+      ab_setting "$round" "${settings[$(( (i + round) % ${#settings[@]} ))]}"
+    done
+  done
+}

@@ -18,14 +18,10 @@ export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/c
 began=$(date +%s)
 echo "== $(date -u +%T) start at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 source tests/gpu/ab_round.sh
-settings=(defaults cold before)
-for round in $(seq 1 20); do
-  for i in 0 1 2; do
-    setting=${settings[$(( (i + round) % 3 ))]}
-    [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-480} ] && break 2
-    flag=(); order=after
-    case $setting in cold) flag=(--no-warm-reruns);; before) order=before;; esac
-    ab_round $round $setting CUPROBE_BENCH_RERUNS_ORDER=$order -- "${flag[@]}"
-  done
-done
+ab_setting() {
+  local flag=() order=after
+  case $2 in cold) flag=(--no-warm-reruns);; before) order=before;; esac
+  ab_round "$1" "$2" CUPROBE_BENCH_RERUNS_ORDER=$order -- "${flag[@]}"
+}
+ab_rounds 480 defaults cold before
 echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"

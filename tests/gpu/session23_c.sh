@@ -18,14 +18,10 @@ export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/c
 began=$(date +%s)
 echo "== $(date -u +%T) start"
 source tests/gpu/ab_round.sh
-settings=(defaults cold held)
-for round in $(seq 1 20); do
-  for i in 0 1 2; do
-    setting=${settings[$(( (i + round) % 3 ))]}
-    [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-450} ] && break 2
-    flag=(); after=0
-    case $setting in cold) flag=(--no-warm-reruns);; held) after=1.2;; esac
-    ab_round $round $setting CUPROBE_BENCH_RERUNS_AFTER_S=$after -- "${flag[@]}"
-  done
-done
+ab_setting() {
+  local flag=() after=0
+  case $2 in cold) flag=(--no-warm-reruns);; held) after=1.2;; esac
+  ab_round "$1" "$2" CUPROBE_BENCH_RERUNS_AFTER_S=$after -- "${flag[@]}"
+}
+ab_rounds 450 defaults cold held
 echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"

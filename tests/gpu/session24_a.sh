@@ -16,18 +16,15 @@ export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/c
 began=$(date +%s)
 echo "== $(date -u +%T) start"
 source tests/gpu/ab_round.sh
-settings=(defaults cold)
+ab_setting() {
+  local flag=()
+  [ "$2" = cold ] && flag=(--no-warm-reruns)
+  ab_round "$1" "$2" -- "${flag[@]}"
+  mkdir -p "/tmp/reruns/$1-$2"
+  (cd /tmp && find cuprobe-sweep-bench-* -path '*/confirm*/*/result.json' -print0 | xargs -0 -r cp --parents -t "/tmp/reruns/$1-$2")
+  rm -rf /tmp/cuprobe-sweep-bench-*
+}
 rm -rf /tmp/cuprobe-sweep-bench-*
-for round in $(seq 1 20); do
-  for i in 0 1; do
-    setting=${settings[$(( (i + round) % 2 ))]}
-    [ $(( $(date +%s) - began )) -gt ${AB_DEADLINE_S:-240} ] && break 2
-    flag=(); [ $setting = cold ] && flag=(--no-warm-reruns)
-    ab_round $round $setting -- "${flag[@]}"
-    mkdir -p /tmp/reruns/$round-$setting
-    (cd /tmp && find cuprobe-sweep-bench-* -path '*/confirm*/*/result.json' -print0 | xargs -0 -r cp --parents -t /tmp/reruns/$round-$setting)
-    rm -rf /tmp/cuprobe-sweep-bench-*
-  done
-done
+ab_rounds 240 defaults cold
 tar -C /tmp -czf "$OUT/reruns.tgz" reruns
 echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
