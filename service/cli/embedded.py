@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -174,15 +174,23 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @contextmanager
 def embedded_stack(
-    settings: Settings, *, host: str = "127.0.0.1", port: int = 0, cpu_concurrency: int = 0, quiet: bool = False
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    cpu_concurrency: int = 0,
+    quiet: bool = False,
+    broker: str | None = None,
 ) -> Iterator[EmbeddedStack]:
-    """Broker, store, workers and the API (in a thread) for the block; everything stopped after it."""
+    """Broker, store, workers and the API (in a thread) for the block; everything stopped after it. `broker`: a
+    running Redis to use instead of starting the embedded Valkey."""
     import uvicorn
 
     from service.api import create_app
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    with embedded_broker(settings.data_dir.resolve(), supervised=True) as broker_url:
+    given = nullcontext(broker) if broker else None
+    with given or embedded_broker(settings.data_dir.resolve(), supervised=True) as broker_url:
         settings = embedded_settings(settings, broker_url)
         Store(settings.database).migrate()
         devices = visible_gpus()

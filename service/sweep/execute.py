@@ -19,6 +19,7 @@ from service.probing.confirm_shared import SharedReruns
 from service.probing.runner import run_probe
 from service.probing.spares import Spares
 from service.probing.warm_reruns import RerunPool
+from service.queue.served import ServedQueues
 from service.queue.waiting import ended, job_fields, poll, result_of_job
 from service.sanitizer.forked import start_server
 from service.sweep.attribute import attribute, control_fired, unattributed
@@ -112,13 +113,21 @@ class LocalRunner:
 
 
 class ServiceRunner:
-    """Submits every process as a job on the sweep lane (gate jobs never wait behind it) and waits for each."""
+    """Submits every process as a job on the sweep lane (gate jobs never wait behind it) and waits for each.
+    `served` (the queues live workers serve: service/queue/served.py): a job for a queue none serves ends
+    `unavailable` at once; without it, such a job waits for a worker until its deadline (the scheduled sweep)."""
 
     def __init__(
-        self, store: Store, settings: Settings, enqueue: Callable[[Job], Any], poll_s: float = 1.0, slots: int = 1
+        self,
+        store: Store,
+        settings: Settings,
+        enqueue: Callable[[Job], Any],
+        poll_s: float = 1.0,
+        slots: int = 1,
+        served: ServedQueues | None = None,
     ) -> None:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
-        self.slots = max(1, slots)
+        self.slots, self.served = max(1, slots), served
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         from service.queue.submit import JobSpec, submit
@@ -126,7 +135,7 @@ class ServiceRunner:
         pending = {}
         for slot, request in enumerate(requests):
             spec = JobSpec.model_validate({**request.model_dump(), "lane": Lane.SWEEP})
-            pending[submit(spec, self.store, self.settings, self.enqueue).id] = slot
+            pending[submit(spec, self.store, self.settings, self.enqueue, self.served).id] = slot
 
         def finished(job: Job | None) -> bool:
             return job is None or ended(job.state)

@@ -1,0 +1,150 @@
+"""Benchmark: a sweep run here against the same sweep run through the service, side by side in one run.
+
+Here is `cuprobe sweep run`'s path (service/sweep/execute.py `LocalRunner`: K sanitizer processes at once, the batches
+of a grid sharing one set of the confirmation's re-runs, no pools kept from an earlier sweep). Through the service is
+the scheduled nightly sweep's path (`ServiceRunner`, as tasks/sweep.py runs it): each process a job on the sweep lane,
+run by this machine's workers — the embedded stack `cuprobe up` starts (Valkey, SQLite, a worker per GPU at its K
+plus a CPU worker) — each job confirming with its own re-runs. The two alternate, who goes first swapping each
+round; each row gives wall time, cases per GPU-hour, the ratio to the local sweep and whether the per-case findings
+(outcome, signatures and counts) equal the first local sweep's. Exit 1 where a case did not run or findings differ.
+    python bench/sweep_service.py [--definition FILE] [--rounds 2] [--broker redis://127.0.0.1:6379/5] [--out DIR]
+The default definition is the nightly narrow-matmul initcheck grid bench/sweep.py times (384 cases): it needs a GPU
+(without one its cases end `unavailable`, here and through the service, and the run exits 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.sweep import GRID, Cases, differences, per_case  # noqa: E402
+from service.cli.embedded import embedded_stack  # noqa: E402
+from service.config import Settings, get_settings  # noqa: E402
+from service.db.store import Store  # noqa: E402
+from service.models.sweep import Sweep  # noqa: E402
+from service.queue.broker import enqueue  # noqa: E402
+from service.queue.celery_app import make_celery  # noqa: E402
+from service.queue.registry import WorkerRegistry  # noqa: E402
+from service.queue.served import served_reader  # noqa: E402
+from service.sweep.definition import SweepDefinition, load_definition, parse_definition  # noqa: E402
+from service.sweep.execute import LocalRunner, ServiceRunner, run_sweep  # noqa: E402
+from service.worker.gpu_slots import host_slots  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--definition", type=Path, help="a sweep definition (TOML); default: the 384-case grid")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of both paths (default 2)")
+    parser.add_argument("--worker-wait-s", type=float, default=120.0, help="how long to wait for the workers")
+    parser.add_argument("--out", type=Path, help="write each sweep's JSON here")
+    parser.add_argument(
+        "--broker", help="a running Redis (redis://HOST:PORT/DB) for the service's queues instead of an embedded Valkey"
+    )
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: at least 1")
+    definition = (
+        load_definition(args.definition)
+        if args.definition
+        else parse_definition(GRID.format(name="nightly-narrow-matmul", batch="true", last=128))
+    )
+    work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-service-"))
+    data = work / "data"  # its own store: nothing of this machine's service is read or written
+    settings = get_settings().model_copy(update={"data_dir": data, "database_url": f"sqlite:///{data / 'cuprobe.db'}"})
+    k = host_slots(settings)
+    print(f"definition {definition.name!r}; local K = {k}; work folder {work}", flush=True)
+    rows: list[tuple[str, Sweep, float]] = []
+    with embedded_stack(settings, quiet=True, broker=args.broker) as stack:
+        wanted = wait_for_workers(stack.settings, len(stack.devices), args.worker_wait_s)
+        store = Store(stack.settings.database)
+        print(f"workers serve: {', '.join(sorted(wanted)) or 'nothing yet'}", flush=True)
+        celery = make_celery(stack.settings)
+        served = served_reader(WorkerRegistry(stack.settings))
+        for round_ in range(1, args.rounds + 1):
+            order = ["local", "service"] if round_ % 2 else ["service", "local"]
+            for path in order:
+                name = f"{path}-{round_}"
+                if path == "local":
+                    runner: LocalRunner | ServiceRunner = LocalRunner(work / name, settings, k)
+                else:
+                    # A job for a queue no worker serves (a GPU probe here without a GPU) ends at once.
+                    runner = ServiceRunner(
+                        store, stack.settings, lambda job: enqueue(celery, job), poll_s=0.2, slots=k, served=served
+                    )
+                sweep, wall = timed(definition, runner)
+                rows.append((name, sweep, wall))
+                print(row(name, sweep, wall, rows), flush=True)
+                if args.out:
+                    args.out.mkdir(parents=True, exist_ok=True)
+                    (args.out / f"{name}.json").write_text(sweep.model_dump_json())
+    print(f"\n{header()}")
+    for name, sweep, wall in rows:
+        print(row(name, sweep, wall, rows))
+    summary(rows)
+    reference = per_case(rows[0][1])  # round 1 runs here first
+    ran = all(c.outcome.ran for _, s, _ in rows for c in s.cases)
+    differ = [f"{name}: {line}" for name, s, _ in rows for line in differences(reference, per_case(s))]
+    for line in differ:
+        print(f"DIFFERS from {rows[0][0]}: {line}")
+    if not ran:
+        print("not every case ran (see the outcomes above): nothing here is a measurement of a full sweep")
+    return 0 if ran and not differ else 1
+
+
+def wait_for_workers(settings: Settings, gpus: int, timeout_s: float) -> set[str]:
+    """The queues the stack's workers serve once the CPU worker and (where the stack has `gpus`) a GPU worker have
+    registered, or what is served when `timeout_s` ends."""
+    registry = WorkerRegistry(settings)
+    deadline = time.monotonic() + timeout_s
+    queues: set[str] = set()
+    while time.monotonic() < deadline:
+        queues = registry.view().served_queues or set()
+        if "cpu" in queues and (not gpus or any(q.startswith("gpu.") for q in queues)):
+            return queues
+        time.sleep(0.5)
+    return queues
+
+
+def timed(definition: SweepDefinition, runner: LocalRunner | ServiceRunner) -> tuple[Sweep, float]:
+    start = time.monotonic()
+    sweep = run_sweep(definition, runner)
+    return sweep, time.monotonic() - start
+
+
+def header() -> str:
+    columns = f"{'sweep':<12}{'procs':>6}{'wall_s':>9}{'cases/GPU-hour':>16}{'vs local':>10}{'same findings':>15}"
+    return columns + "  outcomes"
+
+
+def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float]]) -> str:
+    cases = [c for c in sweep.cases if not c.added]
+    local = [w for n, _, w in rows if n.startswith("local")]
+    ratio = f"{statistics.median(local) / wall:>9.2f}x" if local else f"{'-':>10}"
+    first: Cases | None = next((per_case(s) for n, s, _ in rows if n.startswith("local")), None)
+    same = "-" if first is None else ("yes" if not differences(first, per_case(sweep)) else "NO")
+    outcomes = ", ".join(f"{o} {n}" for o, n in sorted(Counter(c.outcome.value for c in cases).items()))
+    return (
+        f"{name:<12}{len(sweep.processes):>6}{wall:>9.1f}{len(cases) / wall * 3600:>16,.0f}{ratio}{same:>15}"
+        f"  {outcomes}"
+    )
+
+
+def summary(rows: list[tuple[str, Sweep, float]]) -> None:
+    for path in ("local", "service"):
+        walls = [w for n, _, w in rows if n.startswith(path)]
+        cases = len([c for c in rows[0][1].cases if not c.added])
+        if walls:
+            median = statistics.median(walls)
+            print(f"{path}: median wall {median:.1f} s, {cases / median * 3600:,.0f} cases per GPU-hour")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
