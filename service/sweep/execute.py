@@ -115,7 +115,8 @@ class LocalRunner:
 class ServiceRunner:
     """Submits every process as a job on the sweep lane (gate jobs never wait behind it) and waits for each.
     `served` (the queues live workers serve: service/queue/served.py): a job for a queue none serves ends
-    `unavailable` at once; without it, such a job waits for a worker until its deadline (the scheduled sweep)."""
+    `unavailable` at once; without it (the scheduled sweep), it is sent, and the reconciler ends it `unavailable`
+    if no worker for its queue appears in time (docs/service.md)."""
 
     def __init__(
         self,
