@@ -34,7 +34,7 @@ from service.queue.broker import enqueue  # noqa: E402
 from service.queue.celery_app import make_celery  # noqa: E402
 from service.queue.registry import WorkerRegistry  # noqa: E402
 from service.queue.served import served_reader  # noqa: E402
-from service.sweep.definition import SweepDefinition, load_definition, parse_definition  # noqa: E402
+from service.sweep.definition import DefinitionError, SweepDefinition, load_definition, parse_definition  # noqa: E402
 from service.sweep.execute import LocalRunner, ServiceRunner, run_sweep  # noqa: E402
 from service.worker.gpu_slots import host_slots  # noqa: E402
 
@@ -51,11 +51,14 @@ def main() -> int:
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds {args.rounds}: at least 1")
-    definition = (
-        load_definition(args.definition)
-        if args.definition
-        else parse_definition(GRID.format(name="nightly-narrow-matmul", batch="true", last=128))
-    )
+    try:
+        definition = (
+            load_definition(args.definition)
+            if args.definition
+            else parse_definition(GRID.format(name="nightly-narrow-matmul", batch="true", last=128))
+        )
+    except DefinitionError as exc:
+        parser.error(str(exc))
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-service-"))
     data = work / "data"  # its own store: nothing of this machine's service is read or written
     settings = get_settings().model_copy(update={"data_dir": data, "database_url": f"sqlite:///{data / 'cuprobe.db'}"})

@@ -65,3 +65,9 @@ def test_a_sweep_whose_cases_cannot_run_here_is_not_a_measurement(tmp_path: Path
     rows = _rows(done.stdout)
     assert rows["local-1"].endswith("unavailable 1") and rows["service-1"].endswith("unavailable 1"), done.stdout
     assert "not every case ran" in done.stdout
+
+
+def test_a_bad_definition_is_refused_naming_the_problem(tmp_path: Path) -> None:
+    done = _bench(tmp_path, 'name = "bad"\n[[entry]]\nprobe = "selftest"\n')
+    assert done.returncode == 2 and "entry.0.tool: required" in done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
