@@ -184,7 +184,7 @@ def main() -> int:
         return 0
     settings = get_settings()
     default_k = host_slots(settings)
-    ks = list(dict.fromkeys([*(int(k) for k in args.slots.split(",")), default_k]))
+    ks = list(dict.fromkeys([*slot_values(parser, args.slots), default_k]))
     print(f"host: {os.cpu_count()} cores; default K = {default_k}; K values: {ks}")
     print(f"sweep processes use compute-sanitizer --show-backtrace as SWEEP_BACKTRACE says: {SWEEP_BACKTRACE}")
     work = Path(tempfile.mkdtemp(prefix="cuprobe-sweep-bench-"))
@@ -274,6 +274,16 @@ def main() -> int:
     except ImportError as exc:  # the GPU box may lack matplotlib: render from sweep.json elsewhere
         print(f"no report here ({exc}); render it with: python bench/sweep.py --render {args.out / 'sweep.json'}")
     return 0 if ok else 1
+
+
+def slot_values(parser: argparse.ArgumentParser, text: str) -> list[int]:
+    """--slots as K values (whole numbers from 1), or the parser's usage error naming the one that is not."""
+    values = []
+    for part in text.split(","):
+        if not part.strip().isdigit() or int(part) < 1:
+            parser.error(f"--slots {text}: {part.strip()!r} is not a K (a whole number from 1)")
+        values.append(int(part))
+    return values
 
 
 def slowest(sweep: Sweep) -> str:

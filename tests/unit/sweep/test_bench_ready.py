@@ -4,6 +4,7 @@ re-runs are sanitizer and CUDA processes, which cannot exist here: stand-ins rec
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,13 @@ def test_no_pool_without_warm_reruns_or_without_the_confirmation(
     _stand_ins(monkeypatch, events)
     _timed(tmp_path, warm_reruns=warm_reruns, confirm=confirm)
     assert events == ["spare asked", "spare asked", "spares ready", "clock: 2 slots, re-runs cold", "spares closed"]
+
+
+def test_slots_that_are_not_k_values_are_refused_naming_the_one(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="sweep.py")
+    assert bench.slot_values(parser, "1,2,8") == [1, 2, 8]
+    for bad, named in (("2,x", "'x'"), ("0", "'0'"), ("4,", "''"), ("-1", "'-1'")):
+        with pytest.raises(SystemExit) as exited:
+            bench.slot_values(parser, bad)
+        assert exited.value.code == 2
+        assert f"--slots {bad}: {named} is not a K (a whole number from 1)" in capsys.readouterr().err
