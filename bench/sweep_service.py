@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.sweep import GRID, Cases, differences, per_case  # noqa: E402
+from bench.sweep import GRID, differences, per_case  # noqa: E402
 from service.cli.embedded import embedded_stack  # noqa: E402
-from service.config import Settings, get_settings  # noqa: E402
+from service.config import get_settings  # noqa: E402
 from service.db.store import Store  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
 from service.queue.broker import enqueue  # noqa: E402
@@ -66,11 +66,12 @@ def main() -> int:
     print(f"definition {definition.name!r}; local K = {k}; work folder {work}", flush=True)
     rows: list[tuple[str, Sweep, float]] = []
     with embedded_stack(settings, quiet=True, broker=args.broker) as stack:
-        wanted = wait_for_workers(stack.settings, len(stack.devices), args.worker_wait_s)
+        registry = WorkerRegistry(stack.settings)
+        wanted = wait_for_workers(registry, len(stack.devices), args.worker_wait_s)
         store = Store(stack.settings.database)
         print(f"workers serve: {', '.join(sorted(wanted)) or 'nothing yet'}", flush=True)
         celery = make_celery(stack.settings)
-        served = served_reader(WorkerRegistry(stack.settings))
+        served = served_reader(registry)
         for round_ in range(1, args.rounds + 1):
             order = ["local", "service"] if round_ % 2 else ["service", "local"]
             for path in order:
@@ -92,7 +93,7 @@ def main() -> int:
     for name, sweep, wall in rows:
         print(row(name, sweep, wall, rows))
     summary(rows)
-    reference = per_case(rows[0][1])  # round 1 runs here first
+    reference = per_case(rows[0][1])  # local-1: round 1 runs here first
     ran = all(c.outcome.ran for _, s, _ in rows for c in s.cases)
     differ = [f"{name}: {line}" for name, s, _ in rows for line in differences(reference, per_case(s))]
     for line in differ:
@@ -102,10 +103,9 @@ def main() -> int:
     return 0 if ran and not differ else 1
 
 
-def wait_for_workers(settings: Settings, gpus: int, timeout_s: float) -> set[str]:
+def wait_for_workers(registry: WorkerRegistry, gpus: int, timeout_s: float) -> set[str]:
     """The queues the stack's workers serve once the CPU worker and (where the stack has `gpus`) a GPU worker have
     registered, or what is served when `timeout_s` ends."""
-    registry = WorkerRegistry(settings)
     deadline = time.monotonic() + timeout_s
     queues: set[str] = set()
     while time.monotonic() < deadline:
@@ -129,10 +129,9 @@ def header() -> str:
 
 def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float]]) -> str:
     cases = [c for c in sweep.cases if not c.added]
-    local = [w for n, _, w in rows if n.startswith("local")]
-    ratio = f"{statistics.median(local) / wall:>9.2f}x" if local else f"{'-':>10}"
-    first: Cases | None = next((per_case(s) for n, s, _ in rows if n.startswith("local")), None)
-    same = "-" if first is None else ("yes" if not differences(first, per_case(sweep)) else "NO")
+    local = [w for n, _, w in rows if n.startswith("local")]  # local-1 is always there
+    ratio = f"{statistics.median(local) / wall:>9.2f}x"
+    same = "yes" if not differences(per_case(rows[0][1]), per_case(sweep)) else "NO"  # against local-1
     outcomes = ", ".join(f"{o} {n}" for o, n in sorted(Counter(c.outcome.value for c in cases).items()))
     return (
         f"{name:<12}{len(sweep.processes):>6}{wall:>9.1f}{len(cases) / wall * 3600:>16,.0f}{ratio}{same:>15}"
@@ -141,9 +140,9 @@ def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float
 
 
 def summary(rows: list[tuple[str, Sweep, float]]) -> None:
+    cases = len([c for c in rows[0][1].cases if not c.added])
     for path in ("local", "service"):
         walls = [w for n, _, w in rows if n.startswith(path)]
-        cases = len([c for c in rows[0][1].cases if not c.added])
         if walls:
             median = statistics.median(walls)
             print(f"{path}: median wall {median:.1f} s, {cases / median * 3600:,.0f} cases per GPU-hour")
