@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from probes import registry
 from probes.base import Probe
@@ -216,6 +216,7 @@ class Reruns:
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
+        self.where = ""  # where the runs that share them are, for the message ("": this process)
         self._ends: list[float] = []  # each re-run's end (list.append: safe from the pool's threads)
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
@@ -247,6 +248,21 @@ class Reruns:
         """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""
         self._cancel.set()
         self._pool.shutdown(wait=True)
+
+
+class EarlyReruns(Protocol):
+    """Re-runs started before the run's findings are known: its own (Reruns), or a set it shares with a sweep's other
+    batches in this process (confirm_shared.py) or its other jobs on this host (confirm_host.py)."""
+
+    shared_by: int
+    where: str
+
+    @property
+    def spent_s(self) -> float: ...
+
+    def results(self) -> dict[str, BareRun]: ...
+
+    def close(self) -> None: ...
 
 
 def start_early(
@@ -317,7 +333,7 @@ def confirm_findings(
     request: ProbeRequest,
     settings: Settings,
     workdir: Path,
-    early: Reruns | None = None,
+    early: EarlyReruns | None = None,
 ) -> RunResult:
     """`result` with each initcheck finding confirmed and the confirmer's control checked (then set aside).
     `early`: the re-runs started beside the sanitizer run (start_early); the caller closes them."""
@@ -423,7 +439,7 @@ def confirm_findings(
     else:
         when = ", started beside the sanitizer run" if early is not None else ""
         if early is not None and early.shared_by > 1:
-            when += f", one set for the sweep's {early.shared_by} processes of this grid"
+            when += f", one set for the sweep's {early.shared_by} processes of this grid{early.where}"
         if warm := sum(1 for run in runs.values() if run.warm):
             when += f", {warm} of them in processes ready before it"
         update["message"] = (

@@ -11,6 +11,7 @@ once. Each batch's findings are then decided from the shared runs' cases, exactl
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,44 @@ def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | N
     return request.probe, tool.value, request.confirm is not False
 
 
+@dataclass(frozen=True)
+class ShareGroup:
+    """Requests that can share one set of re-runs: their indexes, the first with the group's time limit (the members'
+    limits added: one run of every case takes longer than one batch; none: the setting's), and the parameters of
+    every case of the group (the probe's `merged`)."""
+
+    members: list[int]
+    lead: ProbeRequest
+    merged: dict[str, Any]
+
+
+def share_groups(requests: list[ProbeRequest], settings: Settings) -> list[ShareGroup]:
+    """The groups of two or more `requests` of one probe and tool whose probe can merge their parameters (a sweep's
+    batches of one grid, or its repeats of one process), where the confirmation is on and shared."""
+    keyed: dict[tuple[str, str, bool], list[int]] = {}
+    for index, request in enumerate(requests):
+        key = _key(request, settings)
+        if key is not None:
+            keyed.setdefault(key, []).append(index)
+    groups = []
+    for members in keyed.values():
+        if len(members) < 2:
+            continue
+        probe = registry.get(requests[members[0]].probe)
+        try:
+            batches = [probe.Params.model_validate(requests[i].params) for i in members]
+        except ValueError:  # a batch admission will refuse: every batch keeps its own re-runs
+            continue
+        merged = probe.merged(batches)
+        if merged is None:
+            continue
+        limits = [requests[i].timeout_s for i in members]
+        timeout = None if None in limits else sum(t for t in limits if t is not None)
+        lead = requests[members[0]].model_copy(update={"timeout_s": timeout})
+        groups.append(ShareGroup(members, lead, merged.model_dump(mode="json")))
+    return groups
+
+
 class SharedReruns:
     """The early re-runs of each group of `requests` whose probe can merge their parameters (Probe.merged), started
     when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own.
@@ -48,29 +87,10 @@ class SharedReruns:
         self._group_of: dict[int, int] = {}  # request index -> its group's number
         self._plans: dict[int, tuple[ProbeRequest, dict[str, Any], int]] = {}  # group -> (request, params, members)
         self._started: dict[int, Reruns] = {}
-        groups: dict[tuple[str, str, bool], list[int]] = {}
-        for index, request in enumerate(requests):
-            key = _key(request, settings)
-            if key is not None:
-                groups.setdefault(key, []).append(index)
-        for number, members in enumerate(groups.values()):
-            if len(members) < 2:
-                continue
-            probe = registry.get(requests[members[0]].probe)
-            try:
-                batches = [probe.Params.model_validate(requests[i].params) for i in members]
-            except ValueError:  # a batch admission will refuse: every batch keeps its own re-runs
-                continue
-            merged = probe.merged(batches)
-            if merged is None:
-                continue
-            limits = [requests[i].timeout_s for i in members]
-            # One run of every case takes longer than one batch: the group's limits added (none: the setting's).
-            timeout = None if None in limits else sum(t for t in limits if t is not None)
-            lead = requests[members[0]].model_copy(update={"timeout_s": timeout})
-            params = early_params(lead.probe, merged.model_dump(mode="json"), settings)
-            self._plans[number] = (lead, params, len(members))
-            self._group_of.update(dict.fromkeys(members, number))
+        for number, group in enumerate(share_groups(requests, settings)):
+            params = early_params(group.lead.probe, group.merged, settings)
+            self._plans[number] = (group.lead, params, len(group.members))
+            self._group_of.update(dict.fromkeys(group.members, number))
 
     def merged_params(self, index: int) -> dict[str, Any] | None:
         """The parameters of the re-runs request `index` shares (every case of its group, less the cases that import

@@ -21,7 +21,7 @@ from service.models.reasons import ALSO
 from service.models.timing import Stages
 from service.probing.admission import Admission, admit, sanitizer_fields, suppressions_file
 from service.probing.confirm import (
-    Reruns,
+    EarlyReruns,
     confirm_findings,
     confirming,
     control_options,
@@ -107,7 +107,7 @@ def run_probe(
     trusted: bool = False,
     stages: Stages | None = None,
     spares: Spares | None = None,
-    shared: Reruns | None = None,
+    shared: EarlyReruns | None = None,
     child_parser: Callable[[Context], ChildParser] | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
@@ -282,7 +282,7 @@ def _run_planned(
     stages: Stages,
     replan: Callable[..., PlannedRun | RunResult],
     spare: Spare | None = None,
-    early: Reruns | None = None,
+    early: EarlyReruns | None = None,
     child_parser: Callable[[Context], ChildParser] | None = None,
 ) -> RunResult:
     """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run

@@ -13,6 +13,7 @@ from pydantic import Field
 from service.config import Settings
 from service.db.store import Job, JobState, Store, utcnow
 from service.models import ProbeRequest
+from service.models.confirm_share import ConfirmShare
 from service.models.queues import LABEL_PATTERN, Lane
 from service.probing.admission import (
     COMMAND_PROBE,
@@ -23,6 +24,7 @@ from service.probing.admission import (
     suppressions_file,
 )
 from service.probing.confirm import refuse_unconfirmable
+from service.probing.confirm_host import misfit
 from service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,12 @@ class JobSpec(ProbeRequest):
         default=None,
         pattern=SUPPRESSIONS_NAME.pattern,
         description="name of a suppressions file in the server's suppressions directory (never a path)",
+    )
+
+    confirm_share: ConfirmShare | None = Field(
+        default=None,
+        description="set by a sweep: the jobs of one grid share one set of the confirmation's re-runs on each host "
+        "(its `params` must take in this job's cases)",
     )
 
     def probe_request(self) -> ProbeRequest:
@@ -95,10 +103,19 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
         suppressions_file(spec.options.suppressions, trusted=False, settings=settings)
     sanitizer_fields(spec, admitted.tool)
     refuse_unconfirmable(spec, admitted.tool, settings)
+    share = spec.confirm_share
+    if share is not None:  # admitted as the job is (the defaults its tool fills in), so that the two compare
+        try:
+            share = share.model_copy(update={"params": admit(spec.probe, admitted.tool, share.params).params})
+        except BadRequest as exc:
+            raise BadRequest("confirm_share", f"confirm_share's params: {exc.message}") from exc
+        filled = spec.model_copy(update={"tool": admitted.tool, "params": admitted.params})
+        if why := misfit(filled, share):
+            raise BadRequest("confirm_share", f"confirm_share cannot serve this job: {why}")
     limit = settings.task_soft_time_limit_s - min(RUN_MARGIN_S, settings.task_soft_time_limit_s / 4)
     if (spec.timeout_s or settings.timeout_s) > limit:
         raise BadRequest("timeout_s", f"this server's job limit is {limit:.0f} s")
-    return spec.model_copy(update={"tool": admitted.tool, "params": admitted.params})
+    return spec.model_copy(update={"tool": admitted.tool, "params": admitted.params, "confirm_share": share})
 
 
 def create(spec: JobSpec, store: Store, settings: Settings) -> Job:

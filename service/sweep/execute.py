@@ -13,13 +13,15 @@ from typing import Any, Protocol
 from service.config import Settings, get_settings
 from service.db.store import Job, Store, utcnow
 from service.models import Backtrace, ProbeRequest, RunResult, Tool
+from service.models.confirm_share import ConfirmShare
 from service.models.queues import Lane
 from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
-from service.probing.confirm_shared import SharedReruns
+from service.probing.confirm_shared import SharedReruns, share_groups
 from service.probing.runner import run_probe
 from service.probing.spares import Spares
 from service.probing.warm_reruns import RerunPool
 from service.queue.served import ServedQueues
+from service.queue.submit import JobSpec, submit
 from service.queue.waiting import ended, job_fields, poll, result_of_job
 from service.sanitizer.forked import start_server
 from service.sweep.attribute import attribute, control_fired, unattributed
@@ -130,12 +132,22 @@ class ServiceRunner:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
         self.slots, self.served = max(1, slots), served
 
-    def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
-        from service.queue.submit import JobSpec, submit
+    def specs(self, requests: list[ProbeRequest]) -> list[JobSpec]:
+        """One sweep-lane job per request; the jobs of one grid carry one ticket, so that on each host they share one
+        set of the confirmation's re-runs (confirm_host.py)."""
+        tickets: dict[int, ConfirmShare] = {}
+        sweep = uuid.uuid4().hex[:16]
+        for number, group in enumerate(share_groups(requests, self.settings)):
+            ticket = ConfirmShare(key=f"{sweep}-{number}", params=group.merged, members=len(group.members))
+            tickets.update(dict.fromkeys(group.members, ticket))
+        return [
+            JobSpec.model_validate({**request.model_dump(), "lane": Lane.SWEEP, "confirm_share": tickets.get(slot)})
+            for slot, request in enumerate(requests)
+        ]
 
+    def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         pending = {}
-        for slot, request in enumerate(requests):
-            spec = JobSpec.model_validate({**request.model_dump(), "lane": Lane.SWEEP})
+        for slot, spec in enumerate(self.specs(requests)):
             pending[submit(spec, self.store, self.settings, self.enqueue, self.served).id] = slot
 
         def finished(job: Job | None) -> bool:

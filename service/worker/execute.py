@@ -22,6 +22,7 @@ from service.db.store import ClaimVerdict, Store, utcnow, worker_identity
 from service.models import Outcome, RunResult, Tool
 from service.models.timing import Stages
 from service.probing import runner
+from service.probing.confirm_host import join
 from service.queue.submit import JobSpec
 from service.worker.gpu_slots import gpu_held
 from service.worker.stopping import hand_back
@@ -85,9 +86,16 @@ def execute_job(
         locking = time.perf_counter()
         with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
             stages.add("gpu_lock", time.perf_counter() - locking)
-            return runner.run_probe(
-                spec.probe_request(), workdir=workdir, settings=settings, cancel_event=cancel, stages=stages
-            )
+            request = spec.probe_request()
+            # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm_host.py).
+            shared = join(request, spec.confirm_share, settings, cancel)
+            try:
+                return runner.run_probe(
+                    request, workdir=workdir, settings=settings, cancel_event=cancel, stages=stages, shared=shared
+                )
+            finally:
+                if shared is not None:
+                    shared.close()
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
     running = pool.submit(run)

@@ -1,15 +1,12 @@
 """The confirmation's bare re-runs start beside the sanitizer run, not after it, and end with it when there is
 nothing to confirm.
 
-The sanitizer run is the replay stand-in playing back uninit-read under initcheck from the H200
-(tests/data/runs/confirm-verdicts-uninit_read-2026.4.0.0); the bare re-runs are tests/replay/python-bare, which
-copies that run's four recorded re-runs and logs when each started and with which arguments."""
+The sanitizer run and its re-runs are played back (tests/unit/probing/bare_replay.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -19,45 +16,23 @@ from rich.console import Console
 from probes.contract import Tool
 from service.cli.render import print_result
 from service.config import Settings
-from service.models import Confirmation, Finding, Outcome, ProbeRequest
+from service.models import Confirmation, Outcome, ProbeRequest
 from service.probing.runner import run_probe
 from service.probing.warm_reruns import RerunPool
 from service.sweep.execute import LocalRunner
-from tests.conftest import CAPTURES, REPLAY_PYTHON, RUNS, replaying
-
-RUN = RUNS / "confirm-verdicts-uninit_read-2026.4.0.0"
-REQUEST = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, params={"n": 1024, "k": 1000, "block": 256})
+from tests.conftest import CAPTURES, replaying
+from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
 
 
-def _bare_log(log: Path) -> list[dict[str, object]]:
-    return [json.loads(p.read_text()) | {"pid": int(p.stem.rsplit("-", 1)[1])} for p in sorted(log.glob("bare-*"))]
+@pytest.fixture
+def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings: Settings) -> tuple[Path, Settings]:
+    return replay_bare(monkeypatch, tmp_path, replay_settings)
 
 
 def _watch(entry: dict[str, object]) -> str:
     args = entry["args"]
     assert isinstance(args, list)
     return str(args[args.index("--watch") + 1])
-
-
-@pytest.fixture
-def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings: Settings) -> tuple[Path, Settings]:
-    log = tmp_path / "log"
-    log.mkdir()
-    # The recorded run kept its XML, result and re-runs but not the sanitizer's console: its last line is rebuilt
-    # from the run's recorded summary count (408: docs/evidence/2026-12-03-confirm/uninit_read.json), and the
-    # version banner is that of the same sanitizer's other captured run.
-    case = tmp_path / "case"
-    shutil.copytree(RUN, case)
-    (case / "stdout.txt").write_text("========= ERROR SUMMARY: 408 errors\n")
-    shutil.copy(RUNS / "uninit-read-initcheck-2026.4.0.0" / "version.txt", case / "version.txt")
-    replaying(monkeypatch, case, target=False)
-    monkeypatch.setenv("CUPROBE_REPLAY_BARE", str(RUN))
-    monkeypatch.setenv("CUPROBE_REPLAY_BARE_LOG", str(log))
-    return log, replay_settings.model_copy(update={"python": str(REPLAY_PYTHON)})
-
-
-def _consequential(findings: list[Finding]) -> list[Confirmation | None]:
-    return [f.confirmation for f in findings if f.kernel == "double_all"]
 
 
 @pytest.mark.parametrize(
@@ -73,7 +48,7 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
 
     assert result.outcome is Outcome.FINDINGS, result.message
-    assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
+    assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
     assert all(check["ok"] for check in result.confirmation_control), result.confirmation_control
     assert "started beside the sanitizer run" in result.message
     # The sanitizer counted 408 records: 24 of uninit-read's own and 384 of the confirmer's planted control.
@@ -81,7 +56,7 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     console = Console(record=True, width=200)
     print_result(result, console)
     assert "records 408 (384 of them the confirmer's planted control)" in console.export_text()
-    runs = _bare_log(log)
+    runs = bare_log(log)
     ended = float((log / "sanitizer-ended").read_text())
     assert len(runs) == 4
     assert all(float(str(r["started"])) < ended for r in runs)
@@ -101,9 +76,9 @@ def test_with_early_starts_off_the_reruns_follow_the_run_and_watch_only_the_flag
     log, settings = bare
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings.model_copy(update={"confirm_early": False}))
 
-    assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
+    assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
     assert "started beside" not in result.message
-    runs = _bare_log(log)
+    runs = bare_log(log)
     ended = float((log / "sanitizer-ended").read_text())
     assert len(runs) == 4 and all(float(str(r["started"])) > ended for r in runs)
     sentinel = [r for r in runs if "sentinel" in r["args"]]  # type: ignore[operator]
@@ -122,10 +97,10 @@ def test_an_early_sentinel_run_that_left_a_flagged_buffer_out_runs_again_watchin
     monkeypatch.setenv("CUPROBE_REPLAY_BARE_DROP", "1")  # `--watch all` keeps no snapshot, as past its byte cap
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
 
-    assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
+    assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
     assert all(check["ok"] for check in result.confirmation_control)
     # the log is named by process id, so its order says nothing about which sentinel run came first
-    early, late = sorted((_watch(r) for r in _bare_log(log) if "sentinel" in r["args"]), key=len)  # type: ignore[operator]
+    early, late = sorted((_watch(r) for r in bare_log(log) if "sentinel" in r["args"]), key=len)  # type: ignore[operator]
     assert early == "all" and "n=1024,k=1000" in json.loads(late)
 
 
@@ -142,7 +117,7 @@ def test_a_run_with_nothing_to_confirm_ends_its_early_reruns(
 
     assert time.monotonic() - began < 150  # not held up by the re-runs' 600 s
     assert not any(f.confirmation for f in result.findings)
-    runs = _bare_log(log)
+    runs = bare_log(log)
     assert len(runs) == 4
     for run in runs:
         pid = int(str(run["pid"]))
@@ -200,7 +175,7 @@ def test_which_cases_the_reruns_run_and_when(
     flagged = sorted({f.case for f in result.findings if f.case and f.tool is Tool.INITCHECK})
     assert flagged == [f"unguarded-n{n}" for n in (1, 127, 2, 3, 31, 33, 4, 63, 65, 8)]
     ended = float((log / "sanitizer-ended").read_text())
-    runs = _bare_log(log)
+    runs = bare_log(log)
     before = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] < ended]  # type: ignore[operator,union-attr]
     after = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] >= ended]  # type: ignore[operator,union-attr]
     flagged_cases = {"n": [1, 2, 3, 4, 8, 31, 33, 63, 65, 127], "variants": ["unguarded"]}
@@ -224,18 +199,18 @@ def test_a_sweeps_processes_of_one_grid_share_one_set_of_reruns(bare: tuple[Path
 
     assert sorted(got) == [0, 1]
     for result in got.values():
-        assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
         assert all(check["ok"] for check in result.confirmation_control)
         assert "one set for the sweep's 2 processes of this grid" in result.message
-    assert len(_bare_log(log)) == 4
+    assert len(bare_log(log)) == 4
 
     other = REQUEST.model_copy(update={"params": {**REQUEST.params, "block": 128}})  # not the same cases
     for entry in log.iterdir():
         entry.unlink()
     got = dict(LocalRunner(tmp_path / "own", settings, slots=2).run_all([REQUEST, other]))
-    assert all(set(_consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())
+    assert all(set(consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())
     assert not any("one set for the sweep" in r.message for r in got.values())
-    assert len(_bare_log(log)) == 8
+    assert len(bare_log(log)) == 8
 
 
 def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
@@ -255,12 +230,12 @@ def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
     finally:
         pool.close()
 
-    runs = _bare_log(log)
+    runs = bare_log(log)
     assert len(runs) == 4 and pool.taken == 4
     assert all(float(str(r["started"])) < began < began + 0.3 <= float(str(r["handed"])) for r in runs)
     assert all(json.loads(str(r["args"][r["args"].index("--params") + 1]))["n"] == 1024 for r in runs)  # type: ignore[union-attr]
     for result in got.values():
-        assert set(_consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
         assert all(check["ok"] for check in result.confirmation_control)
         assert "4 of them in processes ready before it" in result.message
 
@@ -277,7 +252,7 @@ def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
         got = dict(LocalRunner(tmp_path / "sweep2", settings, slots=2, reruns=pool).run_all([REQUEST, REQUEST]))
     finally:
         pool.close()
-    runs = _bare_log(log)
+    runs = bare_log(log)
     assert sorted(r["handed"] is None for r in runs) == [False, False, False, True]
     assert all("3 of them in processes ready before it" in r.message for r in got.values())
-    assert all(set(_consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())
+    assert all(set(consequential(r.findings)) == {Confirmation.CONSEQUENTIAL} for r in got.values())

@@ -1,0 +1,226 @@
+"""One set of the confirmation's re-runs for the jobs of a sweep's grid on one host, instead of one set per job.
+
+A local sweep's batches are threads of one process and share one set of the four bare re-runs (confirm_shared.py).
+Through the service each batch is a job, run by one of a GPU worker's pool processes, and each started its own four:
+a 384-case grid in eight jobs started 32 bare processes where the local sweep starts four. So the sweep gives each
+job of a grid a ticket (ConfirmShare: a key, the grid's parameters, how many jobs share it). On each host, the first
+of them to start holds an flock on a folder under the data directory and runs the re-runs there; the others wait
+for its `done.json` and decide their findings from the same files. What can go wrong falls back to what a job did
+before, never to a verdict from runs it did not ask for:
+- the owner's job is cancelled or handed back, or its process dies: the lock goes without `done.json`, and each job
+  still waiting runs its own re-runs once its findings are known;
+- a job that starts after an owner died without finishing runs its own re-runs from the start, as before;
+- a job whose cases the grid's runs did not run (a torch case the early re-runs leave out) re-runs them after its
+  run, as with its own early re-runs (confirm.not_rerun).
+The folder is named by the key and a digest of the probe, tool and grid parameters, so two groups never meet in
+one; the last job of the group to finish removes it, and a folder left for a day is removed by the next owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from probes import registry
+from service.config import Settings
+from service.models import ProbeRequest, Tool
+from service.models.confirm_share import ConfirmShare
+from service.probing.confirm import Reruns, confirming, early_params
+from service.probing.confirm_shared import sharing
+from service.probing.confirmation import POISON_RUNS, BareRun, load_bare_run
+from service.probing.launch import read_probe_result
+
+SHARE_DIR = "shared-confirm"
+RUNS_DIR = "runs"
+DONE = "done.json"
+LOCK = "owner.lock"
+OWNER = "owner.json"
+LEFT = "left"
+PRUNE_AFTER_S = 24 * 3600.0
+POLL_S = 0.05
+KEPT = ("mode", "ok", "message", "duration_s", "warm")  # what done.json keeps of each BareRun besides its files
+
+
+def misfit(request: ProbeRequest, ticket: ConfirmShare) -> str | None:
+    """Why `ticket`'s grid cannot serve `request` (it does not take in the request's cases), or None."""
+    probe = registry.get(request.probe)
+    try:
+        own = probe.Params.model_validate(request.params)
+        grid = probe.Params.model_validate(ticket.params)
+    except ValueError as exc:
+        return f"its params are not valid parameters of probe {probe.name}: {' '.join(str(exc).split())[:300]}"
+    if probe.merged([grid, own]) != grid:
+        return f"its params do not take in this job's cases (probe {probe.name} cannot merge the two into its params)"
+    return None
+
+
+def share_folder(settings: Settings, request: ProbeRequest, tool: Tool, ticket: ConfirmShare) -> Path:
+    """Where the group's re-runs run on this host: the key and a digest of what they run."""
+    what = json.dumps([request.probe, tool.value, ticket.params], sort_keys=True)
+    return settings.data_dir / SHARE_DIR / f"{ticket.key}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+
+
+def join(
+    request: ProbeRequest, ticket: ConfirmShare | None, settings: Settings, cancel: threading.Event
+) -> HostReruns | None:
+    """The re-runs `request` shares on this host under `ticket`, started now if it is the first there; None where it
+    confirms with its own (no ticket, no confirmation, sharing off, a ticket that does not fit, an owner that died
+    before finishing them)."""
+    tool = request.tool or registry.get(request.probe).tools[0]
+    if ticket is None or not sharing(settings) or not confirming(request, tool, settings) or misfit(request, ticket):
+        return None
+    folder = share_folder(settings, request, tool, ticket)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # no folder to share in (a full or read-only disk): this job's own, which say what fails
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # the owner holds it: its re-runs are running
+        os.close(fd)
+        return HostReruns(request, ticket, settings, folder, cancel, owner=None)
+    if (folder / DONE).exists():  # the owner has finished: read its files
+        os.close(fd)
+        return HostReruns(request, ticket, settings, folder, cancel, owner=None)
+    if (folder / OWNER).exists():  # an owner started them and ended without finishing: this job runs its own
+        os.close(fd)
+        return None
+    _prune(folder.parent, keep=folder)
+    (folder / OWNER).write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
+    lead = request.model_copy(update={"timeout_s": ticket.members * (request.timeout_s or settings.timeout_s)})
+    params = early_params(request.probe, ticket.params, settings)
+    reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
+    return HostReruns(request, ticket, settings, folder, cancel, owner=(fd, reruns))
+
+
+class HostReruns:
+    """One job's view of its group's re-runs on this host (confirm.EarlyReruns): the owner's, which it started and
+    finishes (`owner`: its lock and its Reruns), or another job's, read from the folder once that one is done."""
+
+    def __init__(
+        self,
+        request: ProbeRequest,
+        ticket: ConfirmShare,
+        settings: Settings,
+        folder: Path,
+        cancel: threading.Event,
+        owner: tuple[int, Reruns] | None,
+    ) -> None:
+        self.request, self.ticket, self.settings, self.folder, self.cancel = request, ticket, settings, folder, cancel
+        self.shared_by, self.where = ticket.members, " on this host"
+        self._owner = owner
+        self._runs: dict[str, BareRun] | None = None
+        self._spent = 0.0
+        self._own: Reruns | None = None  # this job's own re-runs, where the owner ended without finishing
+
+    @property
+    def owns(self) -> bool:
+        return self._owner is not None
+
+    @property
+    def spent_s(self) -> float:
+        return self._own.spent_s if self._own is not None else self._spent
+
+    def results(self) -> dict[str, BareRun]:
+        if self._runs is None:
+            self._runs = self._finish() if self._owner is not None else self._read()
+        return self._runs
+
+    def _finish(self) -> dict[str, BareRun]:
+        assert self._owner is not None
+        fd, reruns = self._owner
+        runs = reruns.results()
+        self._spent = reruns.spent_s
+        if not self.cancel.is_set():
+            done = {
+                "spent_s": self._spent,
+                "runs": {label: {name: getattr(r, name) for name in KEPT} for label, r in runs.items()},
+            }
+            part = self.folder / f"{DONE}.{uuid.uuid4().hex}"
+            part.write_text(json.dumps(done))
+            part.replace(self.folder / DONE)
+        self._owner = None
+        os.close(fd)  # the waiting jobs see the lock go: with done.json they read it, without it they run their own
+        return runs
+
+    def _read(self) -> dict[str, BareRun]:
+        limit = self.ticket.members * (self.request.timeout_s or self.settings.timeout_s) + 60
+        given_up = time.monotonic() + limit
+        while not (self.folder / DONE).exists():
+            if self.cancel.is_set() or time.monotonic() > given_up or not _held(self.folder / LOCK):
+                break
+            time.sleep(POLL_S)
+        if (self.folder / DONE).exists():
+            return self._load(json.loads((self.folder / DONE).read_text()))
+        if self.cancel.is_set():
+            return {label: BareRun(label, mode, False, "cancelled") for label, mode in POISON_RUNS}
+        # The owner ended without them (cancelled, handed back, killed): this job's own, for its own cases.
+        workdir = self.folder / "own" / uuid.uuid4().hex
+        params = early_params(self.request.probe, self.request.params, self.settings)
+        self._own = Reruns(self.request, params, None, self.settings, workdir)
+        self.shared_by, self.where = 1, ""
+        return self._own.results()
+
+    def _load(self, done: dict[str, Any]) -> dict[str, BareRun]:
+        self._spent = float(done["spent_s"])
+        runs = {}
+        for label, entry in done["runs"].items():
+            out = self.folder / RUNS_DIR / label.replace("#", "-") / "result.json"
+            if entry["ok"]:
+                probe, unreadable = read_probe_result(out)
+                run = load_bare_run(label, entry["mode"], probe, unreadable, out, entry["duration_s"])
+            else:
+                run = BareRun(label, entry["mode"], False, entry["message"], duration_s=entry["duration_s"])
+            run.warm = entry["warm"]
+            runs[label] = run
+        return runs
+
+    def close(self) -> None:
+        """Finish the owner's re-runs (stopped where the job was cancelled), and count this job out of the group:
+        the last one out removes the folder."""
+        if self._owner is not None:
+            if self.cancel.is_set():
+                self._owner[1].close()
+            self.results()
+        if self._own is not None:
+            self._own.close()
+        left = self.folder / LEFT
+        with contextlib.suppress(OSError):
+            left.mkdir(exist_ok=True)
+            (left / uuid.uuid4().hex).touch()
+            if len(list(left.iterdir())) >= self.ticket.members:
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _held(lock: Path) -> bool:
+    """Whether some process holds `lock` (its owner's re-runs still run)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove the group folders left for more than a day (a group whose last job never finished) whose owner is gone."""
+    cutoff = time.time() - PRUNE_AFTER_S
+    for folder in root.iterdir():
+        with contextlib.suppress(OSError):
+            if folder != keep and folder.is_dir() and folder.stat().st_mtime < cutoff and not _held(folder / LOCK):
+                shutil.rmtree(folder, ignore_errors=True)
