@@ -4,10 +4,12 @@ Here is `cuprobe sweep run`'s path (service/sweep/execute.py `LocalRunner`: K sa
 of a grid sharing one set of the confirmation's re-runs, no pools kept from an earlier sweep). Through the service is
 the scheduled nightly sweep's path (`ServiceRunner`, as tasks/sweep.py runs it): each process a job on the sweep lane,
 run by this machine's workers — the embedded stack `cuprobe up` starts (Valkey, SQLite, a worker per GPU at its K
-plus a CPU worker) — each job confirming with its own re-runs. The two alternate, who goes first swapping each
-round; each row gives wall time, cases per GPU-hour, the ratio to the local sweep and whether the per-case findings
+plus a CPU worker) — the jobs of a grid sharing one set of re-runs on this host (`confirm_share`); with
+`--own-reruns`, also through the service with each job confirming with its own re-runs, as before they shared. The
+paths take turns, who goes first rotating each round; each row gives wall time, cases per GPU-hour, the ratio to
+the local sweep, how many processes decided their findings from a shared set, and whether the per-case findings
 (outcome, signatures and counts) equal the first local sweep's. Exit 1 where a case did not run or findings differ.
-    python bench/sweep_service.py [--definition FILE] [--rounds 2] [--broker redis://127.0.0.1:6379/5] [--out DIR]
+    python bench/sweep_service.py [--definition FILE] [--rounds 2] [--own-reruns] [--broker redis://...] [--out DIR]
 The default definition is the nightly narrow-matmul initcheck grid bench/sweep.py times (384 cases): it needs a GPU
 (without one its cases end `unavailable`, here and through the service, and the run exits 1).
 """
@@ -48,6 +50,9 @@ def main() -> int:
     parser.add_argument(
         "--broker", help="a running Redis (redis://HOST:PORT/DB) for the service's queues instead of an embedded Valkey"
     )
+    parser.add_argument(
+        "--own-reruns", action="store_true", help="also through the service with each job's own re-runs (no ticket)"
+    )
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds {args.rounds}: at least 1")
@@ -72,16 +77,19 @@ def main() -> int:
         print(f"workers serve: {', '.join(sorted(wanted)) or 'nothing yet'}", flush=True)
         celery = make_celery(stack.settings)
         served = served_reader(registry)
+        paths = ["local", "service", "service-own"] if args.own_reruns else ["local", "service"]
         for round_ in range(1, args.rounds + 1):
-            order = ["local", "service"] if round_ % 2 else ["service", "local"]
-            for path in order:
+            shift = (round_ - 1) % len(paths)
+            for path in paths[shift:] + paths[:shift]:
                 name = f"{path}-{round_}"
                 if path == "local":
                     runner: LocalRunner | ServiceRunner = LocalRunner(work / name, settings, k)
                 else:
-                    # A job for a queue no worker serves (a GPU probe here without a GPU) ends at once.
+                    # No tickets where the jobs confirm with their own re-runs; a job for a queue no worker serves (a
+                    # GPU probe here without a GPU) ends at once.
+                    submitting = stack.settings.model_copy(update={"confirm_shared": path == "service"})
                     runner = ServiceRunner(
-                        store, stack.settings, lambda job: enqueue(celery, job), poll_s=0.2, slots=k, served=served
+                        store, submitting, lambda job: enqueue(celery, job), poll_s=0.2, slots=k, served=served
                     )
                 sweep, wall = timed(definition, runner)
                 rows.append((name, sweep, wall))
@@ -123,8 +131,13 @@ def timed(definition: SweepDefinition, runner: LocalRunner | ServiceRunner) -> t
 
 
 def header() -> str:
-    columns = f"{'sweep':<12}{'procs':>6}{'wall_s':>9}{'cases/GPU-hour':>16}{'vs local':>10}{'same findings':>15}"
-    return columns + "  outcomes"
+    columns = f"{'sweep':<15}{'procs':>6}{'wall_s':>9}{'cases/GPU-hour':>16}{'vs local':>10}{'shared':>8}"
+    return columns + f"{'same findings':>15}  outcomes"
+
+
+def shared(sweep: Sweep) -> int:
+    """How many of the sweep's runs decided their findings from a set of re-runs shared with others."""
+    return sum(1 for p in sweep.processes for m in p.messages if "one set for the sweep's" in m)
 
 
 def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float]]) -> str:
@@ -134,15 +147,15 @@ def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float
     same = "yes" if not differences(per_case(rows[0][1]), per_case(sweep)) else "NO"  # against local-1
     outcomes = ", ".join(f"{o} {n}" for o, n in sorted(Counter(c.outcome.value for c in cases).items()))
     return (
-        f"{name:<12}{len(sweep.processes):>6}{wall:>9.1f}{len(cases) / wall * 3600:>16,.0f}{ratio}{same:>15}"
-        f"  {outcomes}"
+        f"{name:<15}{len(sweep.processes):>6}{wall:>9.1f}{len(cases) / wall * 3600:>16,.0f}{ratio}{shared(sweep):>8}"
+        f"{same:>15}  {outcomes}"
     )
 
 
 def summary(rows: list[tuple[str, Sweep, float]]) -> None:
     cases = len([c for c in rows[0][1].cases if not c.added])
-    for path in ("local", "service"):
-        walls = [w for n, _, w in rows if n.startswith(path)]
+    for path in ("local", "service", "service-own"):
+        walls = [w for n, _, w in rows if n.rsplit("-", 1)[0] == path]
         if walls:
             median = statistics.median(walls)
             print(f"{path}: median wall {median:.1f} s, {cases / median * 3600:,.0f} cases per GPU-hour")

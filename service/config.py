@@ -65,8 +65,8 @@ class Settings(BaseSettings):
     # share one set of re-runs instead (docs/confirmation.md, "Only the flagged cases").
     confirm_flagged_only: bool = False
     # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
-    # (service/probing/confirm_shared.py, docs/confirmation.md): a re-run's cost is mostly its start. Off: each
-    # batch confirms with its own four.
+    # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
+    # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.
     confirm_shared: bool = True
     # The early re-runs run the cases that import torch too. Off (the default): they leave those cases out
     # (Probe.without_torch: narrow-matmul's torch variant), and a flagged case they left out is re-run after the

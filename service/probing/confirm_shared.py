@@ -5,7 +5,8 @@ is mostly its start, and CUDA contexts created side by side on one GPU wait on e
 that only create a context took 8.8 s side by side against 1.1 s alone, with the host mostly idle (docs/sweep.md).
 So K batches, each with its own four re-runs, start 4K processes that wait on the driver, where four re-runs of the
 whole grid (each case's inputs come from its own seed and n, so a case is the same case in either) do the same work
-once. Each batch's findings are then decided from the shared runs' cases, exactly as from its own.
+once. Each batch's findings are then decided from the shared runs' cases, exactly as from its own. A sweep through
+the service shares one set per host among its jobs instead (confirm_host.py), grouped by the same `share_groups`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ measurement."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,12 +36,12 @@ def _bench(tmp_path: Path, definition: str, *extra: str) -> subprocess.Completed
 
 def _rows(stdout: str) -> dict[str, str]:
     """The final table's rows by sweep name (each row printed once as it finishes and once in the table)."""
-    return {line.split()[0]: line for line in stdout.splitlines() if line.startswith(("local-", "service-"))}
+    return {line.split()[0]: line for line in stdout.splitlines() if re.match(r"(local|service(-own)?)-\d+ ", line)}
 
 
 @pytest.mark.parametrize("broker", ["embedded", "redis"])
 def test_both_paths_run_every_case_with_the_same_findings(tmp_path: Path, broker: str) -> None:
-    extra: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ("--own-reruns",)  # and through the service with each job's own re-runs
     if broker == "redis":  # the service's queues on a running Redis (as on the GPU box) instead of its own Valkey
         redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
         extra = ("--broker", f"{REDIS}/{DB}")
@@ -51,9 +52,10 @@ def test_both_paths_run_every_case_with_the_same_findings(tmp_path: Path, broker
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = _rows(done.stdout)
-    assert set(rows) == {"local-1", "service-1"}, done.stdout
+    assert set(rows) == {"local-1", "service-1"} | ({"service-own-1"} if extra == ("--own-reruns",) else set())
     for row in rows.values():
-        assert row.split()[5] == "yes" and row.endswith("clean 1, findings 1"), row
+        # shared 0: selftest confirms nothing, so no process shares re-runs
+        assert row.split()[5:7] == ["0", "yes"] and row.endswith("clean 1, findings 1"), row
     assert "service: median wall" in done.stdout and "cases per GPU-hour" in done.stdout
 
 
