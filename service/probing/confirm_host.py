@@ -28,7 +28,6 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from probes import registry
 from service.config import Settings
@@ -70,11 +69,11 @@ def share_folder(settings: Settings, request: ProbeRequest, tool: Tool, ticket: 
 
 
 def join(
-    request: ProbeRequest, ticket: ConfirmShare | None, settings: Settings, cancel: threading.Event
+    request: ProbeRequest, ticket: ConfirmShare | None, settings: Settings, cancel: threading.Event, workdir: Path
 ) -> HostReruns | None:
     """The re-runs `request` shares on this host under `ticket`, started now if it is the first there; None where it
     confirms with its own (no ticket, no confirmation, sharing off, a ticket that does not fit, an owner that died
-    before finishing them)."""
+    before finishing them). `workdir`: the job's own, where its own re-runs go if it has to run them after all."""
     tool = request.tool or registry.get(request.probe).tools[0]
     if ticket is None or not sharing(settings) or not confirming(request, tool, settings) or misfit(request, ticket):
         return None
@@ -88,10 +87,10 @@ def join(
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:  # the owner holds it: its re-runs are running
         os.close(fd)
-        return HostReruns(request, ticket, settings, folder, cancel, owner=None)
+        return HostReruns(request, ticket, settings, folder, cancel, workdir, owner=None)
     if (folder / DONE).exists():  # the owner has finished: read its files
         os.close(fd)
-        return HostReruns(request, ticket, settings, folder, cancel, owner=None)
+        return HostReruns(request, ticket, settings, folder, cancel, workdir, owner=None)
     if (folder / OWNER).exists():  # an owner started them and ended without finishing: this job runs its own
         os.close(fd)
         return None
@@ -100,7 +99,7 @@ def join(
     lead = request.model_copy(update={"timeout_s": ticket.members * (request.timeout_s or settings.timeout_s)})
     params = early_params(request.probe, ticket.params, settings)
     reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
-    return HostReruns(request, ticket, settings, folder, cancel, owner=(fd, reruns))
+    return HostReruns(request, ticket, settings, folder, cancel, workdir, owner=(fd, reruns))
 
 
 class HostReruns:
@@ -114,9 +113,11 @@ class HostReruns:
         settings: Settings,
         folder: Path,
         cancel: threading.Event,
+        workdir: Path,
         owner: tuple[int, Reruns] | None,
     ) -> None:
         self.request, self.ticket, self.settings, self.folder, self.cancel = request, ticket, settings, folder, cancel
+        self.workdir = workdir
         self.shared_by, self.where = ticket.members, " on this host"
         self._owner = owner
         self._runs: dict[str, BareRun] | None = None
@@ -160,29 +161,38 @@ class HostReruns:
             if self.cancel.is_set() or time.monotonic() > given_up or not _held(self.folder / LOCK):
                 break
             time.sleep(POLL_S)
-        if (self.folder / DONE).exists():
-            return self._load(json.loads((self.folder / DONE).read_text()))
+        if (self.folder / DONE).exists() and (runs := self._load()) is not None:
+            return runs
         if self.cancel.is_set():
             return {label: BareRun(label, mode, False, "cancelled") for label, mode in POISON_RUNS}
-        # The owner ended without them (cancelled, handed back, killed): this job's own, for its own cases.
-        workdir = self.folder / "own" / uuid.uuid4().hex
+        # The owner ended without them (cancelled, handed back, killed), or its files are gone: this job's own.
         params = early_params(self.request.probe, self.request.params, self.settings)
-        self._own = Reruns(self.request, params, None, self.settings, workdir)
+        self._own = Reruns(self.request, params, None, self.settings, self.workdir)
         self.shared_by, self.where = 1, ""
         return self._own.results()
 
-    def _load(self, done: dict[str, Any]) -> dict[str, BareRun]:
-        self._spent = float(done["spent_s"])
+    def _load(self) -> dict[str, BareRun] | None:
+        """The owner's runs from its files; None where they cannot be read back as it left them."""
+        try:
+            done = json.loads((self.folder / DONE).read_text())
+        except (OSError, ValueError):
+            return None
         runs = {}
         for label, entry in done["runs"].items():
             out = self.folder / RUNS_DIR / label.replace("#", "-") / "result.json"
             if entry["ok"]:
                 probe, unreadable = read_probe_result(out)
-                run = load_bare_run(label, entry["mode"], probe, unreadable, out, entry["duration_s"])
+                try:
+                    run = load_bare_run(label, entry["mode"], probe, unreadable, out, entry["duration_s"])
+                except (OSError, ValueError, KeyError):  # its arrays gone or cut short
+                    return None
+                if not run.ok:
+                    return None
             else:
                 run = BareRun(label, entry["mode"], False, entry["message"], duration_s=entry["duration_s"])
             run.warm = entry["warm"]
             runs[label] = run
+        self._spent = float(done["spent_s"])
         return runs
 
     def close(self) -> None:

@@ -62,7 +62,7 @@ def test_a_job_that_starts_after_the_owner_finished_reads_its_runs(bare: tuple[P
     log, settings = bare
     results = []
     for job in range(2):
-        shared = join(REQUEST, TICKET, settings, threading.Event())
+        shared = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "job")
         assert shared is not None and shared.owns == (job == 0)
         try:
             results.append(run_probe(REQUEST, workdir=tmp_path / f"job{job}", settings=settings, shared=shared))
@@ -81,8 +81,8 @@ def test_a_job_that_starts_after_the_owner_finished_reads_its_runs(bare: tuple[P
 def test_when_the_owners_job_is_cancelled_the_others_run_their_own(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     log, settings = bare
     stop = threading.Event()
-    owner = join(REQUEST, TICKET, settings, stop)
-    other = join(REQUEST, TICKET, settings, threading.Event())
+    owner = join(REQUEST, TICKET, settings, stop, tmp_path / "owner")
+    other = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "other")
     assert owner is not None and owner.owns and other is not None and not other.owns
     stop.set()  # the owner's job is cancelled (or handed back by a stopping worker): its re-runs stop, no done.json
     owner.close()
@@ -97,16 +97,34 @@ def test_when_the_owners_job_is_cancelled_the_others_run_their_own(bare: tuple[P
     assert len([r for r in bare_log(log) if float(str(r["started"])) > cancelled]) == 4
 
 
-def test_a_job_after_an_owner_that_died_without_finishing_runs_its_own(bare: tuple[Path, Settings]) -> None:
+def test_a_job_whose_owners_files_are_gone_runs_its_own(bare: tuple[Path, Settings], tmp_path: Path) -> None:
+    log, settings = bare
+    owner = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "owner")
+    assert owner is not None and owner.owns
+    owner.close()  # done.json written; one job of the two counted out
+    folder = share_folder(settings, REQUEST, Tool.INITCHECK, TICKET)
+    (folder / "runs" / "zero" / "result.json").unlink()  # a run done.json calls complete, no longer readable
+    other = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "other")
+    assert other is not None and not other.owns
+    result = run_probe(REQUEST, workdir=tmp_path / "other", settings=settings, shared=other)
+    other.close()
+
+    assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+    assert "on this host" not in result.message
+    assert len(bare_log(log)) == 8  # the owner's four and the other job's own four
+    assert (tmp_path / "other" / "confirm" / "zero" / "result.json").exists()  # in its own folder, not the group's
+
+
+def test_a_job_after_an_owner_that_died_unfinished_runs_its_own(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     _, settings = bare
     folder = share_folder(settings, REQUEST, Tool.INITCHECK, TICKET)
     folder.mkdir(parents=True)
     (folder / OWNER).write_text('{"pid": 1}')
     (folder / LOCK).touch()  # nobody holds it: the owner is gone, and it left no done.json
-    assert join(REQUEST, TICKET, settings, threading.Event()) is None
+    assert join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "job") is None
 
 
-def test_a_new_owner_removes_group_folders_left_for_a_day(bare: tuple[Path, Settings]) -> None:
+def test_a_new_owner_removes_group_folders_left_for_a_day(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     _, settings = bare
     old = settings.data_dir / SHARE_DIR / "gone-0123"
     old.mkdir(parents=True)
@@ -115,20 +133,20 @@ def test_a_new_owner_removes_group_folders_left_for_a_day(bare: tuple[Path, Sett
     os.utime(old, (day_ago, day_ago))
     recent = settings.data_dir / SHARE_DIR / "recent-0123"
     recent.mkdir()
-    shared = join(REQUEST, TICKET, settings, threading.Event())
+    shared = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "job")
     assert shared is not None and shared.owns
     shared.close()
     assert not old.exists() and recent.exists()
 
 
-def test_no_ticket_or_no_sharing_means_the_jobs_own_reruns(bare: tuple[Path, Settings]) -> None:
+def test_no_ticket_or_no_sharing_means_the_jobs_own_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     _, settings = bare
     cancel = threading.Event()
-    assert join(REQUEST, None, settings, cancel) is None
-    assert join(REQUEST, TICKET, settings.model_copy(update={"confirm_shared": False}), cancel) is None
-    assert join(REQUEST, TICKET, settings.model_copy(update={"confirm": False}), cancel) is None
+    assert join(REQUEST, None, settings, cancel, tmp_path) is None
+    assert join(REQUEST, TICKET, settings.model_copy(update={"confirm_shared": False}), cancel, tmp_path) is None
+    assert join(REQUEST, TICKET, settings.model_copy(update={"confirm": False}), cancel, tmp_path) is None
     memcheck = REQUEST.model_copy(update={"tool": Tool.MEMCHECK})
-    assert join(memcheck, TICKET, settings, cancel) is None
+    assert join(memcheck, TICKET, settings, cancel, tmp_path) is None
 
 
 NARROW = {"m": 32, "k": 32, "tile": 32, "variants": ["unguarded", "guarded"]}
