@@ -69,11 +69,17 @@ def share_folder(settings: Settings, request: ProbeRequest, tool: Tool, ticket: 
 
 
 def join(
-    request: ProbeRequest, ticket: ConfirmShare | None, settings: Settings, cancel: threading.Event, workdir: Path
+    request: ProbeRequest,
+    ticket: ConfirmShare | None,
+    settings: Settings,
+    cancel: threading.Event,
+    workdir: Path,
+    member: str | None = None,
 ) -> HostReruns | None:
     """The re-runs `request` shares on this host under `ticket`, started now if it is the first there; None where it
     confirms with its own (no ticket, no confirmation, sharing off, a ticket that does not fit, an owner that died
-    before finishing them). `workdir`: the job's own, where its own re-runs go if it has to run them after all."""
+    before finishing them). `workdir`: the job's own, where its own re-runs go if it has to run them after all;
+    `member`: who counts out of the group when done (the job's id, so that a job run again counts once)."""
     tool = request.tool or registry.get(request.probe).tools[0]
     if ticket is None or not sharing(settings) or not confirming(request, tool, settings) or misfit(request, ticket):
         return None
@@ -87,10 +93,10 @@ def join(
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:  # the owner holds it: its re-runs are running
         os.close(fd)
-        return HostReruns(request, ticket, settings, folder, cancel, workdir, owner=None)
+        return HostReruns(request, ticket, settings, folder, cancel, workdir, member, owner=None)
     if (folder / DONE).exists():  # the owner has finished: read its files
         os.close(fd)
-        return HostReruns(request, ticket, settings, folder, cancel, workdir, owner=None)
+        return HostReruns(request, ticket, settings, folder, cancel, workdir, member, owner=None)
     if (folder / OWNER).exists():  # an owner started them and ended without finishing: this job runs its own
         os.close(fd)
         return None
@@ -99,7 +105,7 @@ def join(
     lead = request.model_copy(update={"timeout_s": ticket.members * (request.timeout_s or settings.timeout_s)})
     params = early_params(request.probe, ticket.params, settings)
     reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
-    return HostReruns(request, ticket, settings, folder, cancel, workdir, owner=(fd, reruns))
+    return HostReruns(request, ticket, settings, folder, cancel, workdir, member, owner=(fd, reruns))
 
 
 class HostReruns:
@@ -114,10 +120,11 @@ class HostReruns:
         folder: Path,
         cancel: threading.Event,
         workdir: Path,
+        member: str | None,
         owner: tuple[int, Reruns] | None,
     ) -> None:
         self.request, self.ticket, self.settings, self.folder, self.cancel = request, ticket, settings, folder, cancel
-        self.workdir = workdir
+        self.workdir, self.member = workdir, member or uuid.uuid4().hex
         self.shared_by, self.where = ticket.members, " on this host"
         self._owner = owner
         self._runs: dict[str, BareRun] | None = None
@@ -207,7 +214,7 @@ class HostReruns:
         left = self.folder / LEFT
         with contextlib.suppress(OSError):
             left.mkdir(exist_ok=True)
-            (left / uuid.uuid4().hex).touch()
+            (left / self.member).touch()
             if len(list(left.iterdir())) >= self.ticket.members:
                 shutil.rmtree(self.folder, ignore_errors=True)
 

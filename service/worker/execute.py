@@ -88,7 +88,7 @@ def execute_job(
             stages.add("gpu_lock", time.perf_counter() - locking)
             request = spec.probe_request()
             # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm_host.py).
-            shared = join(request, spec.confirm_share, settings, cancel, workdir)
+            shared = join(request, spec.confirm_share, settings, cancel, workdir, member=job_id)
             try:
                 return runner.run_probe(
                     request, workdir=workdir, settings=settings, cancel_event=cancel, stages=stages, shared=shared

@@ -187,3 +187,15 @@ def test_a_service_sweep_gives_the_jobs_of_one_grid_one_ticket(tmp_path: Path) -
     again = ServiceRunner(store, Settings(), lambda job: None).specs(requests)[0].confirm_share
     assert again is not None and again.key != first.key  # each sweep its own group
     assert all(s.confirm_share is None for s in ServiceRunner(store, Settings(confirm=False), print).specs(requests))
+
+
+def test_a_job_run_again_counts_out_of_its_group_once(bare: tuple[Path, Settings], tmp_path: Path) -> None:
+    _, settings = bare
+    folder = share_folder(settings, REQUEST, Tool.INITCHECK, TICKET)
+    kept = []
+    for member in ("job-a", "job-a", "job-b"):  # job-a handed back by a stopping worker and run again
+        shared = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / member, member=member)
+        assert shared is not None
+        shared.close()
+        kept.append(folder.exists())
+    assert kept == [True, True, False]  # gone only once both members of the group are done
