@@ -2,7 +2,8 @@
 
 Here is `cuprobe sweep run`'s path (service/sweep/execute.py `LocalRunner`: K sanitizer processes at once, the batches
 of a grid sharing one set of the confirmation's re-runs, no pools kept from an earlier sweep). Through the service is
-the scheduled nightly sweep's path (`ServiceRunner`, as tasks/sweep.py runs it): each process a job on the sweep lane,
+the scheduled nightly sweep's path (`ServiceRunner`, as tasks/sweep.py runs it: planned for the live GPU workers'
+slots, which they publish in the worker registry): each process a job on the sweep lane,
 run by this machine's workers — the embedded stack `cuprobe up` starts (Valkey, SQLite, a worker per GPU at its K
 plus a CPU worker) — the jobs of a grid sharing one set of re-runs on this host (`confirm_share`); with
 `--own-reruns`, also through the service with each job confirming with its own re-runs, as before they shared. The
@@ -38,7 +39,7 @@ from service.queue.registry import WorkerRegistry  # noqa: E402
 from service.queue.served import served_reader  # noqa: E402
 from service.sweep.definition import DefinitionError, SweepDefinition, load_definition, parse_definition  # noqa: E402
 from service.sweep.execute import LocalRunner, ServiceRunner, run_sweep  # noqa: E402
-from service.worker.gpu_slots import host_slots  # noqa: E402
+from service.worker.gpu_slots import host_slots, service_slots  # noqa: E402
 
 
 def main() -> int:
@@ -75,6 +76,9 @@ def main() -> int:
         wanted = wait_for_workers(registry, len(stack.devices), args.worker_wait_s)
         store = Store(stack.settings.database)
         print(f"workers serve: {', '.join(sorted(wanted)) or 'nothing yet'}", flush=True)
+        # The service plans as the scheduled sweep does: for the live GPU workers' slots (tasks/sweep.py).
+        service_k, why = service_slots(stack.settings, registry.view(max_age_s=0).workers)
+        print(f"service K = {service_k} ({why})", flush=True)
         celery = make_celery(stack.settings)
         served = served_reader(registry)
         paths = ["local", "service", "service-own"] if args.own_reruns else ["local", "service"]
@@ -89,7 +93,7 @@ def main() -> int:
                     # GPU probe here without a GPU) ends at once.
                     submitting = stack.settings.model_copy(update={"confirm_shared": path == "service"})
                     runner = ServiceRunner(
-                        store, submitting, lambda job: enqueue(celery, job), poll_s=0.2, slots=k, served=served
+                        store, submitting, lambda job: enqueue(celery, job), poll_s=0.2, slots=service_k, served=served
                     )
                 sweep, wall = timed(definition, runner)
                 rows.append((name, sweep, wall))

@@ -14,7 +14,7 @@ __all__ = ["TASK_RECONCILE", "TASK_RUN_PROBE", "TASK_RUN_SWEEP", "app"]
 
 
 class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celery is untyped
-    """Publishes this worker in the worker registry (queues, GPU, pool pids) from start to shutdown."""
+    """Publishes this worker in the worker registry (queues, GPU, pool pids, concurrency) from start to shutdown."""
 
     requires = ("celery.worker.components:Pool",)
 
@@ -24,7 +24,10 @@ class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
 
     def start(self, worker: Any) -> None:
         queues = sorted(worker.app.amqp.queues.consume_from or worker.app.amqp.queues)
-        self.heartbeat = WorkerHeartbeat(get_settings(), worker.hostname, queues)
+        # The pool's concurrency: a GPU worker's K, which a sweep the service runs plans its batches by.
+        slots = getattr(worker, "concurrency", None)
+        slots = slots if isinstance(slots, int) else None
+        self.heartbeat = WorkerHeartbeat(get_settings(), worker.hostname, queues, slots)
         self.heartbeat.start()
 
     def stop(self, worker: Any) -> None:

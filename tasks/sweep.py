@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,16 @@ from service.db.store import Store, utcnow
 from service.db.sweeps import SweepStore
 from service.models.sweep import Sweep
 from service.queue.broker import enqueue
+from service.queue.registry import WorkerRegistry
 from service.sweep.compare import changes
 from service.sweep.definition import load_definition
 from service.sweep.execute import ServiceRunner, run_sweep
 from service.sweep.notify import notify
 from service.sweep.schedule import start_once
-from service.worker.gpu_slots import host_slots
+from service.worker.gpu_slots import service_slots
 from tasks.app import TASK_RUN_SWEEP, app
+
+log = logging.getLogger(__name__)
 
 
 def run_and_store(definition_path: Path, store: Store, settings: Settings, runner: Any) -> Sweep:
@@ -50,7 +54,10 @@ def scheduled_sweep(definition_path: str) -> dict[str, Any]:
     store = Store(settings.database)
     store.migrate()
     definition = load_definition(Path(definition_path))
-    runner = ServiceRunner(store, settings, lambda job: enqueue(app, job), slots=host_slots(settings))
+    # Batches for the GPU workers' slots as they are now (this CPU worker sees no GPU of its own).
+    slots, why = service_slots(settings, WorkerRegistry(settings).view().workers)
+    log.info("sweep %s: planned for %d slot(s): %s", definition.name, slots, why)
+    runner = ServiceRunner(store, settings, lambda job: enqueue(app, job), slots=slots)
     status, sweep = start_once(
         redis.Redis.from_url(settings.broker),
         definition.name,

@@ -36,6 +36,8 @@ class WorkerBeat(BaseModel):
     gpu_uuid: str | None = None
     gpu: str | None = None
     arch: str | None = None
+    # Its pool's concurrency: jobs it runs at once (a GPU worker's K sanitizer slots); None where not published.
+    slots: int | None = None
     started_at: float
     beat_at: float
 
@@ -125,8 +127,8 @@ class WorkerRegistry:
             return self._view
 
 
-def describe(name: str, queues: list[str], started_at: float) -> WorkerBeat:
-    """This process as a worker: its pool processes, queues and the GPU it is pinned to."""
+def describe(name: str, queues: list[str], started_at: float, slots: int | None = None) -> WorkerBeat:
+    """This process as a worker: its pool processes, queues, the GPU it is pinned to and its concurrency."""
     arch = next((m.group(1) for q in queues if (m := _GPU_QUEUE.match(q))), None)
     pid = os.getpid()
     return WorkerBeat(
@@ -138,6 +140,7 @@ def describe(name: str, queues: list[str], started_at: float) -> WorkerBeat:
         gpu_uuid=(os.environ.get("CUDA_VISIBLE_DEVICES") or None) if arch else None,
         gpu=os.environ.get("CUPROBE_WORKER_GPU"),
         arch=arch,
+        slots=slots,
         started_at=started_at,
         beat_at=time.time(),
     )
@@ -146,15 +149,16 @@ def describe(name: str, queues: list[str], started_at: float) -> WorkerBeat:
 class WorkerHeartbeat(threading.Thread):
     """Publishes this worker's heartbeat every `worker_beat_s` (TTL `worker_ttl_s`) until stopped."""
 
-    def __init__(self, settings: Settings, name: str, queues: list[str]) -> None:
+    def __init__(self, settings: Settings, name: str, queues: list[str], slots: int | None = None) -> None:
         super().__init__(name="cuprobe-registry-heartbeat", daemon=True)
-        self.settings, self.worker_name, self.queues = settings, name, queues
+        self.settings, self.worker_name, self.queues, self.slots = settings, name, queues, slots
         self.started_at = time.time()
         self.stopped = threading.Event()
         self._conn = client(settings)
 
     def beat(self) -> None:
-        publish(self._conn, describe(self.worker_name, self.queues, self.started_at), self.settings.worker_ttl_s)
+        beat = describe(self.worker_name, self.queues, self.started_at, self.slots)
+        publish(self._conn, beat, self.settings.worker_ttl_s)
 
     def run(self) -> None:
         while True:

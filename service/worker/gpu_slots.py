@@ -23,6 +23,7 @@ from pathlib import Path
 from service.config import Settings
 from service.probing.confirm_shared import sharing
 from service.probing.gpus import GpuDevice, visible_gpus
+from service.queue.registry import WorkerBeat
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
 
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
@@ -160,6 +161,18 @@ def own_reruns_in_sweeps(settings: Settings) -> bool:
     """Whether a local sweep's processes each bring their own four re-runs: not when the batches of a grid share
     one set (service/probing/confirm_shared.py), which needs the re-runs started early and not narrowed."""
     return settings.confirm and not sharing(settings)
+
+
+def service_slots(settings: Settings, workers: list[WorkerBeat]) -> tuple[int, str]:
+    """K for planning a sweep the service runs (the scheduled nightly), and why: the slots of the live GPU workers
+    on the default architecture's queues together (its GPU jobs spread over them), else this host's (host_slots).
+    Not this process's own GPUs first: the scheduled sweep runs on the CPU worker, which sees none."""
+    arch = settings.default_gpu_arch
+    serving = [w for w in workers if w.arch == arch and w.slots]
+    if serving:
+        total = sum(w.slots or 0 for w in serving)
+        return total, f"{len(serving)} live {arch} GPU worker(s) with {total} slot(s) in all"
+    return host_slots(settings), f"no live {arch} GPU worker published its slots: this host's K"
 
 
 def host_slots(settings: Settings) -> int:

@@ -11,6 +11,7 @@ from service.db.store import Store, utcnow
 from service.db.sweeps import SweepStore
 from service.models import Outcome
 from service.models.sweep import Sweep, SweepCase
+from service.queue.registry import WorkerRegistry
 from service.sweep.execute import ServiceRunner
 from service.sweep.schedule import running_key, start_once
 from tests.integration.conftest import REDIS
@@ -99,3 +100,7 @@ def test_the_scheduled_sweep_runs_its_processes_as_sweep_lane_jobs_on_a_real_wor
     assert len(mine) >= 2 and {j.queue for j in mine} == {"cpu.sweep"} and all(j.state == "done" for j in mine)
     stored = SweepStore(stack.store).get(sweep.id)
     assert stored is not None and stored.state == "done" and len(stored.cases) == 2
+    # Each worker publishes its pool's concurrency, which the scheduled sweep plans its batches by (on a GPU worker,
+    # its K: service_slots); the stack's worker runs 2 at once.
+    workers = WorkerRegistry(stack.settings).view(max_age_s=0).workers
+    assert any(w.slots == 2 and "cpu.sweep" in w.queues for w in workers), workers

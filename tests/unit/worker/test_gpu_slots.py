@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from service.worker.gpu_slots import Cancelled, GpuLock
+from service.config import Settings
+from service.queue.registry import WorkerBeat
+from service.worker.gpu_slots import Cancelled, GpuLock, service_slots
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -103,3 +105,26 @@ def test_different_gpus_do_not_share_a_lock(tmp_path: Path) -> None:
     with GpuLock(tmp_path, "GPU-bbbb").held(exclusive=True):
         pass
     first.release.set()
+
+
+def _beat(name: str, queues: list[str], slots: int | None) -> WorkerBeat:
+    arch = queues[0].split(".")[1] if queues[0].startswith("gpu.") else None
+    return WorkerBeat(
+        name=name, hostname="box", pid=1, pids=[1], queues=queues, arch=arch, slots=slots, started_at=0, beat_at=0
+    )
+
+
+def test_a_sweep_the_service_runs_is_planned_for_the_live_gpu_workers_slots() -> None:
+    """The scheduled sweep runs on the CPU worker, which sees no GPU: it plans by what the GPU workers publish, the
+    slots of the default architecture's workers together, not by the GPUs of its own process (there none: K = 1)."""
+    settings = Settings(gpu_slots=0)
+    workers = [
+        _beat("gpu0-sm90", ["gpu.sm90", "gpu.sm90.sweep"], 4),
+        _beat("gpu1-sm90", ["gpu.sm90", "gpu.sm90.sweep"], 3),
+        _beat("gpu2-sm80", ["gpu.sm80", "gpu.sm80.sweep"], 8),  # another architecture's queues
+        _beat("cpu", ["cpu", "cpu.sweep"], 16),
+    ]
+    assert service_slots(settings, workers) == (7, "2 live sm90 GPU worker(s) with 7 slot(s) in all")
+    # None published (workers of an older version, or none alive): this host's K, as before.
+    k, why = service_slots(settings.model_copy(update={"gpu_slots": 5}), [_beat("gpu0", ["gpu.sm90"], None)])
+    assert (k, why) == (5, "no live sm90 GPU worker published its slots: this host's K")
