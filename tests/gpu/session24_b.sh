@@ -5,10 +5,11 @@
 # (`confirm_share`, service/probing/confirm_host.py) and, as before that was built, each job with its own four
 # (`--own-reruns`), taking turns (bench/sweep_service.py; the box's Redis as the broker, its own SQLite store).
 # Predicted (written before any GPU run of it): here 9.5-12 s (cold, K = 8: 115,000-145,000 cases per GPU-hour, as
-# the cold rows of sessions 12-23); through the service with one set per host 14-22 s (65,000-100,000: eight jobs in
-# two waves at the worker's K = 4, four re-runs in all, the second wave reading the first's; `shared` 8 of 8);
-# with each job's own 20-35 s (40,000-70,000: 32 bare processes, as session 11-12's one set per batch locally,
-# 22.5-26.0 s at K = 8); so sharing 0.6-0.8 of the own-re-runs wall; findings identical in every row.
+# the cold rows of sessions 12-23). The service plans for the GPU worker's published K, 4 with the confirmation on
+# (`service K = 4` in the log): four jobs of 96 cases in one wave. With one set of re-runs per host 12-15 s
+# (92,000-115,000: local K = 4 with a shared set took 11.2-12.8 s cold in session 12, plus each job's claim, store
+# and poll; `shared` 4 of 4); with each job's own 16-20 s (69,000-86,000: 16 bare processes, as session 11's K = 4
+# with one set per batch, 16.0 s with spares); so sharing at 0.65-0.85 of the own-re-runs wall; findings identical.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session24_b.sh
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
