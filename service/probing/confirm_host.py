@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -38,6 +39,7 @@ from service.probing.confirm_shared import sharing
 from service.probing.confirmation import POISON_RUNS, BareRun, load_bare_run
 from service.probing.launch import read_probe_result
 
+log = logging.getLogger(__name__)
 SHARE_DIR = "shared-confirm"
 RUNS_DIR = "runs"
 DONE = "done.json"
@@ -100,17 +102,27 @@ def join(
     if (folder / OWNER).exists():  # an owner started them and ended without finishing: this job runs its own
         os.close(fd)
         return None
-    _prune(folder.parent, keep=folder)
-    (folder / OWNER).write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
+    try:
+        _prune(folder.parent, keep=folder)
+        (folder / OWNER).write_text(json.dumps({"pid": os.getpid(), "started": time.time()}))
+    except OSError:  # cannot say it owns them: this job's own; the others, finding no done.json, theirs
+        os.close(fd)
+        return None
     lead = request.model_copy(update={"timeout_s": ticket.members * (request.timeout_s or settings.timeout_s)})
     params = early_params(request.probe, ticket.params, settings)
-    reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
+    try:
+        reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
+    except BaseException:
+        os.close(fd)
+        raise
     return HostReruns(request, ticket, settings, folder, cancel, workdir, member, owner=(fd, reruns))
 
 
 class HostReruns:
-    """One job's view of its group's re-runs on this host (confirm.EarlyReruns): the owner's, which it started and
-    finishes (`owner`: its lock and its Reruns), or another job's, read from the folder once that one is done."""
+    """One job's view of its group's re-runs on this host (confirm.EarlyReruns): the owner's, which it started
+    (`owner`: its lock and its Reruns), or another job's, read from the folder once that one is done. The owner's
+    are finished by a thread of their own as soon as they end — done.json written, the lock let go — so the other
+    jobs wait for the re-runs, not for the owner's whole job."""
 
     def __init__(
         self,
@@ -130,6 +142,10 @@ class HostReruns:
         self._runs: dict[str, BareRun] | None = None
         self._spent = 0.0
         self._own: Reruns | None = None  # this job's own re-runs, where the owner ended without finishing
+        self._finisher: threading.Thread | None = None
+        if owner is not None:
+            self._finisher = threading.Thread(target=self._finish, args=owner, name="confirm-host", daemon=True)
+            self._finisher.start()
 
     @property
     def owns(self) -> bool:
@@ -140,26 +156,33 @@ class HostReruns:
         return self._own.spent_s if self._own is not None else self._spent
 
     def results(self) -> dict[str, BareRun]:
+        if self._finisher is not None:
+            self._finisher.join()
+            if self._runs is None:  # the finisher failed (the log says how): this job's own
+                self._runs = self._fallback()
         if self._runs is None:
-            self._runs = self._finish() if self._owner is not None else self._read()
+            self._runs = self._read()
         return self._runs
 
-    def _finish(self) -> dict[str, BareRun]:
-        assert self._owner is not None
-        fd, reruns = self._owner
-        runs = reruns.results()
-        self._spent = reruns.spent_s
-        if not self.cancel.is_set():
-            done = {
-                "spent_s": self._spent,
-                "runs": {label: {name: getattr(r, name) for name in KEPT} for label, r in runs.items()},
-            }
-            part = self.folder / f"{DONE}.{uuid.uuid4().hex}"
-            part.write_text(json.dumps(done))
-            part.replace(self.folder / DONE)
-        self._owner = None
-        os.close(fd)  # the waiting jobs see the lock go: with done.json they read it, without it they run their own
-        return runs
+    def _finish(self, fd: int, reruns: Reruns) -> None:
+        """The owner's re-runs, once they have ended: kept for its job, and done.json for the others unless its job
+        was cancelled; the lock goes either way."""
+        try:
+            runs = reruns.results()
+            self._spent = reruns.spent_s
+            if not self.cancel.is_set():
+                done = {
+                    "spent_s": self._spent,
+                    "runs": {label: {name: getattr(r, name) for name in KEPT} for label, r in runs.items()},
+                }
+                part = self.folder / f"{DONE}.{uuid.uuid4().hex}"
+                part.write_text(json.dumps(done))
+                part.replace(self.folder / DONE)
+            self._runs = runs
+        except Exception:
+            log.exception("the shared re-runs in %s failed", self.folder)
+        finally:
+            os.close(fd)  # the waiting jobs see the lock go: with done.json they read it, without it run their own
 
     def _read(self) -> dict[str, BareRun]:
         limit = self.ticket.members * (self.request.timeout_s or self.settings.timeout_s) + 60
@@ -170,9 +193,13 @@ class HostReruns:
             time.sleep(POLL_S)
         if (self.folder / DONE).exists() and (runs := self._load()) is not None:
             return runs
+        return self._fallback()
+
+    def _fallback(self) -> dict[str, BareRun]:
+        """This job's own re-runs, after the shared ones could not serve it: the owner ended without them (cancelled,
+        handed back, killed, failed), or their files are gone."""
         if self.cancel.is_set():
             return {label: BareRun(label, mode, False, "cancelled") for label, mode in POISON_RUNS}
-        # The owner ended without them (cancelled, handed back, killed), or its files are gone: this job's own.
         params = early_params(self.request.probe, self.request.params, self.settings)
         self._own = Reruns(self.request, params, None, self.settings, self.workdir)
         self.shared_by, self.where = 1, ""
@@ -203,7 +230,7 @@ class HostReruns:
         return runs
 
     def close(self) -> None:
-        """Finish the owner's re-runs (stopped where the job was cancelled), and count this job out of the group:
+        """Wait for the owner's re-runs (stopped where its job was cancelled), and count this job out of the group:
         the last one out removes the folder."""
         if self._owner is not None:
             if self.cancel.is_set():

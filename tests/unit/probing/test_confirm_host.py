@@ -78,10 +78,39 @@ def test_a_job_that_starts_after_the_owner_finished_reads_its_runs(bare: tuple[P
     assert len(bare_log(log)) == 4
 
 
-def test_when_the_owners_job_is_cancelled_the_others_run_their_own(bare: tuple[Path, Settings], tmp_path: Path) -> None:
+def test_the_others_wait_for_the_reruns_not_for_the_owners_whole_job(
+    bare: tuple[Path, Settings], tmp_path: Path
+) -> None:
+    log, settings = bare
+    owner = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "owner")
+    assert owner is not None and owner.owns
+    try:
+        other = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "other")
+        assert other is not None and not other.owns
+        began = time.monotonic()
+        # The owner's job is still running (it has not asked for its results): the other decides all the same.
+        result = run_probe(REQUEST, workdir=tmp_path / "other", settings=settings, shared=other)
+        other.close()
+        assert time.monotonic() - began < 60  # not the 180 s a waiting job gives the owner before its own
+        assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert "on this host" in result.message
+    finally:
+        owner.close()
+    assert len(bare_log(log)) == 4
+
+
+def test_when_the_owners_job_is_cancelled_the_others_run_their_own(
+    bare: tuple[Path, Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log, settings = bare
     stop = threading.Event()
+    monkeypatch.setenv("CUPROBE_REPLAY_BARE_SLEEP", "600")  # the owner's re-runs are still running when it stops
     owner = join(REQUEST, TICKET, settings, stop, tmp_path / "owner")
+    deadline = time.monotonic() + 60
+    while len(bare_log(log)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(bare_log(log)) == 4
+    monkeypatch.delenv("CUPROBE_REPLAY_BARE_SLEEP")
     other = join(REQUEST, TICKET, settings, threading.Event(), tmp_path / "other")
     assert owner is not None and owner.owns and other is not None and not other.owns
     stop.set()  # the owner's job is cancelled (or handed back by a stopping worker): its re-runs stop, no done.json
