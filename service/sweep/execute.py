@@ -16,6 +16,7 @@ from service.models import Backtrace, ProbeRequest, RunResult, Tool
 from service.models.confirm_share import ConfirmShare
 from service.models.queues import Lane
 from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
+from service.probing.admission import BadRequest, admit
 from service.probing.confirm_shared import SharedReruns, share_groups
 from service.probing.runner import run_probe
 from service.probing.spares import Spares
@@ -138,6 +139,10 @@ class ServiceRunner:
         tickets: dict[int, ConfirmShare] = {}
         sweep = uuid.uuid4().hex[:16]
         for number, group in enumerate(share_groups(requests, self.settings)):
+            try:  # a grid admission would refuse (too many cases for one run, say): each job keeps its own
+                admit(group.lead.probe, group.lead.tool, group.merged)
+            except BadRequest:
+                continue
             ticket = ConfirmShare(key=f"{sweep}-{number}", params=group.merged, members=len(group.members))
             tickets.update(dict.fromkeys(group.members, ticket))
         return [
