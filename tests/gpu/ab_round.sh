@@ -1,6 +1,19 @@
 # Sourced by the A/B scripts (tests/gpu/session22_b.sh, session22_c.sh, session23_a.sh, session23_b.sh,
-# session23_c.sh, session24_a.sh): one round of one setting of bench/sweep.py on the 384-case grid at K = 8 with
-# spares ready, its whole output appended to $OUT/ab.log and its row and where its time went printed.
+# session23_c.sh, session24_a.sh). Sourcing it starts the run: $OUT made, the environment every round runs in, the
+# clock (`began`, which `ab_done` reads) and a start line. Then `ab_round`: one round of one setting of bench/sweep.py
+# on the 384-case grid at K = 8 with spares ready, its whole output appended to $OUT/ab.log and its row and where its
+# time went printed.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
+began=$(date +%s)
+echo "== $(date -u +%T) start"
+
+# The run's last line: when it ended and how long it took.
+ab_done() {
+  echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+}
+
 #   ab_round ROUND SETTING [NAME=VALUE ...] [-- BENCH FLAGS ...]
 ab_round() {
   local round=$1 setting=$2 rc row; shift 2

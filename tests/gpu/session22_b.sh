@@ -7,12 +7,7 @@
 # the eight sanitizer processes share) moves before the clock, their work (about 1.5 s) stays; every finding benign,
 # the control right, and the message saying "4 of them in processes ready before it".
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session22_b.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-source tests/gpu/ab_round.sh
-echo "== $(date -u +%T) start"
+source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
   order="defaults warm"; [ $((round % 2)) = 0 ] && order="warm defaults"  # round 1 compiles the kernels
   for setting in $order; do
@@ -21,4 +16,4 @@ for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
     ab_round $round $setting -- "${flag[@]}"
   done
 done
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+ab_done

@@ -7,11 +7,7 @@
 # sanitizer processes), the held-back warm ones are faster than the defaults (about 150,000 against 145,000 cases per
 # GPU-hour); if it is the re-runs' GPU work itself, the two are alike.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session22_c.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-source tests/gpu/ab_round.sh
+source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
   order="defaults held"; [ $((round % 2)) = 0 ] && order="held defaults"  # round 1 compiles the kernels
   for setting in $order; do
@@ -20,4 +16,4 @@ for round in 1 2 3 4 5 6 7 8 9 10 11 12; do
     ab_round $round $setting CUPROBE_BENCH_RERUNS_AFTER_S=$after -- "${flag[@]}"
   done
 done
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+ab_done

@@ -13,11 +13,7 @@
 # if its explanation is right, about 10 % below it (as session 22's ready re-runs) if not; per-case medians of the
 # re-runs (the "re-runs, s before the first case" lines) 0.2-0.4 ms where the explanation is right.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session23_a.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-source tests/gpu/ab_round.sh
+source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 settings=(defaults blocking last)
 for round in 1 2 3 4 5 6 7 8 9 10; do
   for i in 0 1 2; do
@@ -28,4 +24,4 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
     ab_round $round $setting CUPROBE_CUDA_SCHEDULE=$schedule CUPROBE_BENCH_RERUNS_LAST=$last -- "${flag[@]}"
   done
 done
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+ab_done

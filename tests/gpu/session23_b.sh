@@ -12,16 +12,11 @@
 # 150,000-165,000 with most rounds at or above 150,000; `cold` 128,000-146,000; `before` unknown either way: about
 # 120,000-135,000 with per-case medians of 1.0-2.0 ms if the creation order matters, within 5 % of `defaults` if not.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session23_b.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-echo "== $(date -u +%T) start at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-source tests/gpu/ab_round.sh
+source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 ab_setting() {
   local flag=() order=after
   case $2 in cold) flag=(--no-warm-reruns);; before) order=before;; esac
   ab_round "$1" "$2" CUPROBE_BENCH_RERUNS_ORDER=$order -- "${flag[@]}"
 }
 ab_rounds 480 defaults cold before
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+ab_done

@@ -12,16 +12,11 @@
 # Predicted: `defaults` and `cold` within 5 % of each other (call2), both medians 140,000-155,000; `held`: its re-runs'
 # per-case medians 0.2-0.5 ms (as cold ones) if it is when they run, and its median within 5 % of `defaults`.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session23_c.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-echo "== $(date -u +%T) start"
-source tests/gpu/ab_round.sh
+source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 ab_setting() {
   local flag=() after=0
   case $2 in cold) flag=(--no-warm-reruns);; held) after=1.2;; esac
   ab_round "$1" "$2" CUPROBE_BENCH_RERUNS_AFTER_S=$after -- "${flag[@]}"
 }
 ab_rounds 450 defaults cold held
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+ab_done

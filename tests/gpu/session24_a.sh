@@ -10,12 +10,7 @@
 # cases slower in both halves (it is the process, not a slow start); if instead a ready one says `yield` or
 # `blocking`, that is the cause (the driver decided its wait when its context was made, beside fewer or more others).
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session24_a.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-echo "== $(date -u +%T) start"
-source tests/gpu/ab_round.sh
+source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 ab_setting() {
   local flag=()
   [ "$2" = cold ] && flag=(--no-warm-reruns)
@@ -27,4 +22,4 @@ ab_setting() {
 rm -rf /tmp/cuprobe-sweep-bench-*
 ab_rounds 240 defaults cold
 tar -C /tmp -czf "$OUT/reruns.tgz" reruns
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+ab_done
