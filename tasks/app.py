@@ -7,10 +7,10 @@ from typing import Any
 from celery import bootsteps
 
 from service.config import get_settings
-from service.queue.celery_app import TASK_RECONCILE, TASK_RUN_PROBE, TASK_RUN_SWEEP, make_celery
+from service.queue.celery_app import TASK_RECONCILE, TASK_RESUME_SWEEP, TASK_RUN_PROBE, TASK_RUN_SWEEP, make_celery
 from service.queue.registry import WorkerHeartbeat
 
-__all__ = ["TASK_RECONCILE", "TASK_RUN_PROBE", "TASK_RUN_SWEEP", "app"]
+__all__ = ["TASK_RECONCILE", "TASK_RESUME_SWEEP", "TASK_RUN_PROBE", "TASK_RUN_SWEEP", "app"]
 
 
 class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celery is untyped

@@ -1,4 +1,5 @@
-"""Periodic maintenance (Celery beat): reconcile the store with Redis, prune old artifacts."""
+"""Periodic maintenance (Celery beat): reconcile the store with Redis, resume scheduled sweeps whose process ended,
+prune old artifacts."""
 
 from __future__ import annotations
 
@@ -6,24 +7,33 @@ from typing import Any
 
 from service.config import get_settings
 from service.db.artifacts import prune
+from service.db.sweeps import SweepStore
+from service.models.queues import CPU
 from service.queue.reconciler import reconcile_once
-from tasks.app import TASK_RECONCILE, app
+from tasks.app import TASK_RECONCILE, TASK_RESUME_SWEEP, app
 from tasks.probe import _store
 
 
 @app.task(name=TASK_RECONCILE, acks_late=False, ignore_result=True)  # type: ignore[untyped-decorator]
 def reconcile_task() -> dict[str, Any]:
-    """One reconcile pass (skipped when the API's reconciler holds the lock), then artifact pruning."""
+    """One reconcile pass (skipped when the API's reconciler holds the lock), scheduled sweeps to resume sent, then
+    artifact pruning."""
     settings = get_settings()
-    report = reconcile_once(settings, _store(), app)
+    store = _store()
+    report = reconcile_once(settings, store, app)
+    # A sweep this host's CPU worker was running when it stopped (`gone` can only tell for this host's processes).
+    orphans = SweepStore(store).orphans()
+    for sweep_id in orphans:
+        app.send_task(TASK_RESUME_SWEEP, args=[sweep_id], queue=CPU)
     pruned = prune(
         settings.data_dir / "jobs", settings.artifact_retention_days, settings.artifact_max_total_bytes
     )
     if report is None:
-        return {"skipped": True, "pruned": pruned}
+        return {"skipped": True, "pruned": pruned, "resumes_sent": len(orphans)}
     return {
         "expired": len(report.expired),
         "resent": len(report.resent),
         "given_up": len(report.given_up),
         "pruned": pruned,
+        "resumes_sent": len(orphans),
     }

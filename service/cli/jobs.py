@@ -193,6 +193,9 @@ def jobs(
     tool: Annotated[str | None, typer.Option(help="only this tool")] = None,
     outcome: Annotated[str | None, typer.Option(help="only this outcome (clean, findings, unavailable, ...)")] = None,
     state: Annotated[str | None, typer.Option(help="only this state (queued, running, done, cancelled)")] = None,
+    label: Annotated[
+        str | None, typer.Option(help="only jobs of this label: a gate run's (gate:SUITE:RUN), a sweep's (sweep:ID)")
+    ] = None,
     limit: Annotated[int, typer.Option(help="at most this many, newest first")] = 20,
     as_json: JsonOpt = False,
     url: UrlOpt = None,
@@ -201,7 +204,12 @@ def jobs(
     """List jobs, newest first; any unique prefix of an id shown works with status, results and cancel."""
     try:
         found = _client(url, token).jobs(
-            probe=probe or "", tool=tool or "", outcome=outcome or "", state=state or "", limit=str(limit)
+            probe=probe or "",
+            tool=tool or "",
+            outcome=outcome or "",
+            state=state or "",
+            label=label or "",
+            limit=str(limit),
         )["jobs"]
     except ApiError as exc:
         raise _fail(exc) from exc

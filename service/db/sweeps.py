@@ -40,6 +40,17 @@ class CaseChange:
 
 
 @dataclass(frozen=True)
+class Adopted:
+    """An orphaned sweep this process now owns (SweepStore.adopt): what it needs to carry on."""
+
+    definition: str
+    started_at: datetime
+    resume: dict[str, Any]  # the definition's path and the slots it was planned for (SweepStore.start)
+    why: str  # why its last owner is known to have ended
+    times: int  # how many times it has been resumed, this one included
+
+
+@dataclass(frozen=True)
 class SweepChanges:
     """A stored sweep as a diff reads it (SweepStore.for_diff)."""
 
@@ -104,18 +115,27 @@ class SweepStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def start(self, sweep_id: str, definition: str) -> None:
+    def start(self, sweep_id: str, definition: str, resume: dict[str, Any] | None = None) -> None:
+        """Store the sweep as running, owned by this process. `resume` (a scheduled sweep's definition path and
+        slots): its jobs carry the sweep's label, and if this process ends without finishing it a CPU worker
+        resumes it from them (service/sweep/scheduled.py) instead of its reading as failed."""
         with self.store.session() as s:
-            summary = {"owner": this_process()}
+            summary: dict[str, Any] = {"owner": this_process()} | ({"resume": resume} if resume else {})
             s.add(SweepRow(id=sweep_id, definition=definition, state="running", started_at=utcnow(), summary=summary))
 
     def reap(self) -> list[str]:
         """Mark failed every running sweep whose process has certainly ended without finishing it (owner.gone);
-        returns their ids. Read paths call it, so a killed sweep reads as failed, with why, not as running."""
+        returns their ids. Read paths call it, so a killed sweep reads as failed, with why, not as running. A sweep
+        that can be resumed stays running, its message saying why it waits (orphans)."""
         reaped = []
         with self.store.session() as s:
             for row in s.scalars(select(SweepRow).where(SweepRow.state == "running")):
                 if why := gone(row.summary.get("owner")):
+                    if row.summary.get("resume"):
+                        message = f"waiting to be resumed from its jobs by a CPU worker: {why}"
+                        if row.summary.get("message") != message:
+                            row.summary = {**row.summary, "message": message}
+                        continue
                     done = row.summary.get("progress", {}).get("done") if row.summary.get("progress") else None
                     after = f" after {done} finished process(es)" if isinstance(done, int) else ""
                     row.state, row.finished_at = "failed", utcnow()
@@ -134,7 +154,27 @@ class SweepStore:
             row = s.get(SweepRow, sweep_id)
             if row is not None and row.state == "running":
                 progress = {"done": done, "total": total, "last": last, "at": utcnow().isoformat()}
-                row.summary = {"owner": row.summary.get("owner"), "progress": progress}
+                kept: dict[str, Any] = {k: row.summary[k] for k in ("owner", "resume", "resumed") if k in row.summary}
+                row.summary = {**kept, "progress": progress}
+
+    def orphans(self) -> list[str]:
+        """Running sweeps that can be resumed (started with `resume`) whose process has certainly ended."""
+        with self.store.session() as s:
+            rows = s.scalars(select(SweepRow).where(SweepRow.state == "running"))
+            return [row.id for row in rows if row.summary.get("resume") and gone(row.summary.get("owner"))]
+
+    def adopt(self, sweep_id: str) -> Adopted | None:
+        """Make this process the owner of an orphaned sweep (orphans); None if it is not one (any more). Callers
+        make sure only one process adopts a sweep at a time (scheduled.resume takes a Redis key first)."""
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            resume = row.summary.get("resume") if row is not None and row.state == "running" else None
+            why = gone(row.summary.get("owner")) if row is not None and resume else None
+            if row is None or not isinstance(resume, dict) or why is None:
+                return None
+            resumed = [*row.summary.get("resumed", []), {"at": utcnow().isoformat(), "why": why}]
+            row.summary = {"owner": this_process(), "resume": resume, "resumed": resumed}
+            return Adopted(row.definition, as_utc(row.started_at), resume, why, len(resumed))
 
     def fail(self, sweep_id: str, message: str) -> None:
         with self.store.session() as s:

@@ -16,6 +16,7 @@ from service.models.queues import CPU
 TASK_RUN_PROBE = "cuprobe.run_probe"
 TASK_RECONCILE = "cuprobe.reconcile"
 TASK_RUN_SWEEP = "cuprobe.run_sweep"
+TASK_RESUME_SWEEP = "cuprobe.resume_sweep"
 
 
 def sweep_schedule(settings: Settings) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +27,7 @@ from service.queue.served import ServedQueues
 from service.queue.submit import JobSpec, submit
 from service.queue.waiting import ended, job_fields, poll, result_of_job
 from service.sanitizer.forked import start_server
+from service.sweep.adopt import Labelled, labelled
 from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
 from service.sweep.flaky import merge_findings, merge_outcome
@@ -119,7 +122,11 @@ class ServiceRunner:
     """Submits every process as a job on the sweep lane (gate jobs never wait behind it) and waits for each.
     `served` (the queues live workers serve: service/queue/served.py): a job for a queue none serves ends
     `unavailable` at once; without it (the scheduled sweep), it is sent, and the reconciler ends it `unavailable`
-    if no worker for its queue appears in time (docs/service.md)."""
+    if no worker for its queue appears in time (docs/service.md).
+
+    `label` (the scheduled sweep's, `sweep:ID`): every job carries it, and a request a job of that label already
+    asked for is not submitted again but waited for (service/sweep/adopt.py): run again with the same label, the
+    runner resumes the sweep from its jobs."""
 
     def __init__(
         self,
@@ -129,15 +136,19 @@ class ServiceRunner:
         poll_s: float = 1.0,
         slots: int = 1,
         served: ServedQueues | None = None,
+        label: str | None = None,
     ) -> None:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
-        self.slots, self.served = max(1, slots), served
+        self.slots, self.served, self.label = max(1, slots), served, label
+        # The last run_all's jobs that were already under the label, and how many it sent.
+        self.taken, self.sent = Labelled(), 0
 
     def specs(self, requests: list[ProbeRequest]) -> list[JobSpec]:
         """One sweep-lane job per request; the jobs of one grid carry one ticket, so that on each host they share one
-        set of the confirmation's re-runs (confirm_host.py)."""
+        set of the confirmation's re-runs (confirm_host.py). With a label the tickets are named after it, so the
+        same requests get the same tickets when the sweep is resumed."""
         tickets: dict[int, ConfirmShare] = {}
-        sweep = uuid.uuid4().hex[:16]
+        sweep = hashlib.sha256(self.label.encode()).hexdigest()[:16] if self.label else uuid.uuid4().hex[:16]
         for number, group in enumerate(share_groups(requests, self.settings)):
             try:  # a grid admission would refuse (too many cases for one run, say): each job keeps its own
                 admit(group.lead.probe, group.lead.tool, group.merged)
@@ -145,15 +156,20 @@ class ServiceRunner:
                 continue
             ticket = ConfirmShare(key=f"{sweep}-{number}", params=group.merged, members=len(group.members))
             tickets.update(dict.fromkeys(group.members, ticket))
+        extra = {"lane": Lane.SWEEP, "label": self.label}
         return [
-            JobSpec.model_validate({**request.model_dump(), "lane": Lane.SWEEP, "confirm_share": tickets.get(slot)})
+            JobSpec.model_validate({**request.model_dump(), **extra, "confirm_share": tickets.get(slot)})
             for slot, request in enumerate(requests)
         ]
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
-        pending = {}
-        for slot, spec in enumerate(self.specs(requests)):
-            pending[submit(spec, self.store, self.settings, self.enqueue, self.served).id] = slot
+        specs = self.specs(requests)
+        found = labelled(self.store, self.label, specs, self.settings) if self.label else Labelled()
+        pending = {job_id: slot for slot, job_id in found.found.items()}
+        for slot, spec in enumerate(specs):
+            if slot not in found.found:
+                pending[submit(spec, self.store, self.settings, self.enqueue, self.served).id] = slot
+        self.taken, self.sent = found, len(specs) - len(found.found)
 
         def finished(job: Job | None) -> bool:
             return job is None or ended(job.state)
@@ -198,9 +214,12 @@ def run_sweep(
     *,
     sweep_id: str | None = None,
     progress: Progress | None = None,
+    started: datetime | None = None,
 ) -> Sweep:
-    """Run every planned process (each `repeats` times), attribute findings to cases, merge the repeats."""
-    started, clock = utcnow(), time.monotonic()
+    """Run every planned process (each `repeats` times), attribute findings to cases, merge the repeats. `started`:
+    when the sweep began, if before this call (a resumed sweep: its wall time counts from then)."""
+    clock = time.monotonic() - ((utcnow() - started).total_seconds() if started else 0.0)
+    started = started or utcnow()
     processes = plan(definition, runner.slots)
     slots = requests_of(processes)
     results: dict[int, list[RunResult]] = {p.index: [] for p in processes}

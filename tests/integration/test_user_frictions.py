@@ -101,3 +101,6 @@ def test_jobs_lists_with_filters(default_heartbeat: tuple[Stack, httpx.Client]) 
     assert listed.exit_code == 0 and job["id"][:8] in listed.stdout and "findings" in listed.stdout
     other = cli.invoke(cli_app(), ["jobs", "--outcome", "clean", "--probe", "uninit-read", "--url", url])
     assert other.exit_code == 0 and job["id"][:8] not in other.stdout
+    labelled = wait_for(api, api.post("/jobs", json={"probe": "selftest", "label": "sweep:cli-test"}).json()["id"])
+    mine = cli.invoke(cli_app(), ["jobs", "--label", "sweep:cli-test", "--url", url])
+    assert mine.exit_code == 0 and labelled["id"][:8] in mine.stdout and job["id"][:8] not in mine.stdout

@@ -1,0 +1,146 @@
+"""The scheduled sweep through the service: run a definition as sweep-lane jobs and store it; and resume one whose
+process ended before it finished (the CPU worker restarted, killed, out of memory).
+
+The jobs of a scheduled sweep carry its label (`sweep:ID`) and its stored row the definition's path and the slots
+it was planned for. The jobs keep running on the GPU workers whatever happens to the process waiting for them, so
+a CPU worker's maintenance pass (tasks/maintenance.py) that finds such a sweep's process certainly gone
+(SweepStore.orphans) sends it to be resumed: planned again for the same slots, it takes back the jobs already sent,
+sends only those that were not, waits, and stores the sweep as if it had not stopped (its message says it was
+resumed, and how).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import redis
+from redis.exceptions import LockError
+
+from service.config import Settings
+from service.db.store import Job, Store
+from service.db.sweeps import SweepStore
+from service.models.sweep import Sweep
+from service.sweep.adopt import sweep_label
+from service.sweep.compare import changes
+from service.sweep.definition import load_definition
+from service.sweep.execute import ProcessRunner, ServiceRunner, run_sweep
+from service.sweep.notify import notify
+from service.sweep.schedule import running_key
+
+log = logging.getLogger(__name__)
+
+# A sweep whose process keeps ending (killed each time it runs) is not resumed for ever.
+MAX_RESUMES = 3
+# How long a worker about to resume a sweep keeps others from doing the same (until it owns it in the store).
+RESUME_CLAIM_S = 120
+
+
+def resume_key(sweep_id: str) -> str:
+    return f"cuprobe:sweep:resume:{sweep_id}"
+
+
+def _run(
+    sweeps: SweepStore, sweep_id: str, definition_path: Path, runner: ProcessRunner, started: datetime | None = None
+) -> Sweep:
+    """Run the definition under `sweep_id`; a sweep that raises is stored as failed with why."""
+    try:
+        definition = load_definition(definition_path)
+        return run_sweep(
+            definition,
+            runner,
+            sweep_id=sweep_id,
+            progress=lambda done, total, what: sweeps.progress(sweep_id, done, total, what),
+            started=started,
+        )
+    except Exception as exc:
+        sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _keep(sweeps: SweepStore, sweep: Sweep, settings: Settings) -> Sweep:
+    """Store the finished sweep, diff it against the previous one and tell the webhook if it changed."""
+    sweeps.save(sweep)
+    notify(changes(sweeps, sweep), settings.sweep_webhook_url)
+    return sweep
+
+
+def run_and_store(
+    definition_path: Path,
+    store: Store,
+    settings: Settings,
+    runner: ProcessRunner,
+    *,
+    sweep_id: str | None = None,
+    resume: dict[str, Any] | None = None,
+) -> Sweep:
+    """Run the definition, store it, diff it against the previous sweep, and tell the webhook if it changed.
+    `resume` (with a runner whose jobs carry the sweep's label): what a resume needs, stored with the sweep."""
+    sweeps = SweepStore(store)
+    sweep_id = sweep_id or uuid.uuid4().hex
+    sweeps.start(sweep_id, load_definition(definition_path).name, resume)
+    return _keep(sweeps, _run(sweeps, sweep_id, definition_path, runner), settings)
+
+
+def scheduled_runner(
+    definition_path: Path, store: Store, settings: Settings, enqueue: Callable[[Job], Any], slots: int
+) -> tuple[str, ServiceRunner, dict[str, Any]]:
+    """A new scheduled sweep's id, its runner (jobs labelled with the id) and what resuming it would need."""
+    sweep_id = uuid.uuid4().hex
+    runner = ServiceRunner(store, settings, enqueue, slots=slots, label=sweep_label(sweep_id))
+    return sweep_id, runner, {"path": str(definition_path), "slots": slots}
+
+
+def resume(
+    client: redis.Redis, store: Store, settings: Settings, sweep_id: str, enqueue: Callable[[Job], Any]
+) -> tuple[str, Sweep | None]:
+    """("resumed", sweep) once the orphaned sweep is finished and stored, or ("skipped: why", None): another worker
+    is resuming it, it is not (any more) an orphan, or another sweep of its definition is running."""
+    if not client.set(resume_key(sweep_id), uuid.uuid4().hex, nx=True, ex=RESUME_CLAIM_S):
+        return "skipped: another worker is resuming it", None
+    sweeps = SweepStore(store)
+    if sweep_id not in sweeps.orphans():
+        return "skipped: it is not a sweep whose process has ended", None
+    row = sweeps.row(sweep_id)
+    assert row is not None  # an orphan's row
+    # The definition's running lock (schedule.start_once) may still be held for the ended process until its TTL:
+    # it is taken over, unless another sweep of the definition is running.
+    running = client.lock(running_key(row.definition), timeout=settings.sweep_lock_ttl_s, blocking=False)
+    if not running.acquire():
+        orphans = set(sweeps.orphans())
+        live = [other for other in sweeps.running(row.definition) if other not in orphans]
+        if live:
+            return f"skipped: sweep {live[0]} of {row.definition} is running", None
+        client.delete(running_key(row.definition))
+        if not running.acquire():
+            return f"skipped: a sweep of {row.definition} started meanwhile", None
+    try:
+        adopted = sweeps.adopt(sweep_id)
+        if adopted is None:
+            return "skipped: it is not a sweep whose process has ended", None
+        if adopted.times > MAX_RESUMES:
+            message = f"interrupted: {adopted.why}; not resumed again after {adopted.times - 1} resumes"
+            sweeps.fail(sweep_id, message)
+            return f"failed: {message}", None
+        log.info("sweep %s of %s: resuming (%s)", sweep_id, adopted.definition, adopted.why)
+        runner = ServiceRunner(
+            store, settings, enqueue, slots=int(adopted.resume["slots"]), label=sweep_label(sweep_id)
+        )
+        sweep = _run(sweeps, sweep_id, Path(adopted.resume["path"]), runner, started=adopted.started_at)
+        taken = runner.taken
+        dropped = f", {len(taken.dropped)} no longer planned cancelled" if taken.dropped else ""
+        times = f" (resume {adopted.times})" if adopted.times > 1 else ""
+        message = (
+            f"resumed{times} after {adopted.why}: {len(taken.found)} job(s) it had sent taken back, "
+            f"{runner.sent} sent now{dropped}"
+        )
+        return "resumed", _keep(sweeps, sweep.model_copy(update={"message": message}), settings)
+    finally:
+        try:
+            running.release()
+        except LockError as exc:  # expired and taken by another sweep meanwhile: leave theirs
+            log.warning("sweep lock of %s not released: %s", row.definition, exc)

@@ -1,0 +1,124 @@
+"""A scheduled sweep whose process ended: its row waits (running, saying why) instead of reading as failed, one
+process adopts it, and run again under its label it takes back the jobs it had sent instead of sending them again.
+The whole path against a real worker and Redis: tests/integration/test_sweep_resume.py."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+from service.config import Settings
+from service.db.owner import this_process
+from service.db.store import Job, Store, utcnow
+from service.db.sweeps import SweepStore
+from service.db.tables import SweepRow
+from service.models import ProbeRequest, Tool
+from service.queue.submit import submit
+from service.sweep.adopt import labelled, sweep_label
+from service.sweep.definition import parse_definition
+from service.sweep.execute import ServiceRunner, requests_of, run_sweep
+from service.sweep.plan import plan
+
+GRID = (
+    'name = "resumable"\n[[entry]]\nprobe = "selftest"\ntool = "none"\nrepeats = 2\n'
+    'grid = { behaviour = ["ok", "violate"] }\n'
+)
+
+
+def _setup(tmp_path: Path) -> tuple[Settings, Store]:
+    settings = Settings(data_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'c.db'}")
+    store = Store(settings.database)
+    store.migrate()
+    return settings, store
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def _orphan(store: Store, sweep_id: str) -> None:
+    """Make the sweep's owner a process of this host that has ended (as a killed CPU worker's pool child)."""
+    with store.session() as s:
+        row = s.get(SweepRow, sweep_id)
+        assert row is not None
+        row.summary = {**row.summary, "owner": {**this_process(), "pid": _dead_pid()}}
+
+
+def test_a_labelled_run_takes_back_each_job_it_sent_once_and_cancels_those_no_longer_planned(tmp_path: Path) -> None:
+    settings, store = _setup(tmp_path)
+    sent: list[Job] = []
+    runner = ServiceRunner(store, settings, sent.append, label=sweep_label("a" * 32))
+    requests = [r for _, r in requests_of(plan(parse_definition(GRID), 1))]
+    specs = runner.specs(requests)
+    assert len(specs) == 4 and all(spec.label == "sweep:" + "a" * 32 for spec in specs)  # 2 cases x 2 repeats
+    # The ended process had sent three of the four (one repeat of one case twice, as the plan has it).
+    first = [submit(spec, store, settings, sent.append).id for spec in specs[:3]]
+    # ...and a job that the definition, edited since, no longer plans.
+    stale = specs[0].model_copy(update={"params": {**specs[0].params, "seconds": 5.0}})
+    dropped = submit(stale, store, settings, sent.append).id
+
+    again = labelled(store, runner.label or "", runner.specs(requests), settings)
+    assert again.found == {0: first[0], 1: first[1], 2: first[2]}  # slot 3 (the second repeat) was never sent
+    assert again.dropped == [dropped]
+    job = store.get(dropped)
+    assert job is not None and job.state == "cancelled"
+    # Another label's jobs are not this sweep's.
+    assert labelled(store, sweep_label("b" * 32), specs, settings).found == {}
+
+
+def test_a_labelled_runner_gives_a_grid_the_same_ticket_when_the_sweep_is_planned_again(tmp_path: Path) -> None:
+    """A resumed sweep's jobs sent now join the re-runs its earlier jobs share on their host (one ticket key)."""
+    settings, store = _setup(tmp_path)
+    narrow = {"m": 32, "k": 32, "tile": 32, "variants": ["unguarded", "guarded"]}
+    requests = [
+        ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params={**narrow, "n": n}) for n in ([1, 2], [3, 4])
+    ]
+    first = ServiceRunner(store, settings, print, label="sweep:x").specs(requests)
+    again = ServiceRunner(store, settings, print, label="sweep:x").specs(requests)
+    assert first[0].confirm_share is not None and first[0].confirm_share.members == 2
+    assert [s.model_dump() for s in first] == [s.model_dump() for s in again]
+    other = ServiceRunner(store, settings, print, label="sweep:y").specs(requests)[0].confirm_share
+    unlabelled = ServiceRunner(store, settings, print).specs(requests)[0].confirm_share
+    assert other is not None and unlabelled is not None
+    assert len({first[0].confirm_share.key, other.key, unlabelled.key}) == 3
+
+
+def test_a_sweep_whose_process_ended_waits_to_be_resumed_only_if_it_can_be(tmp_path: Path) -> None:
+    _, store = _setup(tmp_path)
+    sweeps = SweepStore(store)
+    sweeps.start("resumable", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    sweeps.start("local", "nightly")
+    sweeps.start("alive", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    sweeps.progress("resumable", 1, 8, "selftest/none (1 case(s))")  # progress keeps what a resume needs
+    _orphan(store, "resumable")
+    _orphan(store, "local")
+
+    assert sweeps.orphans() == ["resumable"]
+    rows = {row.id: row for row in sweeps.list()}  # a read path: reaps
+    assert rows["local"].state == "failed" and rows["local"].summary["message"].startswith("interrupted: its process")
+    assert rows["resumable"].state == "running" and rows["alive"].state == "running"
+    assert rows["resumable"].summary["message"].startswith("waiting to be resumed from its jobs by a CPU worker")
+
+    adopted = sweeps.adopt("resumable")
+    assert adopted is not None and adopted.times == 1 and adopted.resume == {"path": "/defs/nightly.toml", "slots": 4}
+    assert "ended without finishing it" in adopted.why and adopted.definition == "nightly"
+    assert sweeps.orphans() == [] and sweeps.adopt("resumable") is None  # this process owns it now
+    assert sweeps.adopt("alive") is None and sweeps.adopt("local") is None
+    row = sweeps.row("resumable")
+    assert row is not None and row.state == "running" and "message" not in row.summary
+
+    _orphan(store, "resumable")  # ended again: the count goes on
+    again = sweeps.adopt("resumable")
+    assert again is not None and again.times == 2
+
+
+def test_a_resumed_sweeps_wall_time_counts_from_when_it_began(tmp_path: Path) -> None:
+    settings, store = _setup(tmp_path)
+    definition = parse_definition('name = "w"\n[[entry]]\nprobe = "uninit-read"\ntool = "initcheck"\n')
+    runner = ServiceRunner(store, settings, print, poll_s=0.05, served=lambda: {"cpu"})
+    began = utcnow() - timedelta(minutes=10)
+    sweep = run_sweep(definition, runner, started=began)
+    assert sweep.started_at == began and sweep.wall_s is not None and 600 <= sweep.wall_s < 660
