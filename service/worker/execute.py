@@ -20,6 +20,7 @@ from service.db.errors import transient
 from service.db.pending import clear_pending, write_pending
 from service.db.store import ClaimVerdict, Store, utcnow, worker_identity
 from service.models import Outcome, RunResult, Tool
+from service.models.queues import Lane
 from service.models.timing import Stages
 from service.probing import runner
 from service.probing.confirm_host import join
@@ -80,6 +81,8 @@ def execute_job(
     workdir = base / f"attempt-{claim.attempt}"
     cancel = threading.Event()
     exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
+    if spec.lane is Lane.SWEEP:  # one batch of a sweep: the sweep's record cap, as a local sweep's process has
+        settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
 
     def run() -> RunResult:
