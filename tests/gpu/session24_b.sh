@@ -16,6 +16,6 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
 echo "== $(date -u +%T) start"
 python3 -c "import redis; redis.Redis.from_url('redis://127.0.0.1:6379/5').flushdb()" && echo "redis db 5 flushed"
-timeout 230 python3 bench/sweep_service.py --rounds "${ROUNDS:-2}" --own-reruns --broker redis://127.0.0.1:6379/5 \
+timeout ${BENCH_TIMEOUT_S:-270} python3 bench/sweep_service.py --rounds "${ROUNDS:-2}" --own-reruns --broker redis://127.0.0.1:6379/5 \
   --out "$OUT/sweep-service" 2>&1 | tee "$OUT/sweep_service.log"
 echo "== done $(date -u +%T) rc=${PIPESTATUS[0]}"
