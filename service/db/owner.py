@@ -18,9 +18,23 @@ def _boot() -> str | None:
         return None
 
 
+def _started(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (/proc/PID/stat's 22nd field); None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    try:  # the command name (field 2) is in parentheses and may hold spaces: count from after it
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
 def this_process() -> dict[str, Any]:
-    """This process as a running sweep's owner: host, pid and the host's boot (a pid is unique within one boot)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "boot": _boot()}
+    """This process as a running sweep's owner: host, pid, the host's boot (a pid is unique within one boot) and
+    when it started (a container restarted without the host rebooting reuses small pids)."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "boot": _boot(), "started": _started(pid)}
 
 
 def gone(owner: object) -> str | None:
@@ -41,4 +55,7 @@ def gone(owner: object) -> str | None:
         return f"its process ({where}) ended without finishing it (killed, or out of memory)"
     except PermissionError:
         return None  # a process of another user has that pid: alive
+    started = owner.get("started")
+    if isinstance(started, int) and (now := _started(pid)) is not None and now != started:
+        return f"its process ({where}) ended without finishing it; that pid is now another process's"
     return None
