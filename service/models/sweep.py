@@ -90,7 +90,7 @@ class Sweep(BaseModel):
     id: str
     definition: str
     state: str = "running"
-    message: str = ""  # why a failed sweep stopped (its stored summary's message)
+    message: str = ""  # why a failed sweep stopped, or how a finished one was resumed (its summary's message)
     started_at: datetime
     finished_at: datetime | None = None
     wall_s: float | None = None

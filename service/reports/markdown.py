@@ -20,6 +20,8 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
     unfinished = (
         [f"**This sweep is {sweep.state}, not a result**" + (f": {sweep.message}" if sweep.message else ""), ""]
         if sweep.state != "done"
+        else [f"Note: {sweep.message}", ""]  # a finished sweep's message: it was resumed, and how
+        if sweep.message
         else []
     )
     lines = [

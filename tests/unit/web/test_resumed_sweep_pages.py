@@ -1,0 +1,59 @@
+"""A scheduled sweep whose process ended says on its dashboard page that it waits to be resumed (not failed, not
+silently running), and once resumed and stored, how it was resumed; `cuprobe sweep show` says the same."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from service.cli.main import app
+from service.config import Settings
+from service.db.owner import this_process
+from service.db.store import Store, utcnow
+from service.db.sweeps import SweepStore
+from service.db.tables import SweepRow
+from service.models import Outcome
+from service.models.sweep import Sweep, SweepCase
+from tests.unit.web.conftest import client
+
+
+def _text(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_a_sweep_waiting_to_be_resumed_and_one_resumed_say_so(tmp_path: Path, broker: str) -> None:
+    settings = Settings(broker_url=broker, data_dir=tmp_path)
+    store = Store(settings.database)
+    store.migrate()
+    sweeps = SweepStore(store)
+    sweeps.start("orphan01", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    with store.session() as s:
+        row = s.get(SweepRow, "orphan01")
+        assert row is not None
+        row.summary = {**row.summary, "owner": {**this_process(), "pid": ended.pid}}
+    ui = client(settings)
+
+    waiting = _text(ui.get("/ui/sweeps/orphan01").text)
+    assert "running" in waiting and "waiting to be resumed from its jobs by a CPU worker" in waiting
+    assert f"pid {ended.pid}" in waiting
+
+    message = "resumed after its process (pid 7) ended: 4 job(s) it had sent taken back, 0 sent now"
+    case = SweepCase(
+        key="selftest/none/ok",
+        entry="selftest",
+        probe="selftest",
+        tool="none",
+        process=0,
+        batched=False,
+        outcome=Outcome.CLEAN,
+    )
+    done = Sweep(id="orphan01", definition="nightly", state="done", started_at=utcnow(), message=message, cases=[case])
+    sweeps.save(done)
+    assert message in _text(ui.get("/ui/sweeps/orphan01").text)
+    shown = CliRunner().invoke(app, ["sweep", "show", "orphan01"], env={"CUPROBE_DATA_DIR": str(tmp_path)})
+    assert shown.exit_code == 0 and f"Note: {message}" in " ".join(shown.stdout.split()), shown.stdout
