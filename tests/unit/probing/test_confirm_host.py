@@ -218,6 +218,18 @@ def test_a_service_sweep_gives_the_jobs_of_one_grid_one_ticket(tmp_path: Path) -
     assert all(s.confirm_share is None for s in ServiceRunner(store, Settings(confirm=False), print).specs(requests))
 
 
+def test_a_grid_that_admission_would_refuse_as_one_run_gets_no_ticket(tmp_path: Path) -> None:
+    """Two batches of 300 widths each: their merged grid (600 widths) is past what one run admits (512), so the two
+    jobs confirm with their own re-runs instead of a shared set no process could run."""
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    halves = [list(range(1, 301)), list(range(301, 601))]
+    requests = [ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params={**NARROW, "n": n}) for n in halves]
+    specs = ServiceRunner(store, Settings(), lambda job: None).specs(requests)
+    assert [spec.confirm_share for spec in specs] == [None, None]
+    fitting = ServiceRunner(store, Settings(), lambda job: None).specs([r.model_copy() for r in requests[:1]] * 2)
+    assert all(spec.confirm_share is not None for spec in fitting)  # the same batch twice merges within the limit
+
+
 def test_a_job_run_again_counts_out_of_its_group_once(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     _, settings = bare
     folder = share_folder(settings, REQUEST, Tool.INITCHECK, TICKET)
