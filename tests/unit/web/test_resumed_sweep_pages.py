@@ -15,8 +15,7 @@ from service.db.owner import this_process
 from service.db.store import Store, utcnow
 from service.db.sweeps import SweepStore
 from service.db.tables import SweepRow
-from service.models import Outcome
-from service.models.sweep import Sweep, SweepCase
+from service.models.sweep import Sweep
 from tests.unit.web.conftest import client
 
 
@@ -43,16 +42,7 @@ def test_a_sweep_waiting_to_be_resumed_and_one_resumed_say_so(tmp_path: Path, br
     assert f"pid {ended.pid}" in waiting
 
     message = "resumed after its process (pid 7) ended: 4 job(s) it had sent taken back, 0 sent now"
-    case = SweepCase(
-        key="selftest/none/ok",
-        entry="selftest",
-        probe="selftest",
-        tool="none",
-        process=0,
-        batched=False,
-        outcome=Outcome.CLEAN,
-    )
-    done = Sweep(id="orphan01", definition="nightly", state="done", started_at=utcnow(), message=message, cases=[case])
+    done = Sweep(id="orphan01", definition="nightly", state="done", started_at=utcnow(), message=message)
     sweeps.save(done)
     assert message in _text(ui.get("/ui/sweeps/orphan01").text)
     shown = CliRunner().invoke(app, ["sweep", "show", "orphan01"], env={"CUPROBE_DATA_DIR": str(tmp_path)})
