@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select
@@ -37,6 +37,11 @@ class CaseChange:
     findings: list[FindingChange]
     setup: str | None = None
     truncated: bool = False
+
+
+# How long a scheduled sweep whose process ended waits to be resumed (a CPU worker of its host runs the maintenance
+# pass every minute or so) before it is stored as failed instead.
+ORPHAN_WAIT = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -131,15 +136,18 @@ class SweepStore:
         with self.store.session() as s:
             for row in s.scalars(select(SweepRow).where(SweepRow.state == "running")):
                 if why := gone(row.summary.get("owner")):
-                    if row.summary.get("resume"):
+                    waiting = row.summary.get("orphaned_at") or utcnow().isoformat()
+                    if row.summary.get("resume") and utcnow() - datetime.fromisoformat(waiting) < ORPHAN_WAIT:
                         message = f"waiting to be resumed from its jobs by a CPU worker: {why}"
                         if row.summary.get("message") != message:
-                            row.summary = {**row.summary, "message": message}
+                            row.summary = {**row.summary, "message": message, "orphaned_at": waiting}
                         continue
                     done = row.summary.get("progress", {}).get("done") if row.summary.get("progress") else None
                     after = f" after {done} finished process(es)" if isinstance(done, int) else ""
+                    hours = ORPHAN_WAIT.total_seconds() / 3600
+                    unresumed = f"; no CPU worker resumed it within {hours:.0f} h" if row.summary.get("resume") else ""
                     row.state, row.finished_at = "failed", utcnow()
-                    row.summary = {**row.summary, "message": f"interrupted: {why}{after}"}
+                    row.summary = {**row.summary, "message": f"interrupted: {why}{after}{unresumed}"}
                     reaped.append(row.id)
         return reaped
 

@@ -122,3 +122,22 @@ def test_a_resumed_sweeps_wall_time_counts_from_when_it_began(tmp_path: Path) ->
     began = utcnow() - timedelta(minutes=10)
     sweep = run_sweep(definition, runner, started=began)
     assert sweep.started_at == began and sweep.wall_s is not None and 600 <= sweep.wall_s < 660
+
+
+def test_a_sweep_no_cpu_worker_resumes_within_a_day_is_stored_failed(tmp_path: Path) -> None:
+    _, store = _setup(tmp_path)
+    sweeps = SweepStore(store)
+    sweeps.start("forgotten", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    _orphan(store, "forgotten")
+    assert sweeps.reap() == []  # waits: a CPU worker's next maintenance pass resumes it
+    waiting = sweeps.row("forgotten")
+    assert waiting is not None and waiting.state == "running" and "orphaned_at" in waiting.summary
+    with store.session() as s:  # a day later, no worker of its host came back
+        row = s.get(SweepRow, "forgotten")
+        assert row is not None
+        row.summary = {**row.summary, "orphaned_at": (utcnow() - timedelta(hours=25)).isoformat()}
+    assert sweeps.reap() == ["forgotten"]
+    failed = sweeps.row("forgotten")
+    assert failed is not None and failed.state == "failed"
+    assert failed.summary["message"].endswith("; no CPU worker resumed it within 24 h"), failed.summary["message"]
+    assert sweeps.orphans() == []
