@@ -106,7 +106,8 @@ def resume(
     if sweep_id not in sweeps.orphans():
         return "skipped: it is not a sweep whose process has ended", None
     row = sweeps.row(sweep_id)
-    assert row is not None  # an orphan's row
+    if row is None or row.state != "running":  # removed, or failed meanwhile (waited too long: SweepStore.reap)
+        return "skipped: it is not a sweep whose process has ended", None
     # The definition's running lock (schedule.start_once) may still be held for the ended process until its TTL:
     # it is taken over, unless another sweep of the definition is running.
     running = client.lock(running_key(row.definition), timeout=settings.sweep_lock_ttl_s, blocking=False)
