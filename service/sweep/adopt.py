@@ -45,6 +45,8 @@ def labelled(store: Store, label: str, specs: list[JobSpec], settings: Settings)
     for their results (its definition or this server's settings changed since they were sent)."""
     stored: dict[str, list[str]] = {}
     jobs = sorted(store.jobs(label=label, limit=MAX_LABELLED), key=lambda j: (j.created_at, j.id))
+    if not jobs:  # a sweep's first run: nothing to take back, and submission checks each spec itself
+        return Labelled()
     for job in jobs:
         stored.setdefault(_same(job.request), []).append(job.id)
     out = Labelled()
