@@ -106,7 +106,8 @@ def run_cmd(
 
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
         try:
-            sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
+            with sweeps.beating(sweep_id):  # a store shared with other hosts: they see this sweep is alive
+                sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
             sweeps.save(sweep)
         except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
             if not isinstance(exc, KeyboardInterrupt):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -9,12 +13,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from service.db.owner import gone, this_process
+from service.db.owner import BEAT_S, gone, this_process
 from service.db.store import Store
 from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, in_utc, utcnow
 from service.models import Outcome
 from service.models.sweep import Sweep, SweepCase, SweepSeen, complete
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FindingChange:
@@ -39,8 +44,8 @@ class CaseChange:
     truncated: bool = False
 
 
-# How long a scheduled sweep whose process ended waits to be resumed (a CPU worker of its host runs the maintenance
-# pass every minute or so) before it is stored as failed instead.
+# How long a scheduled sweep whose process ended waits to be resumed (a CPU worker runs the maintenance pass every
+# minute or so) before it is stored as failed instead.
 ORPHAN_WAIT = timedelta(hours=24)
 
 
@@ -126,7 +131,42 @@ class SweepStore:
         resumes it from them (service/sweep/scheduled.py) instead of its reading as failed."""
         with self.store.session() as s:
             summary: dict[str, Any] = {"owner": this_process()} | ({"resume": resume} if resume else {})
-            s.add(SweepRow(id=sweep_id, definition=definition, state="running", started_at=utcnow(), summary=summary))
+            now = utcnow()
+            row = SweepRow(id=sweep_id, definition=definition, state="running", started_at=now, summary=summary)
+            row.beat_at = now
+            s.add(row)
+
+    def beat(self, sweep_id: str) -> bool:
+        """Write that this process still runs the sweep; False once it does not own it any more (finished, failed,
+        or adopted by another process after this one was judged gone)."""
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            if row is None or row.state != "running" or not _owned(row.summary.get("owner")):
+                return False
+            row.beat_at = utcnow()
+            return True
+
+    @contextmanager
+    def beating(self, sweep_id: str, every: float = BEAT_S) -> Iterator[None]:
+        """Beat for the sweep every `every` seconds while the block runs (a daemon thread; a store that cannot be
+        reached for a while only delays beats), so that another host can tell this live sweep from an orphan."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(every):
+                try:
+                    if not self.beat(sweep_id):
+                        return
+                except Exception as exc:  # the store is down or slow: the next beat tries again
+                    log.warning("sweep %s: beat not written: %s", sweep_id, exc)
+
+        thread = threading.Thread(target=beat, name=f"sweep-beat-{sweep_id[:8]}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=5)
 
     def reap(self) -> list[str]:
         """Mark failed every running sweep whose process has certainly ended without finishing it (owner.gone);
@@ -135,7 +175,7 @@ class SweepStore:
         reaped = []
         with self.store.session() as s:
             for row in s.scalars(select(SweepRow).where(SweepRow.state == "running")):
-                if why := gone(row.summary.get("owner")):
+                if why := _gone(row):
                     waiting = row.summary.get("orphaned_at") or utcnow().isoformat()
                     if row.summary.get("resume") and utcnow() - datetime.fromisoformat(waiting) < ORPHAN_WAIT:
                         message = f"waiting to be resumed from its jobs by a CPU worker: {why}"
@@ -162,6 +202,7 @@ class SweepStore:
             row = s.get(SweepRow, sweep_id)
             if row is not None and row.state == "running":
                 progress = {"done": done, "total": total, "last": last, "at": utcnow().isoformat()}
+                row.beat_at = utcnow()
                 kept: dict[str, Any] = {k: row.summary[k] for k in ("owner", "resume", "resumed") if k in row.summary}
                 row.summary = {**kept, "progress": progress}
 
@@ -169,7 +210,7 @@ class SweepStore:
         """Running sweeps that can be resumed (started with `resume`) whose process has certainly ended."""
         with self.store.session() as s:
             rows = s.scalars(select(SweepRow).where(SweepRow.state == "running"))
-            return [row.id for row in rows if row.summary.get("resume") and gone(row.summary.get("owner"))]
+            return [row.id for row in rows if row.summary.get("resume") and _gone(row)]
 
     def adopt(self, sweep_id: str) -> Adopted | None:
         """Make this process the owner of an orphaned sweep (orphans); None if it is not one (any more). Callers
@@ -177,11 +218,12 @@ class SweepStore:
         with self.store.session() as s:
             row = s.get(SweepRow, sweep_id)
             resume = row.summary.get("resume") if row is not None and row.state == "running" else None
-            why = gone(row.summary.get("owner")) if row is not None and resume else None
+            why = _gone(row) if row is not None and resume else None
             if row is None or not isinstance(resume, dict) or why is None:
                 return None
             resumed = [*row.summary.get("resumed", []), {"at": utcnow().isoformat(), "why": why}]
             row.summary = {"owner": this_process(), "resume": resume, "resumed": resumed}
+            row.beat_at = utcnow()
             return Adopted(row.definition, as_utc(row.started_at), resume, why, len(resumed))
 
     def fail(self, sweep_id: str, message: str) -> None:
@@ -357,3 +399,14 @@ class SweepStore:
         """The latest finished sweep of the same definition that started before `sweep`."""
         found = self.previous_id(sweep)
         return self.get(found) if found else None
+
+
+def _gone(row: SweepRow) -> str | None:
+    """Why the running sweep's process has certainly ended (owner.gone, by its beat where it ran on another host)."""
+    return gone(row.summary.get("owner"), as_utc(row.beat_at) if row.beat_at else None)
+
+
+def _owned(owner: object) -> bool:
+    """Whether `owner` (a row's summary["owner"]) is this process."""
+    me = this_process()
+    return isinstance(owner, dict) and all(owner.get(k) == me[k] for k in ("host", "pid", "boot"))

@@ -138,6 +138,9 @@ class SweepRow(Base):
     sanitizer_version: Mapped[str | None] = mapped_column(String(50))
     driver: Mapped[str | None] = mapped_column(String(50))
     summary: Mapped[dict[str, Any]]
+    # When the running sweep's process last wrote that it runs (SweepStore.beating); how another host tells a
+    # sweep whose process went with its host from a live one (owner.gone).
+    beat_at: Mapped[datetime | None]
 
 
 class SweepCaseRow(Base):

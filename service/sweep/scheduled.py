@@ -4,7 +4,8 @@ process ended before it finished (the CPU worker restarted, killed, out of memor
 The jobs of a scheduled sweep carry its label (`sweep:ID`) and its stored row the definition's path and the slots
 it was planned for. The jobs keep running on the GPU workers whatever happens to the process waiting for them, so
 a CPU worker's maintenance pass (tasks/maintenance.py) that finds such a sweep's process certainly gone
-(SweepStore.orphans) sends it to be resumed: planned again for the same slots, it takes back the jobs already sent,
+(SweepStore.orphans: by its pid on its own host, from any host once its beat has been silent for owner.SILENT)
+sends it to be resumed: planned again for the same slots, it takes back the jobs already sent,
 sends only those that were not, waits, and stores the sweep as if it had not stopped (its message says it was
 resumed, and how).
 """
@@ -50,13 +51,14 @@ def _run(
     """Run the definition under `sweep_id`; a sweep that raises is stored as failed with why."""
     try:
         definition = load_definition(definition_path)
-        return run_sweep(
-            definition,
-            runner,
-            sweep_id=sweep_id,
-            progress=lambda done, total, what: sweeps.progress(sweep_id, done, total, what),
-            started=started,
-        )
+        with sweeps.beating(sweep_id):  # another host can then tell this live sweep from an orphan
+            return run_sweep(
+                definition,
+                runner,
+                sweep_id=sweep_id,
+                progress=lambda done, total, what: sweeps.progress(sweep_id, done, total, what),
+                started=started,
+            )
     except Exception as exc:
         sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
         raise

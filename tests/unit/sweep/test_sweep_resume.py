@@ -5,14 +5,15 @@ The whole path against a real worker and Redis: tests/integration/test_sweep_res
 from __future__ import annotations
 
 import subprocess
-from datetime import timedelta
+import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from service.config import Settings
 from service.db.owner import this_process
 from service.db.store import Job, Store, utcnow
 from service.db.sweeps import SweepStore
-from service.db.tables import SweepRow
+from service.db.tables import SweepRow, as_utc
 from service.models import ProbeRequest, Tool
 from service.queue.submit import submit
 from service.sweep.adopt import labelled, sweep_label
@@ -141,3 +142,66 @@ def test_a_sweep_no_cpu_worker_resumes_within_a_day_is_stored_failed(tmp_path: P
     assert failed is not None and failed.state == "failed"
     assert failed.summary["message"].endswith("; no CPU worker resumed it within 24 h"), failed.summary["message"]
     assert sweeps.orphans() == []
+
+
+def _moved(store: Store, sweep_id: str, silent: timedelta) -> None:
+    """Make the sweep's owner a process on another host (a CPU worker whose container was recreated under a new
+    name) that last wrote its beat `silent` ago."""
+    with store.session() as s:
+        row = s.get(SweepRow, sweep_id)
+        assert row is not None
+        row.summary = {**row.summary, "owner": {**this_process(), "host": "cpu-worker-7f9c", "pid": 12}}
+        row.beat_at = utcnow() - silent
+
+
+def test_a_sweep_whose_host_went_away_is_resumed_from_any_host_once_its_beat_is_silent(tmp_path: Path) -> None:
+    _, store = _setup(tmp_path)
+    sweeps = SweepStore(store)
+    sweeps.start("moved", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    sweeps.start("local", "nightly")
+    sweeps.start("beating", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    _moved(store, "moved", timedelta(minutes=11))
+    _moved(store, "local", timedelta(hours=2))
+    _moved(store, "beating", timedelta(minutes=2))  # another host's live sweep: its beat is recent
+
+    assert sweeps.orphans() == ["moved"]
+    rows = {row.id: row for row in sweeps.list()}  # a read path: reaps
+    assert rows["beating"].state == "running" and "message" not in rows["beating"].summary
+    assert rows["moved"].state == "running"
+    waiting = "waiting to be resumed from its jobs by a CPU worker: its process"
+    assert rows["moved"].summary["message"].startswith(waiting)
+    local = rows["local"]
+    assert local.state == "failed", local.summary
+    assert local.summary["message"].startswith("interrupted: its process (pid 12 on cpu-worker-7f9c) has not been")
+    assert "120 min" in local.summary["message"]
+
+    adopted = sweeps.adopt("moved")
+    assert adopted is not None and "has not been heard from for 11 min" in adopted.why
+    row = sweeps.row("moved")
+    assert row is not None and row.beat_at is not None and utcnow() - as_utc(row.beat_at) < timedelta(minutes=1)
+    assert sweeps.orphans() == []  # this process owns it now, and has just beaten
+
+
+def test_a_running_sweep_beats_until_its_block_ends_or_it_is_no_longer_its_own(tmp_path: Path) -> None:
+    _, store = _setup(tmp_path)
+    sweeps = SweepStore(store)
+    sweeps.start("s", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+
+    def beat_at() -> datetime:
+        row = sweeps.row("s")
+        assert row is not None and row.beat_at is not None
+        return as_utc(row.beat_at)
+
+    first = beat_at()
+    with sweeps.beating("s", every=0.02):
+        deadline = time.monotonic() + 30
+        while beat_at() == first and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert beat_at() > first
+    after = beat_at()
+    time.sleep(0.1)
+    assert beat_at() == after  # the block ended: no more beats
+
+    _moved(store, "s", timedelta(minutes=30))  # adopted by another process meanwhile
+    assert sweeps.beat("s") is False
+    assert beat_at() < utcnow() - timedelta(minutes=29)
