@@ -146,6 +146,13 @@ class SweepStore:
             row.beat_at = utcnow()
             return True
 
+    def owns(self, sweep_id: str) -> bool:
+        """Whether this process is the sweep's owner: not once another adopted it (SweepStore.adopt) after this
+        one was judged gone (a store it could not reach for owner.SILENT)."""
+        with self.store.session() as s:
+            row = s.get(SweepRow, sweep_id)
+            return row is not None and _owned(row.summary.get("owner"))
+
     @contextmanager
     def beating(self, sweep_id: str, every: float = BEAT_S) -> Iterator[None]:
         """Beat for the sweep every `every` seconds while the block runs (a daemon thread; a store that cannot be

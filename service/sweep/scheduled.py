@@ -65,7 +65,11 @@ def _run(
 
 
 def _keep(sweeps: SweepStore, sweep: Sweep, settings: Settings) -> Sweep:
-    """Store the finished sweep, diff it against the previous one and tell the webhook if it changed."""
+    """Store the finished sweep, diff it against the previous one and tell the webhook if it changed; unless
+    another process has adopted it meanwhile (this one was silent too long): that one stores and tells, once."""
+    if not sweeps.owns(sweep.id):
+        log.warning("sweep %s: not stored here: another process resumed it while this one was not heard from", sweep.id)
+        return sweep
     sweeps.save(sweep)
     notify(changes(sweeps, sweep), settings.sweep_webhook_url)
     return sweep

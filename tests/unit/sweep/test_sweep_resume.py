@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -14,12 +15,14 @@ from service.db.owner import this_process
 from service.db.store import Job, Store, utcnow
 from service.db.sweeps import SweepStore
 from service.db.tables import SweepRow, as_utc
-from service.models import ProbeRequest, Tool
+from service.models import ProbeRequest, RunResult, Tool
 from service.queue.submit import submit
 from service.sweep.adopt import labelled, sweep_label
 from service.sweep.definition import parse_definition
-from service.sweep.execute import ServiceRunner, requests_of, run_sweep
+from service.sweep.execute import LocalRunner, ServiceRunner, requests_of, run_sweep
 from service.sweep.plan import plan
+from service.sweep.scheduled import run_and_store
+from tests.unit.sweep.test_sweep_webhook import Hook
 
 GRID = (
     'name = "resumable"\n[[entry]]\nprobe = "selftest"\ntool = "none"\nrepeats = 2\n'
@@ -205,3 +208,36 @@ def test_a_running_sweep_beats_until_its_block_ends_or_it_is_no_longer_its_own(t
     _moved(store, "s", timedelta(minutes=30))  # adopted by another process meanwhile
     assert sweeps.beat("s") is False
     assert beat_at() < utcnow() - timedelta(minutes=29)
+
+
+class _AdoptedMeanwhile:
+    """A local runner whose sweep another process adopts while it runs (this one not heard from for too long)."""
+
+    def __init__(self, inner: LocalRunner, store: Store, sweep_id: str) -> None:
+        self.inner, self.store, self.sweep_id, self.slots = inner, store, sweep_id, inner.slots
+
+    def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
+        _moved(self.store, self.sweep_id, timedelta(0))
+        yield from self.inner.run_all(requests)
+
+
+def test_a_sweep_another_process_resumed_meanwhile_is_stored_and_told_once_by_that_one(tmp_path: Path) -> None:
+    hook = Hook()
+    try:
+        settings, store = _setup(tmp_path)
+        settings = settings.model_copy(update={"sweep_webhook_url": hook.url})
+        definition = tmp_path / "resumable.toml"
+        definition.write_text(GRID)
+        runner = _AdoptedMeanwhile(LocalRunner(tmp_path / "runs", settings, slots=1), store, "s" * 32)
+
+        sweep = run_and_store(definition, store, settings, runner, sweep_id="s" * 32)
+        assert sweep.state == "done" and len(sweep.cases) == 2  # it ran, but the sweep is not its own any more
+        row = SweepStore(store).row("s" * 32)
+        assert row is not None and row.state == "running"  # left to the process that adopted it
+        assert hook.bodies == []
+        # Its own sweep, same path: stored and told.
+        own = run_and_store(definition, store, settings, LocalRunner(tmp_path / "own", settings, slots=1))
+        stored = SweepStore(store).row(own.id)
+        assert stored is not None and stored.state == "done" and len(hook.bodies) == 1
+    finally:
+        hook.server.shutdown()
