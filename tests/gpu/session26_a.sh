@@ -26,7 +26,7 @@ mps_off() {
   for _ in $(seq 1 50); do pgrep -f nvidia-cuda-mps >/dev/null || return 0; sleep 0.2; done
   echo "mps: still running after quit: $(pgrep -af nvidia-cuda-mps | tr '\n' ' ')"
 }
-clients() { grep -c "New client" "$MPS_LOG/control.log" 2>/dev/null || echo 0; }
+clients() { local n; n=$(grep -ci "new client" "$MPS_LOG/control.log" 2>/dev/null); echo "${n:-0}"; }
 
 echo "== mps: $(command -v nvidia-cuda-mps-control || echo 'no nvidia-cuda-mps-control on PATH')"
 command -v nvidia-cuda-mps-control > /dev/null || { ab_done; exit 0; }
