@@ -261,6 +261,7 @@ def main() -> int:
                     flush=True,
                 )
                 print(slowest(full), flush=True)
+                print(not_run(full), end="", flush=True)
                 print(xml_sizes(work / name), flush=True)
                 print(before_cases(work / name), flush=True)
                 print(confirmations(full), flush=True)
@@ -284,6 +285,18 @@ def slot_values(parser: argparse.ArgumentParser, text: str) -> list[int]:
             parser.error(f"--slots {text}: {part.strip()!r} is not a K (a whole number from 1)")
         values.append(int(part))
     return values
+
+
+def not_run(sweep: Sweep) -> str:
+    """A line per process some of whose cases did not run: how many, their outcome and the message (why the bench
+    exits 1; nothing where every case ran)."""
+    lines = []
+    for process in sorted({c.process for c in sweep.cases if not c.outcome.ran}):
+        cases = [c for c in sweep.cases if c.process == process]
+        missed = [c for c in cases if not c.outcome.ran]
+        said = " | ".join(sorted({f"{c.outcome.value}: {c.message}"[:400] for c in missed}))
+        lines.append(f"  NOT RUN: process {process}, {len(missed)} of its {len(cases)} case(s): {said}\n")
+    return "".join(lines)
 
 
 def slowest(sweep: Sweep) -> str:

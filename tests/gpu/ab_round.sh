@@ -26,7 +26,7 @@ ab_round() {
   { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
   row=$(grep -E "^ +${AB_SLOTS:-8} +ready" /tmp/bench.txt | awk '{print $5, $6}')
   echo "round $round $setting rc=$rc wall,cases/h: $row"
-  grep -E "slowest process|confirmations|re-runs, s before|re-runs ready" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
+  grep -E "slowest process|NOT RUN|confirmations|re-runs, s before|re-runs ready" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
   rm -rf /tmp/bench
 }
 

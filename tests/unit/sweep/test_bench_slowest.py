@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sweep import before_cases, reruns_order, reruns_split, slowest
+from bench.sweep import before_cases, not_run, reruns_order, reruns_split, slowest
 from probes.contract import CONFIRM_CONTROL_PREFIX, Tool
 from service.models import Outcome
 from service.models.sweep import ProcessRecord, Sweep, SweepCase
@@ -124,3 +124,20 @@ def test_the_ready_reruns_are_made_after_the_spares_unless_the_experiment_says_o
     monkeypatch.setenv("CUPROBE_BENCH_RERUNS_ORDER", "first")
     with pytest.raises(SystemExit, match="CUPROBE_BENCH_RERUNS_ORDER='first': expected one of after, beside, before"):
         reruns_order()
+
+
+def test_the_processes_whose_cases_did_not_run_are_named_with_why() -> None:
+    broken = [
+        _case(1, f"unguarded-n{n}", None).model_copy(
+            update={"outcome": Outcome.SANITIZER_ERROR, "message": "the sanitizer exited 1 before its first case"}
+        )
+        for n in (1, 2)
+    ]
+    sweep = Sweep(
+        id="s", definition="d", state="done", started_at=datetime(2026, 12, 6, tzinfo=UTC),
+        cases=[_case(0, "unguarded-n1", 0.1), *broken],
+    )
+    assert not_run(sweep) == (
+        "  NOT RUN: process 1, 2 of its 2 case(s): sanitizer_error: the sanitizer exited 1 before its first case\n"
+    )
+    assert not_run(sweep.model_copy(update={"cases": sweep.cases[:1]})) == ""  # every case ran: no line
