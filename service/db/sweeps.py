@@ -21,6 +21,7 @@ from service.models.sweep import Sweep, SweepCase, SweepSeen, complete
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class FindingChange:
     """A sweep finding as a diff reads it."""
