@@ -70,9 +70,16 @@ def sweep_list(request: Request, definition: str = "") -> HTMLResponse:
 def _sweep_context(request: Request, sweep_id: str) -> dict[str, Any]:
     sweeps = SweepStore(store_of(request))
     sweep = sweep_or_missing(sweeps, sweep_id)
-    summary = (row.summary if (row := sweeps.row(sweep.id)) is not None else None) or {}
-    progress = summary.get("progress") if sweep.state == "running" else None
-    return {"sweep": sweep, "sweeps": sweeps, "progress": progress, "message": summary.get("message")}
+    row = sweeps.row(sweep.id)
+    summary = (row.summary if row is not None else None) or {}
+    running = sweep.state == "running"
+    progress = summary.get("progress") if running else None
+    heard = row.beat_at if running and row is not None else None  # its process writes it every owner.BEAT_S
+    owner = summary.get("owner") if running else None
+    return {
+        "sweep": sweep, "sweeps": sweeps, "progress": progress, "message": summary.get("message"), "heard": heard,
+        "owner": owner if isinstance(owner, dict) else None,
+    }
 
 
 @router.get("/{sweep_id}", response_class=HTMLResponse)

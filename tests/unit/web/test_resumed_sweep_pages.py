@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -47,3 +48,18 @@ def test_a_sweep_waiting_to_be_resumed_and_one_resumed_say_so(tmp_path: Path, br
     assert message in _text(ui.get("/ui/sweeps/orphan01").text)
     shown = CliRunner().invoke(app, ["sweep", "show", "orphan01"], env={"CUPROBE_DATA_DIR": str(tmp_path)})
     assert shown.exit_code == 0 and f"Note: {message}" in " ".join(shown.stdout.split()), shown.stdout
+
+
+def test_a_running_sweeps_page_says_when_its_process_was_last_heard_from(tmp_path: Path, broker: str) -> None:
+    settings = Settings(broker_url=broker, data_dir=tmp_path)
+    store = Store(settings.database)
+    store.migrate()
+    SweepStore(store).start("live0001", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    with store.session() as s:  # its process, on another host, wrote its beat 3 minutes ago
+        row = s.get(SweepRow, "live0001")
+        assert row is not None
+        row.summary = {**row.summary, "owner": {**this_process(), "host": "cpu-worker-7f9c", "pid": 12}}
+        row.beat_at = utcnow() - timedelta(minutes=3)
+    page = _text(client(settings).get("/ui/sweeps/live0001").text)
+    assert "running" in page and "its process (pid 12 on cpu-worker-7f9c) last wrote that it runs 3 min ago" in page
+    assert "waiting to be resumed" not in page  # three minutes is not silent
