@@ -51,6 +51,17 @@ def _orphan(store: Store, sweep_id: str) -> None:
         row.summary = {**row.summary, "owner": {**this_process(), "pid": _dead_pid()}}
 
 
+def _three(tmp_path: Path, first: str, third: str) -> tuple[Store, SweepStore]:
+    """A store with three running sweeps of one definition: `first` and `third` scheduled (resumable), "local" a
+    `cuprobe sweep run` (not)."""
+    _, store = _setup(tmp_path)
+    sweeps = SweepStore(store)
+    sweeps.start(first, "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    sweeps.start("local", "nightly")
+    sweeps.start(third, "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    return store, sweeps
+
+
 def test_a_labelled_run_takes_back_each_job_it_sent_once_and_cancels_those_no_longer_planned(tmp_path: Path) -> None:
     settings, store = _setup(tmp_path)
     sent: list[Job] = []
@@ -91,11 +102,7 @@ def test_a_labelled_runner_gives_a_grid_the_same_ticket_when_the_sweep_is_planne
 
 
 def test_a_sweep_whose_process_ended_waits_to_be_resumed_only_if_it_can_be(tmp_path: Path) -> None:
-    _, store = _setup(tmp_path)
-    sweeps = SweepStore(store)
-    sweeps.start("resumable", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
-    sweeps.start("local", "nightly")
-    sweeps.start("alive", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    store, sweeps = _three(tmp_path, "resumable", "alive")
     sweeps.progress("resumable", 1, 8, "selftest/none (1 case(s))")  # progress keeps what a resume needs
     _orphan(store, "resumable")
     _orphan(store, "local")
@@ -158,11 +165,7 @@ def _moved(store: Store, sweep_id: str, silent: timedelta) -> None:
 
 
 def test_a_sweep_whose_host_went_away_is_resumed_from_any_host_once_its_beat_is_silent(tmp_path: Path) -> None:
-    _, store = _setup(tmp_path)
-    sweeps = SweepStore(store)
-    sweeps.start("moved", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
-    sweeps.start("local", "nightly")
-    sweeps.start("beating", "nightly", {"path": "/defs/nightly.toml", "slots": 4})
+    store, sweeps = _three(tmp_path, "moved", "beating")
     _moved(store, "moved", timedelta(minutes=11))
     _moved(store, "local", timedelta(hours=2))
     _moved(store, "beating", timedelta(minutes=2))  # another host's live sweep: its beat is recent
