@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from service.probing.warm_reruns import RerunPool  # which imports this module's re-run command
 
 CONFIRM_DIR = "confirm"
+HOLD_LOOK_S = 0.01  # how often a held warm re-run looks whether it was released
 LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left out (the cases that import torch)
 # compute-sanitizer 2026.x tracks the writes of kernels a filter excludes unless told not to; 2025.x has no
 # such option (and did not track them).
@@ -136,6 +137,7 @@ def _bare_run(
     cancel: threading.Event,
     folder: str = CONFIRM_DIR,
     warm: RerunPool | None = None,
+    release: threading.Event | None = None,
 ) -> BareRun:
     out = workdir / folder / label.replace("#", "-") / "result.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +146,7 @@ def _bare_run(
     limit = request.timeout_s or settings.timeout_s
     done = None
     if warm is not None and watch is None:  # only the early re-runs, which watch every buffer, are kept warm
-        done = _warm_run(warm, request.probe, mode, params, limit, cancel, out)
+        done = _warm_run(warm, request.probe, mode, params, limit, cancel, out, release)
     if done is None:
         done = supervise(
             cmd,
@@ -174,14 +176,25 @@ def _bare_run(
 
 
 def _warm_run(
-    pool: RerunPool, probe: str, mode: str, params: dict[str, object], limit: float, cancel: threading.Event, out: Path
+    pool: RerunPool,
+    probe: str,
+    mode: str,
+    params: dict[str, object],
+    limit: float,
+    cancel: threading.Event,
+    out: Path,
+    release: threading.Event | None = None,
 ) -> Supervised | None:
     """The re-run in a warm process of the pool, its files moved to where the cold one writes them; None where the
-    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold)."""
+    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold).
+    `release`: the process gets its parameters only once it is set (confirm_shared.py's hold), or the re-run is
+    cancelled."""
     warm = pool.take(probe, mode)
     if warm is None:
         return None
-    if pool.after_s > 0 and cancel.wait(pool.after_s):
+    while release is not None and not release.is_set() and not cancel.is_set():
+        release.wait(HOLD_LOOK_S)
+    if (pool.after_s > 0 and cancel.wait(pool.after_s)) or cancel.is_set():
         warm.discard()
         return None
     since = time.monotonic()
@@ -213,16 +226,30 @@ class Reruns:
         runs: tuple[tuple[str, str], ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
         warm: RerunPool | None = None,
+        release: threading.Event | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
         self.where = ""  # where the runs that share them are, for the message ("": this process)
+        self.held = ""  # how their warm processes were held back, for the message (confirm_shared.py's hold)
+        self.released: float | None = None  # when held warm processes got their parameters (spent_s counts from it)
         self._ends: list[float] = []  # each re-run's end (list.append: safe from the pool's threads)
         self._cancel = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
         self._pending = {
             label: self._pool.submit(
-                self._timed, request, params, label, mode, watch, settings, workdir, self._cancel, folder, warm
+                self._timed,
+                request,
+                params,
+                label,
+                mode,
+                watch,
+                settings,
+                workdir,
+                self._cancel,
+                folder,
+                warm,
+                release,
             )
             for label, mode in runs
         }
@@ -241,8 +268,12 @@ class Reruns:
 
     @property
     def spent_s(self) -> float:
-        """From the first start to the last end."""
-        return round(max(self._ends, default=self.started) - self.started, 3)
+        """From the first start (or, held, from their release) to the last end."""
+        start = self.started if self.released is None else self.released
+        return round(max(0.0, max(self._ends, default=start) - start), 3)
+
+    def run_ended(self) -> None:
+        """Nothing to do: a run's own re-runs are never held (confirm_shared.py holds a sweep's)."""
 
     def close(self) -> None:
         """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""
@@ -254,11 +285,20 @@ class EarlyReruns(Protocol):
     """Re-runs started before the run's findings are known: its own (Reruns), or a set it shares with a sweep's other
     batches in this process (confirm_shared.py) or its other jobs on this host (confirm_host.py)."""
 
-    shared_by: int
-    where: str
+    @property
+    def shared_by(self) -> int: ...
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def held(self) -> str: ...
 
     @property
     def spent_s(self) -> float: ...
+
+    def run_ended(self) -> None:
+        """The sanitizer run these serve has ended (its findings may still be read and parsed)."""
 
     def results(self) -> dict[str, BareRun]: ...
 
@@ -441,7 +481,7 @@ def confirm_findings(
         if early is not None and early.shared_by > 1:
             when += f", one set for the sweep's {early.shared_by} processes of this grid{early.where}"
         if warm := sum(1 for run in runs.values() if run.warm):
-            when += f", {warm} of them in processes ready before it"
+            when += f", {warm} of them in processes ready before it{early.held if early is not None else ''}"
         update["message"] = (
             f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when}{only})"
         )

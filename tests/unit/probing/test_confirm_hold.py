@@ -1,0 +1,80 @@
+"""A sweep's ready re-runs held back until every batch of their grid has ended its sanitizer run
+(Settings.confirm_hold, service/probing/confirm_shared.py), and released at once where a later wave still has to start.
+
+The sanitizer runs and the re-runs are played back (tests/unit/probing/bare_replay.py); the stand-in sanitizer's n-th
+run ends n x CUPROBE_REPLAY_STAGGER_S later than the first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.config import Settings
+from service.models import Confirmation, RunResult
+from service.probing.warm_reruns import RerunPool
+from service.sweep.execute import LocalRunner
+from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
+
+HELD = "handed their cases once the grid's"
+
+
+@pytest.fixture
+def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings: Settings) -> tuple[Path, Settings]:
+    monkeypatch.setenv("CUPROBE_REPLAY_STAGGER_S", "2")
+    return replay_bare(monkeypatch, tmp_path, replay_settings)
+
+
+def _sweep(tmp_path: Path, settings: Settings, requests: int, slots: int) -> dict[int, RunResult]:
+    pool = RerunPool(tmp_path / "pool", settings)
+    pool.prepare(REQUEST.probe)
+    assert pool.wait_ready(60) == 4
+    try:
+        return dict(LocalRunner(tmp_path / "sweep", settings, slots=slots, reruns=pool).run_all([REQUEST] * requests))
+    finally:
+        pool.close()
+
+
+def _ended(log: Path) -> list[float]:
+    return sorted(float(p.read_text()) for p in log.glob("sanitizer-ended-*"))
+
+
+@pytest.mark.parametrize("hold", [True, False], ids=["held", "not-held"])
+def test_held_reruns_get_their_cases_once_every_batch_of_the_grid_has_run(
+    bare: tuple[Path, Settings], tmp_path: Path, hold: bool
+) -> None:
+    log, settings = bare
+    got = _sweep(tmp_path, settings.model_copy(update={"confirm_hold": hold}), requests=2, slots=2)
+
+    ended = _ended(log)
+    handed = [float(str(run["handed"])) for run in bare_log(log)]
+    assert len(ended) == 2 and len(handed) == 4
+    assert ended[1] - ended[0] >= 2  # the second batch ran on after the first had ended
+    for result in got.values():
+        assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert all(check["ok"] for check in result.confirmation_control)
+        assert "4 of them in processes ready before it" in result.message
+    if hold:
+        assert min(handed) >= ended[1]
+        assert all(f"{HELD} 2 processes had run" in r.message for r in got.values())
+    else:  # the control: handed their cases as the sweep began, beside the second batch's run
+        assert min(handed) < ended[1]
+        assert not any(HELD in r.message for r in got.values())
+
+
+@pytest.mark.timeout(120)
+def test_with_more_batches_than_slots_the_first_to_want_them_releases_them(
+    bare: tuple[Path, Settings], tmp_path: Path
+) -> None:
+    """Three batches on two slots: the third starts only once a slot is free, so a batch that waited for it would
+    hold its slot for ever. The first batch to want the re-runs while the third has not begun releases them."""
+    log, settings = bare
+    got = _sweep(tmp_path, settings.model_copy(update={"confirm_hold": True}), requests=3, slots=2)
+
+    assert sorted(got) == [0, 1, 2]
+    assert len(_ended(log)) == 3 and len(bare_log(log)) == 4
+    for result in got.values():
+        assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert "one set for the sweep's 3 processes of this grid" in result.message
+        assert HELD not in result.message
+    assert max(float(str(run["handed"])) for run in bare_log(log)) < _ended(log)[-1]
