@@ -147,6 +147,8 @@ def _bare_run(
     done = None
     if warm is not None and watch is None:  # only the early re-runs, which watch every buffer, are kept warm
         done = _warm_run(warm, request.probe, mode, params, limit, cancel, out, release)
+    if done is None and cancel.is_set():  # stopped before it began (a held set nobody needed): start nothing
+        return load_bare_run(label, mode, None, "cancelled", out)
     if done is None:
         done = supervise(
             cmd,

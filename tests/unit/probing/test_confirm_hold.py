@@ -7,11 +7,14 @@ run ends n x CUPROBE_REPLAY_STAGGER_S later than the first."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from service.config import Settings
 from service.models import Confirmation, RunResult
+from service.probing import confirm
+from service.probing.confirm_shared import SharedReruns
 from service.probing.warm_reruns import RerunPool
 from service.sweep.execute import LocalRunner
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
@@ -78,3 +81,34 @@ def test_with_more_batches_than_slots_the_first_to_want_them_releases_them(
         assert "one set for the sweep's 3 processes of this grid" in result.message
         assert HELD not in result.message
     assert max(float(str(run["handed"])) for run in bare_log(log)) < _ended(log)[-1]
+
+
+
+def test_a_sweep_stopped_before_its_batches_end_starts_no_rerun(
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Stopped while its set is held (Ctrl-C, SIGTERM: the runner closes the set), the held processes are let go
+    unused and no cold re-run process starts in their place (a killed one might not live to log itself, so every
+    cold start is counted where it is made)."""
+    log, settings = bare
+    cold: list[list[str]] = []
+    real = confirm.supervise
+
+    def counted(cmd: list[str], **kwargs: Any) -> Any:
+        cold.append(cmd)
+        return real(cmd, **kwargs)
+
+    monkeypatch.setattr(confirm, "supervise", counted)
+    pool = RerunPool(tmp_path / "pool", settings)
+    pool.prepare(REQUEST.probe)
+    assert pool.wait_ready(60) == 4
+    shared = SharedReruns([REQUEST, REQUEST], settings.model_copy(update={"confirm_hold": True}), tmp_path, pool)
+    member = shared.for_request(0)
+    assert member is not None
+    member.run_ended()  # one batch of two has run: the set stays held
+    try:
+        shared.close()
+    finally:
+        pool.close()
+    assert bare_log(log) == [] and cold == []
+    assert pool.taken == 4
