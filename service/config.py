@@ -73,10 +73,10 @@ class Settings(BaseSettings):
     # sanitizer run. On the H200 torch's import and CUDA set-up were about 2 s of each early re-run of the 384-case
     # grid, whose torch cases never held a finding (docs/confirmation.md, "The cases that import torch").
     confirm_torch_early: bool = False
-    # Where a sweep keeps the re-runs ready before it starts (a pool: service/probing/warm_reruns.py), hold their
-    # processes back until every batch of their grid has ended its sanitizer run, so that their cases do not share
-    # the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in a sweep's last wave). An
-    # experiment, off by default (docs/sweep.md, "Session 27").
+    # A local sweep's shared re-runs run in ready processes (the caller's pool, service/probing/warm_reruns.py, else
+    # four the sweep starts as it begins) held back until every batch of their grid has ended its sanitizer run, so
+    # that their cases do not share the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in
+    # a sweep's last wave). An experiment, off by default (docs/sweep.md, "Session 27").
     confirm_hold: bool = False
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source

@@ -93,17 +93,18 @@ class SharedReruns:
     when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own.
     `warm`: a pool of re-run processes the caller keeps ready (warm_reruns.py), taken where it holds one.
 
-    With Settings.confirm_hold and a pool, its ready processes are held back: they get their parameters once every
+    With Settings.confirm_hold the re-runs run in ready processes held back: they get their parameters once every
     run of their group has ended its sanitizer run, so that their cases do not run on the GPU beside the sanitizer
-    processes. A hold applies only in a sweep's last wave: where a run of the sweep has not started yet when a member
-    asks for the results (more processes than slots), the group is released at once, so a slot never waits on a run
-    that needs that slot to start."""
+    processes. Without a pool from the caller the set keeps its own, started now (beside the sweep's first runs, as
+    cold early re-runs would be) and closed with it. A hold applies only in a sweep's last wave: where a run of the
+    sweep has not started yet when a member asks for the results (more processes than slots), the group is released
+    at once, so a slot never waits on a run that needs that slot to start. Call from a thread that outlives the
+    sweep: a ready process dies with the thread that started it (warm_reruns.py)."""
 
     def __init__(
         self, requests: list[ProbeRequest], settings: Settings, workdir: Path, warm: RerunPool | None = None
     ) -> None:
-        self._settings, self._workdir, self._warm = settings, workdir, warm
-        self._hold = settings.confirm_hold and warm is not None
+        self._settings, self._workdir = settings, workdir
         self._lock = threading.Lock()
         self._requests = len(requests)
         self._seen: set[int] = set()  # requests whose run has begun (for_request was called)
@@ -114,6 +115,12 @@ class SharedReruns:
             params = early_params(group.lead.probe, group.merged, settings)
             self._plans[number] = (group.lead, params, len(group.members))
             self._group_of.update(dict.fromkeys(group.members, number))
+        self._own: RerunPool | None = None
+        if settings.confirm_hold and warm is None and self._plans:
+            warm = self._own = RerunPool(workdir / "held-reruns", settings)
+            for probe in sorted({lead.probe for lead, _, _ in self._plans.values()}):
+                warm.prepare(probe)
+        self._warm, self._hold = warm, settings.confirm_hold and warm is not None
 
     def merged_params(self, index: int) -> dict[str, Any] | None:
         """The parameters of the re-runs request `index` shares (every case of its group, less the cases that import
@@ -159,6 +166,8 @@ class SharedReruns:
             for group in self._started.values():
                 group.release.set()
                 group.reruns.close()
+            if self._own is not None:
+                self._own.close()
 
 
 class SharedMember:

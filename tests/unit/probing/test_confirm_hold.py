@@ -28,26 +28,35 @@ def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings: Setti
     return replay_bare(monkeypatch, tmp_path, replay_settings)
 
 
-def _sweep(tmp_path: Path, settings: Settings, requests: int, slots: int) -> dict[int, RunResult]:
-    pool = RerunPool(tmp_path / "pool", settings)
-    pool.prepare(REQUEST.probe)
-    assert pool.wait_ready(60) == 4
+def _sweep(tmp_path: Path, settings: Settings, requests: int, slots: int, pool: bool = True) -> dict[int, RunResult]:
+    """A local sweep of `requests` copies of the request; `pool`: with the four re-runs ready before it (a pool kept
+    by the caller, as bench/sweep.py keeps one), else as `cuprobe sweep run` makes it, with none."""
+    if not pool:
+        return dict(LocalRunner(tmp_path / "sweep", settings, slots=slots).run_all([REQUEST] * requests))
+    ready = RerunPool(tmp_path / "pool", settings)
+    ready.prepare(REQUEST.probe)
+    assert ready.wait_ready(60) == 4
     try:
-        return dict(LocalRunner(tmp_path / "sweep", settings, slots=slots, reruns=pool).run_all([REQUEST] * requests))
+        return dict(LocalRunner(tmp_path / "sweep", settings, slots=slots, reruns=ready).run_all([REQUEST] * requests))
     finally:
-        pool.close()
+        ready.close()
 
 
 def _ended(log: Path) -> list[float]:
     return sorted(float(p.read_text()) for p in log.glob("sanitizer-ended-*"))
 
 
-@pytest.mark.parametrize("hold", [True, False], ids=["held", "not-held"])
+@pytest.mark.parametrize(
+    ("hold", "pool"), [(True, True), (True, False), (False, True)], ids=["held", "held-own-pool", "not-held"]
+)
 def test_held_reruns_get_their_cases_once_every_batch_of_the_grid_has_run(
-    bare: tuple[Path, Settings], tmp_path: Path, hold: bool
+    bare: tuple[Path, Settings], tmp_path: Path, hold: bool, pool: bool
 ) -> None:
+    """Held, the four ready re-runs get their parameters only after the second batch's sanitizer run has ended, from
+    the caller's pool or (`held-own-pool`: no pool given, as `cuprobe sweep run`) from one the sweep makes as it
+    starts. Not held (the control), they get them as the sweep begins."""
     log, settings = bare
-    got = _sweep(tmp_path, settings.model_copy(update={"confirm_hold": hold}), requests=2, slots=2)
+    got = _sweep(tmp_path, settings.model_copy(update={"confirm_hold": hold}), requests=2, slots=2, pool=pool)
 
     ended = _ended(log)
     handed = [float(str(run["handed"])) for run in bare_log(log)]
