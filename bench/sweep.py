@@ -76,7 +76,10 @@ def timed(
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
     warm = primed and warm_reruns and settings.confirm
-    reruns = RerunPool(workdir / name / "reruns", settings, after) if warm else None
+    # An experiment (CUPROBE_BENCH_IDLE_RERUNS=1, with the confirmation off): the four re-run processes made and
+    # ready as for a confirming sweep, then never given anything: does their mere presence slow the sweep?
+    idle = primed and not settings.confirm and os.environ.get("CUPROBE_BENCH_IDLE_RERUNS") == "1"
+    reruns = RerunPool(workdir / name / "reruns", settings, after) if warm or idle else None
     order = reruns_order()
     if reruns is not None and order != "after":
         reruns.prepare("narrow-matmul")
@@ -95,12 +98,13 @@ def timed(
         if order == "after":
             reruns.prepare("narrow-matmul")
         ready = reruns.wait_ready(300)
-        print(f"  {name}: {ready} of 4 re-runs ready before the clock starts ({order})", file=sys.stderr, flush=True)
+        what = "idle re-run processes, never used," if idle else "re-runs"
+        print(f"  {name}: {ready} of 4 {what} ready before the clock starts ({order})", file=sys.stderr, flush=True)
     start = time.monotonic()
     try:
         sweep = run_sweep(
             definition,
-            LocalRunner(workdir / name, settings, slots, spares, reruns),
+            LocalRunner(workdir / name, settings, slots, spares, None if idle else reruns),
             progress=lambda done, total, what: print(
                 f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
             ),

@@ -6,8 +6,9 @@ options cuprobe gives a sweep (--tool initcheck --print-limit 0 --xml --show-bac
 added, rounds alternating. Prints each run's wall time, XML size and records, the CPU seconds of the target and the
 sanitizer front end together, and whether cuprobe's findings (signature, case, count) equal the first option set's.
 From the project root on a GPU machine:
-    python3 tests/gpu/record_options.py [--rounds 2] [--set options|console]
---set console compares what the sanitizer prints as text (--print-level, --log-file) on top of --demangle no.
+    python3 tests/gpu/record_options.py [--rounds 2] [--set options|console|control]
+--set console compares what the sanitizer prints as text (--print-level, --log-file) on top of --demangle no;
+--set control the kernel filter a confirming run adds for the confirmer's control.
 """
 
 from __future__ import annotations
@@ -47,7 +48,13 @@ CONSOLE: dict[str, list[str]] = {
     "+ --print-level fatal": ["--demangle", "no", "--print-level", "fatal"],
     "+ --log-file (a file)": ["--demangle", "no", "--log-file", "{out}/console.txt"],
 }
-SETS = {"options": OPTIONS, "console": CONSOLE}
+# --set control: the option a confirming run adds for the confirmer's planted blind-spot case
+# (service/probing/confirm.py control_options, under 2025.3), on top of a sweep's options with the demangler off.
+CONTROL: dict[str, list[str]] = {
+    "--demangle no (a sweep now)": ["--demangle", "no"],
+    "+ --kernel-name-exclude kns=...": ["--demangle", "no", "--kernel-name-exclude", "kns=cuprobe_hidden_write"],
+}
+SETS = {"options": OPTIONS, "console": CONSOLE, "control": CONTROL}
 CANDIDATES = OPTIONS
 
 
