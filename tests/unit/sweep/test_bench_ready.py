@@ -107,8 +107,33 @@ def test_no_pool_without_warm_reruns_or_without_the_confirmation(
 ) -> None:
     events = Events()
     _stand_ins(monkeypatch, events)
+    monkeypatch.delenv("CUPROBE_BENCH_IDLE_RERUNS", raising=False)
     _timed(tmp_path, warm_reruns=warm_reruns, confirm=confirm)
     assert events == ["spare asked", "spare asked", "spares ready", "clock: 2 slots, re-runs cold", "spares closed"]
+
+
+def test_the_idle_experiment_makes_the_pool_with_the_confirmation_off_and_gives_the_sweep_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUPROBE_BENCH_IDLE_RERUNS=1: the four re-run processes made and ready as for a confirming sweep, alive through
+    it, never handed to it."""
+    events = Events()
+    _stand_ins(monkeypatch, events)
+    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_ORDER", raising=False)
+    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_AFTER_S", raising=False)
+    monkeypatch.setenv("CUPROBE_BENCH_IDLE_RERUNS", "1")
+    _timed(tmp_path, warm_reruns=True, confirm=False)
+    assert events == [
+        "pool, handed over after 0 s",
+        "spare asked",
+        "spare asked",
+        "spares ready",
+        "re-runs of narrow-matmul started",
+        "re-runs ready",
+        "clock: 2 slots, re-runs cold",
+        "spares closed",
+        "re-runs closed",
+    ]
 
 
 def test_slots_that_are_not_k_values_are_refused_naming_the_one(capsys: pytest.CaptureFixture[str]) -> None:
