@@ -76,7 +76,8 @@ class Settings(BaseSettings):
     # A local sweep's shared re-runs run in ready processes (the caller's pool, service/probing/warm_reruns.py, else
     # four the sweep starts as it begins) held back until every batch of their grid has ended its sanitizer run, so
     # that their cases do not share the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in
-    # a sweep's last wave). An experiment, off by default (docs/sweep.md, "Session 27").
+    # a sweep's last wave). An experiment, off by default: on an H100 it made the 384-case sweep slower (median
+    # 141,234 cases per GPU-hour against 163,772; docs/sweep.md, "Session 27").
     confirm_hold: bool = False
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
