@@ -72,7 +72,10 @@ def timed(
     spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
     where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py), made once
     the spares are ready (READY_RERUNS_ORDER)."""
-    definition = parse_definition(GRID.format(name=name, batch=str(batch).lower(), last=last))
+    grid = GRID.format(name=name, batch=str(batch).lower(), last=last)
+    if options := os.environ.get("CUPROBE_BENCH_OPTIONS"):  # an experiment: sanitizer options for every process,
+        grid += f"options = {options}\n"  # as a TOML inline table (`{ kernel_name_exclude = ["kns=x"] }`)
+    definition = parse_definition(grid)
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
     warm = primed and warm_reruns and settings.confirm

@@ -49,6 +49,8 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, events: Events) -> None:
 
     def run_sweep(definition: Any, runner: Any, progress: Any) -> str:
         events.append(f"clock: {runner.slots} slots, re-runs {'kept' if runner.reruns else 'cold'}")
+        if excluded := definition.entries[0].options.kernel_name_exclude:
+            events.append(f"every process excludes {excluded}")
         return "sweep"
 
     monkeypatch.setattr(bench, "Spares", Spares)
@@ -134,6 +136,17 @@ def test_the_idle_experiment_makes_the_pool_with_the_confirmation_off_and_gives_
         "spares closed",
         "re-runs closed",
     ]
+
+
+def test_the_options_experiment_gives_every_process_the_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = Events()
+    _stand_ins(monkeypatch, events)
+    monkeypatch.delenv("CUPROBE_BENCH_IDLE_RERUNS", raising=False)
+    monkeypatch.setenv("CUPROBE_BENCH_OPTIONS", '{ kernel_name_exclude = ["kns=cuprobe_hidden_write"] }')
+    _timed(tmp_path, warm_reruns=False, confirm=False)
+    assert "every process excludes ['kns=cuprobe_hidden_write']" in events
 
 
 def test_slots_that_are_not_k_values_are_refused_naming_the_one(capsys: pytest.CaptureFixture[str]) -> None:
