@@ -63,23 +63,32 @@ def _timed(tmp_path: Path, warm_reruns: bool, confirm: bool = True) -> None:
     bench.timed("grid", 4, True, tmp_path, settings, 2, primed=True, warm_reruns=warm_reruns)
 
 
-def test_the_ready_reruns_are_made_once_the_spares_are_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+EXPERIMENTS = ("CUPROBE_BENCH_RERUNS_ORDER", "CUPROBE_BENCH_RERUNS_AFTER_S", "CUPROBE_BENCH_IDLE_RERUNS")
+EXPERIMENTS += ("CUPROBE_BENCH_OPTIONS",)
+
+
+def _experiment(monkeypatch: pytest.MonkeyPatch, **env: str) -> Events:
+    """The stand-ins in place, every experiment's variable unset but those given; what they record."""
     events = Events()
     _stand_ins(monkeypatch, events)
-    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_ORDER", raising=False)
-    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_AFTER_S", raising=False)
+    for name in EXPERIMENTS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return events
+
+
+def _made_after_the_spares(clock: str) -> list[str]:
+    """What the bench asks for, in order, where the pool is made once the spares are ready."""
+    started = ["re-runs of narrow-matmul started", "re-runs ready"]
+    spares = ["spare asked", "spare asked", "spares ready"]
+    return ["pool, handed over after 0 s", *spares, *started, clock, "spares closed", "re-runs closed"]
+
+
+def test_the_ready_reruns_are_made_once_the_spares_are_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _experiment(monkeypatch)
     _timed(tmp_path, warm_reruns=True)
-    assert events == [
-        "pool, handed over after 0 s",
-        "spare asked",
-        "spare asked",
-        "spares ready",
-        "re-runs of narrow-matmul started",
-        "re-runs ready",
-        "clock: 2 slots, re-runs kept",
-        "spares closed",
-        "re-runs closed",
-    ]
+    assert events == _made_after_the_spares("clock: 2 slots, re-runs kept")
 
 
 @pytest.mark.parametrize(
@@ -92,10 +101,7 @@ def test_the_ready_reruns_are_made_once_the_spares_are_ready(tmp_path: Path, mon
 def test_the_experiment_can_make_them_before_or_beside_the_spares(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, first: list[str]
 ) -> None:
-    events = Events()
-    _stand_ins(monkeypatch, events)
-    monkeypatch.setenv("CUPROBE_BENCH_RERUNS_ORDER", order)
-    monkeypatch.setenv("CUPROBE_BENCH_RERUNS_AFTER_S", "1.2")
+    events = _experiment(monkeypatch, CUPROBE_BENCH_RERUNS_ORDER=order, CUPROBE_BENCH_RERUNS_AFTER_S="1.2")
     _timed(tmp_path, warm_reruns=True)
     assert events[0] == "pool, handed over after 1.2 s"
     assert events[1 : 1 + len(first)] == first
@@ -107,9 +113,7 @@ def test_the_experiment_can_make_them_before_or_beside_the_spares(
 def test_no_pool_without_warm_reruns_or_without_the_confirmation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm_reruns: bool, confirm: bool
 ) -> None:
-    events = Events()
-    _stand_ins(monkeypatch, events)
-    monkeypatch.delenv("CUPROBE_BENCH_IDLE_RERUNS", raising=False)
+    events = _experiment(monkeypatch)
     _timed(tmp_path, warm_reruns=warm_reruns, confirm=confirm)
     assert events == ["spare asked", "spare asked", "spares ready", "clock: 2 slots, re-runs cold", "spares closed"]
 
@@ -119,32 +123,15 @@ def test_the_idle_experiment_makes_the_pool_with_the_confirmation_off_and_gives_
 ) -> None:
     """CUPROBE_BENCH_IDLE_RERUNS=1: the four re-run processes made and ready as for a confirming sweep, alive through
     it, never handed to it."""
-    events = Events()
-    _stand_ins(monkeypatch, events)
-    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_ORDER", raising=False)
-    monkeypatch.delenv("CUPROBE_BENCH_RERUNS_AFTER_S", raising=False)
-    monkeypatch.setenv("CUPROBE_BENCH_IDLE_RERUNS", "1")
+    events = _experiment(monkeypatch, CUPROBE_BENCH_IDLE_RERUNS="1")
     _timed(tmp_path, warm_reruns=True, confirm=False)
-    assert events == [
-        "pool, handed over after 0 s",
-        "spare asked",
-        "spare asked",
-        "spares ready",
-        "re-runs of narrow-matmul started",
-        "re-runs ready",
-        "clock: 2 slots, re-runs cold",
-        "spares closed",
-        "re-runs closed",
-    ]
+    assert events == _made_after_the_spares("clock: 2 slots, re-runs cold")
 
 
 def test_the_options_experiment_gives_every_process_the_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    events = Events()
-    _stand_ins(monkeypatch, events)
-    monkeypatch.delenv("CUPROBE_BENCH_IDLE_RERUNS", raising=False)
-    monkeypatch.setenv("CUPROBE_BENCH_OPTIONS", '{ kernel_name_exclude = ["kns=cuprobe_hidden_write"] }')
+    events = _experiment(monkeypatch, CUPROBE_BENCH_OPTIONS='{ kernel_name_exclude = ["kns=cuprobe_hidden_write"] }')
     _timed(tmp_path, warm_reruns=False, confirm=False)
     assert "every process excludes ['kns=cuprobe_hidden_write']" in events
 
