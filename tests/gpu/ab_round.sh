@@ -1,7 +1,7 @@
 # Sourced by the A/B scripts (tests/gpu/session22_b.sh, session22_c.sh, session23_a.sh, session23_b.sh,
 # session23_c.sh, session24_a.sh). Sourcing it starts the run: $OUT made, the environment every round runs in, the
 # clock (`began`, which `ab_done` reads) and a start line. Then `ab_round`: one round of one setting of bench/sweep.py
-# on the 384-case grid at K = 8 (AB_SLOTS) with spares ready (AB_SPARES=none: without), its whole output appended to $OUT/ab.log and its row and where its
+# on the 384-case grid at K = 8 (AB_SLOTS) with spares ready, its whole output appended to $OUT/ab.log and its row and where its
 # time went printed.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -20,13 +20,11 @@ ab_round() {
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   [ "${1:-}" = -- ] && shift
-  local rows=--no-cold  # AB_SPARES=none: the rows without spares, as `cuprobe sweep run` starts its processes
-  [ "${AB_SPARES:-ready}" = none ] && rows=--no-warm
-  env "${envs[@]}" timeout 90 python3 bench/sweep.py --skip-compare --full --slots "${AB_SLOTS:-8}" $rows "$@" \
+  env "${envs[@]}" timeout 90 python3 bench/sweep.py --skip-compare --full --slots "${AB_SLOTS:-8}" --no-cold "$@" \
     --out /tmp/bench > /tmp/bench.txt 2>&1
   rc=$?
   { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
-  row=$(grep -E "^ +${AB_SLOTS:-8} +${AB_SPARES:-ready}" /tmp/bench.txt | awk '{print $5, $6}')
+  row=$(grep -E "^ +${AB_SLOTS:-8} +ready" /tmp/bench.txt | awk '{print $5, $6}')
   echo "round $round $setting rc=$rc wall,cases/h: $row"
   grep -E "slowest process|NOT RUN|confirmations|re-runs, s before|re-runs ready|idle re-run" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
   rm -rf /tmp/bench
