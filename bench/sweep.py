@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -361,11 +362,14 @@ def xml_sizes(workdir: Path) -> str:
 
 def before_cases(workdir: Path) -> str:
     """Each sanitizer process's time from its parameters to its first case (imports, module loads: the probe's
-    `before_first_case_s`), and in the confirmer's planted control cases, from the result.json beside each run.xml."""
-    times, controls = [], []
+    `before_first_case_s`), in the confirmer's planted control cases, and after its result: from the result.json's
+    last write (the harness's last act before it exits) to the run.xml's (the sanitizer's wrap-up as the process
+    ended), the files beside each other."""
+    times, controls, tails = [], [], []
     for xml in workdir.glob("**/" + XML_NAME):
         try:
             result = json.loads((xml.parent / "result.json").read_text())
+            tails.append(xml.stat().st_mtime - (xml.parent / "result.json").stat().st_mtime)
         except (OSError, ValueError):
             continue
         context = result.get("context", {})
@@ -383,6 +387,11 @@ def before_cases(workdir: Path) -> str:
     line = f"  before the first case, per process: {min(times):.2f}-{max(times):.2f} s ({len(times)} processes)"
     if controls:
         line += f"; in the confirmer's control cases: {min(controls):.2f}-{max(controls):.2f} s"
+    if tails:
+        line += (
+            f"\n  from the result's write to the XML's last: {min(tails):.2f}-{max(tails):.2f} s,"
+            f" median {statistics.median(tails):.2f} (the exit)"
+        )
     return line
 
 

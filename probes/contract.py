@@ -14,6 +14,8 @@ EXIT_BAD_PARAMS = 2
 EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no CUDA device, pycuda or torch missing
 # The file a beating probe (Probe.beats) rewrites as each case starts; the runner's watchdog reads its changes.
 HEARTBEAT_ENV = "CUPROBE_HEARTBEAT"
+# The harness's flag to end its process with os._exit once its result is written (Settings.quick_exit).
+QUICK_EXIT_FLAG = "--quick-exit"
 # Case ids of the confirmer's own planted cases (probes/confirm_control.py): never the user's findings.
 CONFIRM_CONTROL_PREFIX = "cuprobe-confirm-control/"
 

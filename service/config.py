@@ -79,6 +79,11 @@ class Settings(BaseSettings):
     # a sweep's last wave). An experiment, off by default: on an H100 it made the 384-case sweep slower (median
     # 141,234 cases per GPU-hour against 163,772; docs/sweep.md, "Session 27").
     confirm_hold: bool = False
+    # cuprobe's probe harness ends its process with os._exit once its result is written and its output flushed,
+    # skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where the run asks for nothing
+    # the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory, OptiX leaks). An
+    # experiment, off by default (docs/sweep.md, "Session 28").
+    quick_exit: bool = False
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

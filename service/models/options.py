@@ -295,6 +295,12 @@ class SanitizerOptions(BaseModel):
         memory that an unchecked kernel wrote."""
         return bool(self.kernel_name or self.kernel_name_exclude or self.nvtx_include or self.nvtx_exclude)
 
+    @property
+    def reports_at_teardown(self) -> bool:
+        """Whether the sanitizer reports something as the program's CUDA contexts are torn down (memcheck's leaks,
+        initcheck's unused memory, OptiX leaks): a process that skips that teardown would lose it."""
+        return self.leak_check == "full" or bool(self.track_unused_memory) or bool(self.check_optix_leaks)
+
     def checking_key(self) -> str:
         """key() without the SPEED_ONLY options: what changes what is checked (a sweep case's setup)."""
         return self.model_copy(update=dict.fromkeys(SPEED_ONLY)).key()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from probes.allocator import needs_nvtx
-from probes.contract import HEARTBEAT_ENV, Allocation, ProbeResult, Tool, is_confirm_control
+from probes.contract import HEARTBEAT_ENV, QUICK_EXIT_FLAG, Allocation, ProbeResult, Tool, is_confirm_control
 from service.config import Settings, get_settings
 from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
@@ -206,6 +206,8 @@ def plan_run(
     dump = sanitizer is not None and dumps_launches(request, sanitizer)
     if dump:
         extra.append(DUMP_FLAG)
+    if settings.quick_exit and sanitizer is not None and not request.options.reports_at_teardown:
+        target.append(QUICK_EXIT_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name], user_filters(request))

@@ -26,7 +26,7 @@ ab_round() {
   { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/ab.log"
   row=$(grep -E "^ +${AB_SLOTS:-8} +ready" /tmp/bench.txt | awk '{print $5, $6}')
   echo "round $round $setting rc=$rc wall,cases/h: $row"
-  grep -E "slowest process|NOT RUN|confirmations|re-runs, s before|re-runs ready|idle re-run" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
+  grep -E "slowest process|its run stage|the exit|NOT RUN|confirmations|re-runs, s before|re-runs ready|idle re-run" /tmp/bench.txt | sed 's/^ *//' | cut -c1-700
   rm -rf /tmp/bench
 }
 

@@ -8,7 +8,8 @@ sanitizer front end together, and whether cuprobe's findings (signature, case, c
 From the project root on a GPU machine:
     python3 tests/gpu/record_options.py [--rounds 2] [--set options|console|control]
 --set console compares what the sanitizer prints as text (--print-level, --log-file) on top of --demangle no;
---set control the kernel filter a confirming run adds for the confirmer's control.
+--set control the kernel filter a confirming run adds for the confirmer's control; --set exit the harness's
+--quick-exit.
 """
 
 from __future__ import annotations
@@ -54,19 +55,27 @@ CONTROL: dict[str, list[str]] = {
     "--demangle no (a sweep now)": ["--demangle", "no"],
     "+ --kernel-name-exclude kns=...": ["--demangle", "no", "--kernel-name-exclude", "kns=cuprobe_hidden_write"],
 }
-SETS = {"options": OPTIONS, "console": CONSOLE, "control": CONTROL}
+# --set exit: the probe harness's own --quick-exit (Settings.quick_exit), which goes to the target's command, not the
+# sanitizer's: os._exit once the result is written, no Python finalizers nor CUDA context teardown.
+EXIT: dict[str, list[str]] = {
+    "--demangle no (a sweep now)": ["--demangle", "no"],
+    "+ the harness's --quick-exit": ["--demangle", "no", "--", "--quick-exit"],
+}
+SETS = {"options": OPTIONS, "console": CONSOLE, "control": CONTROL, "exit": EXIT}
 CANDIDATES = OPTIONS
 
 
 def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[float, float, float]:
-    """One run: wall seconds, CPU seconds of the sanitizer and its target together, XML megabytes."""
+    """One run: wall seconds, CPU seconds of the sanitizer and its target together, XML megabytes. What `extra` has
+    after a `--` goes to the probe's command."""
     out.mkdir(parents=True)
+    extra, target = (extra[: extra.index("--")], extra[extra.index("--") + 1 :]) if "--" in extra else (extra, [])
     params = json.dumps({"m": 32, "k": 32, "tile": 32, "n": n, "variants": ["unguarded"]})
     cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--error-exitcode", "86", "--xml",
            "--save", str(out / "run.xml"), "--show-backtrace", "device",
            *(part.format(out=out) for part in extra), "--",
            sys.executable, "-m", "probes", "narrow-matmul", "--tool", "initcheck", "--params", params,
-           "--out", str(out / "result.json")]
+           "--out", str(out / "result.json"), *target]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -91,6 +100,15 @@ def console(out: Path) -> str:
             last = summary[-1] if summary else "no summary"
             parts.append(f"{name} {len(text)} B, {text.count(chr(10))} lines, {last}")
     return "; ".join(parts)
+
+
+def exit_tail(out: Path) -> str:
+    """From the result.json's write (the harness's last act) to the run.xml's last (the sanitizer's wrap-up)."""
+    try:
+        tail = (out / "run.xml").stat().st_mtime - (out / "result.json").stat().st_mtime
+    except OSError:
+        return "exit ?"
+    return f"exit {tail:.2f} s after the result"
 
 
 def findings(out: Path) -> tuple[int, list[tuple[str, str | None, int]]]:
@@ -124,7 +142,7 @@ def main() -> int:
             sizes[name] = size
             seen.setdefault(name, findings(out))
             print(f"round {r} {name:<32} {wall:6.2f} s wall, {cpu:6.2f} CPU s, {size:5.1f} MB, "
-                  f"{seen[name][0]} records; {console(out)}", flush=True)
+                  f"{seen[name][0]} records, {exit_tail(out)}; {console(out)}", flush=True)
     first = next(iter(CANDIDATES))
     header = f"{'options added':<32}{'wall (median)':>14}{'CPU s':>8}{'vs sweep':>10}{'MB':>7}{'records':>9}"
     print(f"\n{header}  same findings")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -73,10 +74,13 @@ def test_the_setup_before_the_first_case_is_read_beside_each_sanitizer_xml(tmp_p
                  {"id": "unguarded-n1", "observations": {"seconds": 7.0}}]
         result = {"context": {"before_first_case_s": seconds}, "cases": cases}
         (tmp_path / name / "result.json").write_text(json.dumps(result))
+        os.utime(tmp_path / name / "result.json", (1000.0, 1000.0))  # the harness wrote its result, then exited
+        os.utime(tmp_path / name / XML_NAME, (1000.0 + seconds, 1000.0 + seconds))
     (tmp_path / "bare").mkdir()  # a bare re-run: no XML beside it, not counted
     (tmp_path / "bare" / "result.json").write_text(json.dumps({"context": {"before_first_case_s": 9.0}}))
     assert before_cases(tmp_path) == (
         "  before the first case, per process: 0.50-1.25 s (2 processes); in the confirmer's control cases: 0.20-0.50 s"
+        "\n  from the result's write to the XML's last: 0.50-1.25 s, median 0.88 (the exit)"
     )
     assert before_cases(tmp_path / "bare") == "  before the first case: no timing left"
 

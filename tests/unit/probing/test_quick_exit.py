@@ -1,0 +1,105 @@
+"""Settings.quick_exit: the probe harness ends with os._exit once its result is written, where the run asks the
+sanitizer for nothing it reports at teardown."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from probes.contract import QUICK_EXIT_FLAG, Tool
+from service.config import Settings
+from service.models import Outcome, ProbeRequest, SanitizerOptions
+from service.probing import runner
+from service.probing.environment import PROJECT_ROOT, GpuFacts
+from service.probing.runner import PlannedRun, plan_run, run_probe
+from service.sanitizer.locate import _version
+from tests.conftest import RUNS, VERSIONS
+
+# The harness run as `python -m probes`, with an atexit hook that leaves a file: the finalizers a quick exit skips.
+HARNESS = """
+import atexit, pathlib, runpy, sys
+marker = pathlib.Path(sys.argv[1])
+atexit.register(marker.write_text, "finalized")
+sys.argv = ["probes", *sys.argv[2:]]
+runpy.run_module("probes", run_name="__main__", alter_sys=True)
+"""
+
+
+def _harness(tmp_path: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    tmp_path.mkdir()
+    marker, out = tmp_path / "finalized.txt", tmp_path / "result.json"
+    args = [sys.executable, "-c", HARNESS, str(marker), "uninit-read", "--out", str(out), "--tool", "initcheck"]
+    done = subprocess.run([*args, *flags], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    return done, marker, out
+
+
+def test_a_quick_exit_skips_the_finalizers_and_keeps_the_result_the_exit_code_and_the_output(tmp_path: Path) -> None:
+    slow, slow_marker, slow_out = _harness(tmp_path / "slow")
+    quick, quick_marker, quick_out = _harness(tmp_path / "quick", QUICK_EXIT_FLAG)
+    assert slow_marker.exists() and not quick_marker.exists()  # the control: the hook runs on a normal exit
+    assert quick.returncode == slow.returncode  # 0 on a GPU box, 69 (no pycuda or no GPU) here
+    assert quick.stderr == slow.stderr and quick.stdout == slow.stdout  # flushed before the process ended
+    written, plain = json.loads(quick_out.read_text()), json.loads(slow_out.read_text())
+    said = ("probe", "tool", "complete", "unavailable", "error")
+    assert {k: written.get(k) for k in said} == {k: plain.get(k) for k in said}
+    assert [c["id"] for c in written["cases"]] == [c["id"] for c in plain["cases"]]
+    assert written["probe"] == "uninit-read"
+
+
+def _tmp_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    return tmp_path / "a", tmp_path / "b"
+
+
+@pytest.fixture
+def gpu_present(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+
+
+def _planned(request: ProbeRequest, settings: Settings, workdir: Path) -> PlannedRun:
+    planned = plan_run(request, workdir=workdir, settings=settings)
+    assert isinstance(planned, PlannedRun), planned
+    if planned.ports is not None:
+        planned.ports.release()
+    return planned
+
+
+@pytest.mark.parametrize(
+    ("tool", "options", "quick"),
+    [
+        (Tool.INITCHECK, SanitizerOptions(), True),
+        (Tool.MEMCHECK, SanitizerOptions(), True),
+        (Tool.MEMCHECK, SanitizerOptions(leak_check="full"), False),  # leaks are reported as contexts end
+        (Tool.INITCHECK, SanitizerOptions(track_unused_memory=True), False),  # so is unused memory
+    ],
+)
+def test_the_runner_asks_for_a_quick_exit_only_where_nothing_is_reported_at_teardown(
+    tool: Tool, options: SanitizerOptions, quick: bool, tmp_path: Path, replay_settings: Settings, gpu_present: None
+) -> None:
+    request = ProbeRequest(probe="uninit-read", tool=tool, options=options)
+    on, off = _tmp_dirs(tmp_path)
+    quick_settings = replay_settings.model_copy(update={"quick_exit": True})
+    assert (QUICK_EXIT_FLAG in _planned(request, quick_settings, on).cmd) is quick
+    assert QUICK_EXIT_FLAG not in _planned(request, replay_settings, off).cmd  # off by default
+
+
+def test_a_replayed_run_with_a_quick_exit_finds_what_it_finds_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_present: None, replay_settings: Settings
+) -> None:
+    _version.cache_clear()
+    monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(RUNS / f"uninit-read-initcheck-{VERSIONS[1]}"))
+    monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "0")
+    request = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, confirm=False)
+    on, off = _tmp_dirs(tmp_path)
+    quick = run_probe(request, workdir=on, settings=replay_settings.model_copy(update={"quick_exit": True}))
+    plain = run_probe(request, workdir=off, settings=replay_settings)
+    assert QUICK_EXIT_FLAG in quick.command and QUICK_EXIT_FLAG not in plain.command
+    assert quick.outcome is plain.outcome is Outcome.FINDINGS
+    assert [f.model_dump(include={"kind", "count", "kernel"}) for f in quick.findings] == [
+        f.model_dump(include={"kind", "count", "kernel"}) for f in plain.findings
+    ]
