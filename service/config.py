@@ -79,11 +79,12 @@ class Settings(BaseSettings):
     # a sweep's last wave). An experiment, off by default: on an H100 it made the 384-case sweep slower (median
     # 141,234 cases per GPU-hour against 163,772; docs/sweep.md, "Session 27").
     confirm_hold: bool = False
-    # cuprobe's probe harness ends its process with os._exit once its result is written and its output flushed,
-    # skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where the run asks for nothing
-    # the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory, OptiX leaks). An
-    # experiment, off by default (docs/sweep.md, "Session 28").
-    quick_exit: bool = False
+    # A probe that runs its cases in its own process (Probe.warms) ends it with os._exit once its result is written
+    # and its output flushed, skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where
+    # the run asks for nothing the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory,
+    # OptiX leaks). At K = 8 on an H100 each sanitizer process's exit took 0.52-0.58 s (medians) instead of
+    # 0.97-1.17 s, the same records and findings (docs/sweep.md, "Session 28"). Off: every process exits normally.
+    quick_exit: bool = True
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

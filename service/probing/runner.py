@@ -206,7 +206,7 @@ def plan_run(
     dump = sanitizer is not None and dumps_launches(request, sanitizer)
     if dump:
         extra.append(DUMP_FLAG)
-    if settings.quick_exit and sanitizer is not None and not request.options.reports_at_teardown:
+    if quick_exits(request, admitted, settings, sanitizer):
         target.append(QUICK_EXIT_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
@@ -233,6 +233,18 @@ def plan_run(
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
     return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
+
+
+def quick_exits(request: ProbeRequest, admitted: Admission, settings: Settings, sanitizer: Path | None) -> bool:
+    """Whether the probe's process ends with os._exit once its result is written (Settings.quick_exit): a sanitizer
+    run of a probe that runs its cases in its own process, not the user's program (Probe.warms), whose options ask
+    for nothing the sanitizer reports as the CUDA contexts are torn down."""
+    return (
+        settings.quick_exit
+        and sanitizer is not None
+        and admitted.probe.warms
+        and not request.options.reports_at_teardown
+    )
 
 
 def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:

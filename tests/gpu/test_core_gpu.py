@@ -123,3 +123,27 @@ def test_hang_times_out_and_leaves_no_process(settings: Settings, workdir: Path)
     assert result.outcome is Outcome.TIMEOUT
     assert "8 s" in result.message
     assert processes_mentioning(str(workdir)) == []
+
+
+@pytest.mark.parametrize(
+    "probe,params,tool,outcome",
+    [
+        ("uninit-read", {"n": N, "k": K}, Tool.INITCHECK, Outcome.FINDINGS),
+        ("uninit-read", {"n": N, "k": K}, Tool.MEMCHECK, Outcome.CLEAN),
+        ("narrow-matmul", {"n": [1, 2, 3], "variants": ["unguarded", "torch"]}, Tool.INITCHECK, Outcome.FINDINGS),
+    ],
+)
+def test_a_quick_exit_finds_what_a_full_exit_finds(
+    settings: Settings, workdir: Path, probe: str, params: dict[str, object], tool: Tool, outcome: Outcome
+) -> None:
+    """Settings.quick_exit (on by default): the probe's process skips its teardown; the sanitizer's records, summary
+    and findings are those of a process that exits in full."""
+    request = ProbeRequest(probe=probe, tool=tool, params=params)
+    quick = run_probe(request, workdir=workdir / "quick", settings=settings)
+    full = run_probe(request, workdir=workdir / "full", settings=settings.model_copy(update={"quick_exit": False}))
+    assert "--quick-exit" in quick.command and "--quick-exit" not in full.command
+    assert quick.outcome is full.outcome is outcome, (quick.message, full.message)
+    assert (quick.records, quick.summary_count) == (full.records, full.summary_count)
+    assert [(f.signature, f.count, f.confirmation) for f in quick.findings] == [
+        (f.signature, f.count, f.confirmation) for f in full.findings
+    ]

@@ -1,5 +1,5 @@
-"""Settings.quick_exit: the probe harness ends with os._exit once its result is written, where the run asks the
-sanitizer for nothing it reports at teardown."""
+"""Settings.quick_exit (on by default): a probe that runs its cases in its own process ends it with os._exit once
+its result is written, where the run asks the sanitizer for nothing it reports at teardown."""
 
 from __future__ import annotations
 
@@ -70,22 +70,29 @@ def _planned(request: ProbeRequest, settings: Settings, workdir: Path) -> Planne
 
 
 @pytest.mark.parametrize(
-    ("tool", "options", "quick"),
+    ("probe", "params", "tool", "options", "quick"),
     [
-        (Tool.INITCHECK, SanitizerOptions(), True),
-        (Tool.MEMCHECK, SanitizerOptions(), True),
-        (Tool.MEMCHECK, SanitizerOptions(leak_check="full"), False),  # leaks are reported as contexts end
-        (Tool.INITCHECK, SanitizerOptions(track_unused_memory=True), False),  # so is unused memory
+        ("uninit-read", {}, Tool.INITCHECK, SanitizerOptions(), True),
+        ("uninit-read", {}, Tool.MEMCHECK, SanitizerOptions(), True),
+        ("uninit-read", {}, Tool.MEMCHECK, SanitizerOptions(leak_check="full"), False),  # reported as contexts end
+        ("uninit-read", {}, Tool.INITCHECK, SanitizerOptions(track_unused_memory=True), False),  # so is unused memory
+        ("command", {"argv": ["true"]}, Tool.MEMCHECK, SanitizerOptions(), False),  # the user's program: its own exit
     ],
 )
 def test_the_runner_asks_for_a_quick_exit_only_where_nothing_is_reported_at_teardown(
-    tool: Tool, options: SanitizerOptions, quick: bool, tmp_path: Path, replay_settings: Settings, gpu_present: None
+    probe: str,
+    params: dict[str, object],
+    tool: Tool,
+    options: SanitizerOptions,
+    quick: bool,
+    tmp_path: Path,
+    replay_settings: Settings,
+    gpu_present: None,
 ) -> None:
-    request = ProbeRequest(probe="uninit-read", tool=tool, options=options)
+    request = ProbeRequest(probe=probe, tool=tool, params=params, options=options)
     on, off = _tmp_dirs(tmp_path)
-    quick_settings = replay_settings.model_copy(update={"quick_exit": True})
-    assert (QUICK_EXIT_FLAG in _planned(request, quick_settings, on).cmd) is quick
-    assert QUICK_EXIT_FLAG not in _planned(request, replay_settings, off).cmd  # off by default
+    assert (QUICK_EXIT_FLAG in _planned(request, replay_settings, on).cmd) is quick  # the default
+    assert QUICK_EXIT_FLAG not in _planned(request, replay_settings.model_copy(update={"quick_exit": False}), off).cmd
 
 
 def test_a_replayed_run_with_a_quick_exit_finds_what_it_finds_without(
@@ -96,8 +103,8 @@ def test_a_replayed_run_with_a_quick_exit_finds_what_it_finds_without(
     monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "0")
     request = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, confirm=False)
     on, off = _tmp_dirs(tmp_path)
-    quick = run_probe(request, workdir=on, settings=replay_settings.model_copy(update={"quick_exit": True}))
-    plain = run_probe(request, workdir=off, settings=replay_settings)
+    quick = run_probe(request, workdir=on, settings=replay_settings)
+    plain = run_probe(request, workdir=off, settings=replay_settings.model_copy(update={"quick_exit": False}))
     assert QUICK_EXIT_FLAG in quick.command and QUICK_EXIT_FLAG not in plain.command
     assert quick.outcome is plain.outcome is Outcome.FINDINGS
     assert [f.model_dump(include={"kind", "count", "kernel"}) for f in quick.findings] == [
