@@ -17,6 +17,7 @@
 # What could make it wrong: the sanitizer might need the target's teardown to write its last records or its summary
 # (then the findings or the outcome differ, which both parts check), or the time may be the sanitizer front end
 # catching up on records, which no target-side change shortens (then the exit stays as long).
+# Since 6f641b3 the quick exit is the default, so its two settings are the same: session28_c.sh compares them now.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session28_b.sh
 source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 lscpu | grep -E "Model name|^CPU\(s\)|MHz" >> "$OUT/cpu.txt" 2>&1

@@ -61,7 +61,9 @@ def test_held_reruns_get_their_cases_once_every_batch_of_the_grid_has_run(
     ended = _ended(log)
     handed = [float(str(run["handed"])) for run in bare_log(log)]
     assert len(ended) == 2 and len(handed) == 4
-    assert ended[1] - ended[0] >= 2  # the second batch ran on after the first had ended
+    # The second batch ran on after the first had ended (the stand-in's stagger is 2 s; each run's own start-up
+    # under load moves its end by a little, either way, so half the stagger is what the order is held to).
+    assert ended[1] - ended[0] >= 1
     for result in got.values():
         assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
         assert all(check["ok"] for check in result.confirmation_control)
