@@ -7,6 +7,7 @@
 # Predicted (written before this call): the exit's medians about half with the quick exit, as on the H100s; the
 # defaults 140,000-180,000 cases per GPU-hour on the H200 (its sweeps ran 10-40 % slower than the H100s' in sessions
 # 20-25), ahead of CUPROBE_QUICK_EXIT=0 in most rounds.
+# (Run once, at 33da990: the call asked for an H200 and got an H100; docs/sweep.md, "Session 28".)
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session28_d.sh
 source tests/gpu/ab_round.sh  # starts the run: $OUT, the environment, the clock
 lscpu | grep -E "Model name|^CPU\(s\)" > "$OUT/cpu.txt" 2>&1
