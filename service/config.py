@@ -82,8 +82,9 @@ class Settings(BaseSettings):
     # A probe that runs its cases in its own process (Probe.warms) ends it with os._exit once its result is written
     # and its output flushed, skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where
     # the run asks for nothing the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory,
-    # OptiX leaks). At K = 8 on H100s a sanitizer process's exit took 0.49-0.67 s (a sweep's median) instead of
-    # 0.84-1.21 s, the same records and findings (docs/sweep.md, "Session 28"). Off: every process exits normally.
+    # OptiX leaks, modules never unloaded). At K = 8 on H100s a sanitizer process's exit took 0.49-0.67 s (a
+    # sweep's median) instead of 0.84-1.21 s, the same records and findings (docs/sweep.md, "Session 28"). Off: every
+    # process exits normally.
     quick_exit: bool = True
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source

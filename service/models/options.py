@@ -298,8 +298,14 @@ class SanitizerOptions(BaseModel):
     @property
     def reports_at_teardown(self) -> bool:
         """Whether the sanitizer reports something as the program's CUDA contexts are torn down (memcheck's leaks,
-        initcheck's unused memory, OptiX leaks): a process that skips that teardown would lose it."""
-        return self.leak_check == "full" or bool(self.track_unused_memory) or bool(self.check_optix_leaks)
+        initcheck's unused memory, OptiX leaks, modules never unloaded): a process that skips that teardown would lose
+        it."""
+        return (
+            self.leak_check == "full"
+            or bool(self.track_unused_memory)
+            or bool(self.check_optix_leaks)
+            or bool(self.detect_missing_module_unload)
+        )
 
     def checking_key(self) -> str:
         """key() without the SPEED_ONLY options: what changes what is checked (a sweep case's setup)."""

@@ -76,6 +76,7 @@ def _planned(request: ProbeRequest, settings: Settings, workdir: Path) -> Planne
         ("uninit-read", {}, Tool.MEMCHECK, SanitizerOptions(), True),
         ("uninit-read", {}, Tool.MEMCHECK, SanitizerOptions(leak_check="full"), False),  # reported as contexts end
         ("uninit-read", {}, Tool.INITCHECK, SanitizerOptions(track_unused_memory=True), False),  # so is unused memory
+        ("uninit-read", {}, Tool.MEMCHECK, SanitizerOptions(detect_missing_module_unload=True), False),  # and modules
         ("command", {"argv": ["true"]}, Tool.MEMCHECK, SanitizerOptions(), False),  # the user's program: its own exit
     ],
 )
