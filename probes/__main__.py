@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -82,6 +82,13 @@ def _allocator_context(recorder: Recorder) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    status = _main(args)
+    if args.quick_exit:
+        quick_exit(status)
+    return status
+
+
+def _main(args: argparse.Namespace) -> int:
     tool = Tool(args.tool)
     bare = ProbeResult(probe=args.name, tool=tool)
     warmed: Warmed | None = None
@@ -166,7 +173,7 @@ def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder
     return EXIT_OK
 
 
-def quick_exit(code: int) -> None:
+def quick_exit(code: int) -> NoReturn:
     """End the process now with `code`, its output flushed: Python's finalizers (atexit, torch's and pycuda's) and
     the CUDA contexts' teardown are skipped; the driver frees what the process held as it exits."""
     for stream in (sys.stdout, sys.stderr):
@@ -176,7 +183,4 @@ def quick_exit(code: int) -> None:
 
 
 if __name__ == "__main__":
-    status = main()
-    if _parse_args(sys.argv[1:]).quick_exit:
-        quick_exit(status)
-    sys.exit(status)
+    sys.exit(main())
