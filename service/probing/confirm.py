@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from service.probing.warm_reruns import RerunPool  # which imports this module's re-run command
 
 CONFIRM_DIR = "confirm"
-HOLD_LOOK_S = 0.01  # how often a held warm re-run looks whether it was released
 LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left out (the cases that import torch)
 # compute-sanitizer 2026.x tracks the writes of kernels a filter excludes unless told not to; 2025.x has no
 # such option (and did not track them).
@@ -189,13 +188,13 @@ def _warm_run(
 ) -> Supervised | None:
     """The re-run in a warm process of the pool, its files moved to where the cold one writes them; None where the
     pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold).
-    `release`: the process gets its parameters only once it is set (confirm_shared.py's hold), or the re-run is
-    cancelled."""
+    `release`: the process gets its parameters only once it is set (confirm_shared.py's hold; closing the re-runs
+    sets it too), and none where the re-run was cancelled meanwhile."""
     warm = pool.take(probe, mode)
     if warm is None:
         return None
-    while release is not None and not release.is_set() and not cancel.is_set():
-        release.wait(HOLD_LOOK_S)
+    if release is not None:
+        release.wait()
     if (pool.after_s > 0 and cancel.wait(pool.after_s)) or cancel.is_set():
         warm.discard()
         return None
@@ -236,7 +235,7 @@ class Reruns:
         self.held = ""  # how their warm processes were held back, for the message (confirm_shared.py's hold)
         self.released: float | None = None  # when held warm processes got their parameters (spent_s counts from it)
         self._ends: list[float] = []  # each re-run's end (list.append: safe from the pool's threads)
-        self._cancel = threading.Event()
+        self._cancel, self._release = threading.Event(), release
         self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
         self._pending = {
             label: self._pool.submit(
@@ -278,8 +277,10 @@ class Reruns:
         """Nothing to do: a run's own re-runs are never held (confirm_shared.py holds a sweep's)."""
 
     def close(self) -> None:
-        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""
+        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads (held ones let go)."""
         self._cancel.set()
+        if self._release is not None:
+            self._release.set()
         self._pool.shutdown(wait=True)
 
 

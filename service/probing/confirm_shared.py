@@ -79,11 +79,10 @@ def share_groups(requests: list[ProbeRequest], settings: Settings) -> list[Share
 
 @dataclass
 class _Started:
-    """A group's started re-runs, which of its members' sanitizer runs have ended, and the event that hands its
-    held warm processes their parameters."""
+    """A group's started re-runs (shared by its members), which of their sanitizer runs have ended, and the event
+    that hands its held warm processes their parameters."""
 
     reruns: Reruns
-    members: int
     release: threading.Event
     ended: set[int] = field(default_factory=set)
 
@@ -143,7 +142,7 @@ class SharedReruns:
                 folder = self._workdir / f"shared-confirm{number:03d}"
                 reruns = Reruns(lead, params, None, self._settings, folder, warm=self._warm, release=release)
                 reruns.shared_by = members
-                self._started[number] = _Started(reruns, members, release)
+                self._started[number] = _Started(reruns, release)
             return SharedMember(self, number, index, self._started[number].reruns)
 
     def _ended(self, number: int, index: int, waiting: bool) -> None:
@@ -154,8 +153,8 @@ class SharedReruns:
             group.ended.add(index)
             if group.release.is_set():
                 return
-            if len(group.ended) >= group.members:
-                group.reruns.held = f", handed their cases once the grid's {group.members} processes had run"
+            if len(group.ended) >= group.reruns.shared_by:
+                group.reruns.held = f", handed their cases once the grid's {group.reruns.shared_by} processes had run"
             elif not (waiting and len(self._seen) < self._requests):
                 return
             group.reruns.released = time.monotonic()
