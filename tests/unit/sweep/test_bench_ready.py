@@ -63,8 +63,12 @@ def _timed(tmp_path: Path, warm_reruns: bool, confirm: bool = True) -> None:
     bench.timed("grid", 4, True, tmp_path, settings, 2, primed=True, warm_reruns=warm_reruns)
 
 
-EXPERIMENTS = ("CUPROBE_BENCH_RERUNS_ORDER", "CUPROBE_BENCH_RERUNS_AFTER_S", "CUPROBE_BENCH_IDLE_RERUNS")
-EXPERIMENTS += ("CUPROBE_BENCH_OPTIONS",)
+EXPERIMENTS = (
+    "CUPROBE_BENCH_RERUNS_ORDER",
+    "CUPROBE_BENCH_RERUNS_AFTER_S",
+    "CUPROBE_BENCH_IDLE_RERUNS",
+    "CUPROBE_BENCH_OPTIONS",
+)
 
 
 def _experiment(monkeypatch: pytest.MonkeyPatch, **env: str) -> Events:
