@@ -364,8 +364,8 @@ def before_cases(workdir: Path) -> str:
     """Each sanitizer process's time from its parameters to its first case (imports, module loads: the probe's
     `before_first_case_s`), in the confirmer's planted control cases, and after its result: from the result.json's
     last write (the harness's last act before it exits) to the run.xml's (the sanitizer's wrap-up as the process
-    ended), the files beside each other."""
-    times, controls, tails = [], [], []
+    ended), the files beside each other; and torch's import on its second thread where it ran (--prefetch-torch)."""
+    times, controls, tails, imports = [], [], [], []
     for xml in workdir.glob("**/" + XML_NAME):
         try:
             result = json.loads((xml.parent / "result.json").read_text())
@@ -375,6 +375,8 @@ def before_cases(workdir: Path) -> str:
         context = result.get("context", {})
         if isinstance(context.get("before_first_case_s"), int | float):
             times.append(float(context["before_first_case_s"]))
+        if isinstance(took := context.get("torch_prefetch", {}).get("took_s"), int | float):
+            imports.append(float(took))
         planted = [
             c.get("observations", {}).get("seconds", 0.0)
             for c in result.get("cases", [])
@@ -387,6 +389,9 @@ def before_cases(workdir: Path) -> str:
     line = f"  before the first case, per process: {min(times):.2f}-{max(times):.2f} s ({len(times)} processes)"
     if controls:
         line += f"; in the confirmer's control cases: {min(controls):.2f}-{max(controls):.2f} s"
+    if imports:
+        took = f"{min(imports):.2f}-{max(imports):.2f} s ({len(imports)} processes)"
+        line += f"\n  torch's import on its second thread: {took}"
     if tails:
         line += (
             f"\n  from the result's write to the XML's last: {min(tails):.2f}-{max(tails):.2f} s,"

@@ -21,11 +21,13 @@ from probes.contract import (
     EXIT_OK,
     EXIT_UNAVAILABLE,
     HEARTBEAT_ENV,
+    PREFETCH_TORCH_FLAG,
     QUICK_EXIT_FLAG,
     ProbeResult,
     Tool,
 )
 from probes.poison import PoisonPlan
+from probes.prefetch import TorchPrefetch, prefetch_torch
 from probes.warm import WARM_LEVELS, Warmed, read_params, warm_up
 
 
@@ -62,6 +64,11 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="end with os._exit once the result is written: no Python finalizers, no CUDA context teardown",
     )
+    parser.add_argument(
+        PREFETCH_TORCH_FLAG,
+        action="store_true",
+        help="where the parameters use torch, import it on a second thread from the start, beside the first cases",
+    )
     return parser.parse_args(argv)
 
 
@@ -70,8 +77,12 @@ def _fail(out: Path, result: ProbeResult, code: int) -> int:
     return code
 
 
-def _allocator_context(recorder: Recorder) -> None:
-    """The allocator a torch probe set up, as it stands at the end (bytes cached, NVTX registrations)."""
+def _final_context(recorder: Recorder, prefetch: TorchPrefetch | None) -> None:
+    """What the run's context gets at its end: torch's import on its second thread (--prefetch-torch), and the
+    allocator a torch probe set up as it stands at the end (bytes cached, NVTX registrations)."""
+    if prefetch is not None:
+        prefetch.finish()  # a run that ended before its torch cases: no import left running as Python ends
+        recorder.result.context["torch_prefetch"] = prefetch.report()
     state, torch = allocator.current(), sys.modules.get("torch")
     if state is not None and torch is not None:
         try:
@@ -121,17 +132,20 @@ def _main(args: argparse.Namespace) -> int:
         bare.error = f"refused: --poison {args.poison}: {probe.unpoisonable_reason}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
+    prefetch = prefetch_torch() if args.prefetch_torch and probe.uses_torch(params) else None
     recorder = Recorder(probe.name, tool, params, plan)
     if warmed is not None:
         recorder.result.context["warm_start"] = warmed.report()
     try:
-        return _run(args, probe, params, tool, recorder)
+        return _run(args, probe, params, tool, recorder, prefetch)
     finally:
         if warmed is not None:
             warmed.release()
 
 
-def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder: Recorder) -> int:
+def _run(
+    args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder: Recorder, prefetch: TorchPrefetch | None
+) -> int:
     recorder.artifacts_dir = args.out.resolve().parent
     if probe.beats and os.environ.get(HEARTBEAT_ENV):
         recorder.heartbeat = Path(os.environ[HEARTBEAT_ENV])
@@ -145,20 +159,20 @@ def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder
             run_control_cases(tool, recorder)
         recorder.close_case()  # the last case's time ends here, not after the context below
     except ProbeRefused as exc:
-        _allocator_context(recorder)
+        _final_context(recorder, prefetch)
         recorder.result.error = f"refused: {exc}"
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_BAD_PARAMS
     except ProbeUnavailable as exc:
-        _allocator_context(recorder)
+        _final_context(recorder, prefetch)
         recorder.result.unavailable = str(exc)
         print(f"unavailable: {exc}", file=sys.stderr)
         recorder.write(args.out)
         return EXIT_UNAVAILABLE
     except Exception:
         recorder.result.error = traceback.format_exc(limit=20)
-        _allocator_context(recorder)
+        _final_context(recorder, prefetch)
         print(recorder.result.error, file=sys.stderr)
         recorder.write(args.out)
         return EXIT_ERROR
@@ -167,7 +181,7 @@ def _run(args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder
 
         recorder.result.context["cuda_devices"] = cuda_devices()
         recorder.result.context["cuda_schedule"] = schedule_name()
-    _allocator_context(recorder)
+    _final_context(recorder, prefetch)
     recorder.result.complete = True  # the completion sentinel: set only after every case ran
     recorder.write(args.out)
     return EXIT_OK

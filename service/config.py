@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     # sweep's median) instead of 0.84-1.21 s, the same records and findings (docs/sweep.md, "Session 28"). Off: every
     # process exits normally.
     quick_exit: bool = True
+    # A probe that runs its cases in its own process (Probe.warms) and whose parameters use torch imports torch on a
+    # second thread from its start (probes/prefetch.py), beside its kernel cases, instead of when its first torch case
+    # comes; under a sanitizer only (a bare run may time its cases). Off: torch is imported on the probe's own thread,
+    # when first used.
+    torch_prefetch: bool = True
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

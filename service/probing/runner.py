@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from probes.allocator import needs_nvtx
-from probes.contract import HEARTBEAT_ENV, QUICK_EXIT_FLAG, Allocation, ProbeResult, Tool, is_confirm_control
+from probes.contract import (
+    HEARTBEAT_ENV,
+    PREFETCH_TORCH_FLAG,
+    QUICK_EXIT_FLAG,
+    Allocation,
+    ProbeResult,
+    Tool,
+    is_confirm_control,
+)
 from service.config import Settings, get_settings
 from service.db.artifacts import read_regular, write_artifact
 from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
@@ -208,6 +216,8 @@ def plan_run(
         extra.append(DUMP_FLAG)
     if quick_exits(request, admitted, settings, sanitizer):
         target.append(QUICK_EXIT_FLAG)
+    if prefetches_torch(admitted, settings, sanitizer):
+        target.append(PREFETCH_TORCH_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name], user_filters(request))
@@ -245,6 +255,13 @@ def quick_exits(request: ProbeRequest, admitted: Admission, settings: Settings, 
         and admitted.probe.warms
         and not request.options.reports_at_teardown
     )
+
+
+def prefetches_torch(admitted: Admission, settings: Settings, sanitizer: Path | None) -> bool:
+    """Whether the probe's process imports torch on a second thread from its start (Settings.torch_prefetch; the
+    harness does only where the parameters use torch): a sanitizer run of a probe that runs its cases in its own
+    process (Probe.warms). Never a bare run: a bare bf16-matmul times its kernels, and nothing may run beside them."""
+    return settings.torch_prefetch and sanitizer is not None and admitted.probe.warms
 
 
 def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:

@@ -147,3 +147,30 @@ def test_a_quick_exit_finds_what_a_full_exit_finds(
     assert [(f.signature, f.count, f.confirmation) for f in quick.findings] == [
         (f.signature, f.count, f.confirmation) for f in full.findings
     ]
+
+
+@pytest.mark.parametrize(
+    ("variants", "outcome"),
+    [
+        (["unguarded", "guarded", "torch"], Outcome.FINDINGS),  # the import beside the kernel cases
+        (["torch"], Outcome.CLEAN),  # nothing before the torch cases: the probe's import waits for the thread's
+    ],
+)
+def test_an_early_torch_import_finds_what_a_late_one_finds(
+    settings: Settings, workdir: Path, variants: list[str], outcome: Outcome
+) -> None:
+    """Settings.torch_prefetch (on by default): torch imported on a second thread beside the kernel cases; the records,
+    summary, findings and every case's verdict are those of a process that imports it when its torch cases come."""
+    request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params={"n": [1, 5, 32], "variants": variants})
+    early = run_probe(request, workdir=workdir / "early", settings=settings)
+    late = run_probe(request, workdir=workdir / "late", settings=settings.model_copy(update={"torch_prefetch": False}))
+    assert "--prefetch-torch" in early.command and "--prefetch-torch" not in late.command
+    assert early.outcome is late.outcome is outcome, (early.message, late.message)
+    assert (early.records, early.summary_count) == (late.records, late.summary_count)
+    assert [(f.signature, f.count, f.confirmation) for f in early.findings] == [
+        (f.signature, f.count, f.confirmation) for f in late.findings
+    ]
+    assert [(c.id, c.passed) for c in early.cases] == [(c.id, c.passed) for c in late.cases]
+    assert len([c for c in early.cases if c.id.startswith("torch-")]) == 3
+    assert isinstance(early.probe_context["torch_prefetch"]["took_s"], float)
+    assert "torch_prefetch" not in late.probe_context

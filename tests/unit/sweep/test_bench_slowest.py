@@ -85,6 +85,19 @@ def test_the_setup_before_the_first_case_is_read_beside_each_sanitizer_xml(tmp_p
     assert before_cases(tmp_path / "bare") == "  before the first case: no timing left"
 
 
+def test_torchs_import_on_its_second_thread_is_read_where_a_process_ran_it(tmp_path: Path) -> None:
+    for name, context in (
+        ("a", {"before_first_case_s": 0.5, "torch_prefetch": {"took_s": 2.25}}),
+        ("b", {"before_first_case_s": 0.75, "torch_prefetch": {"took_s": 1.5}}),
+        ("c", {"before_first_case_s": 1.0}),  # its parameters did not use torch
+        ("d", {"before_first_case_s": 1.0, "torch_prefetch": {"took_s": None}}),  # not done as it wrote its result
+    ):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / XML_NAME).write_text("<x/>")
+        (tmp_path / name / "result.json").write_text(json.dumps({"context": context, "cases": []}))
+    assert before_cases(tmp_path).splitlines()[1] == "  torch's import on its second thread: 1.50-2.25 s (2 processes)"
+
+
 def test_each_rerun_is_split_into_start_up_grid_cases_and_control_cases(tmp_path: Path) -> None:
     reruns = tmp_path / "sweep" / "shared-confirm000" / "confirm"
     for label, before, grid, schedule in (
