@@ -18,18 +18,25 @@ from service.probing import runner
 from service.probing.environment import PROJECT_ROOT, GpuFacts
 from service.probing.runner import PlannedRun, plan_run
 
-# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch.
+# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch and
+# Python's switch interval then, and the interval as the harness ended.
 HARNESS = """
 import pathlib, runpy, sys, threading
 marker = pathlib.Path(sys.argv[1])
+def note(text):
+    with marker.open("a") as f:
+        f.write(text + "\\n")
 def hook(event, args):
     if event == "import" and args[0] == "torch":
-        with marker.open("a") as f:
-            f.write(threading.current_thread().name + "\\n")
+        note(f"{threading.current_thread().name} {sys.getswitchinterval()}")
 sys.addaudithook(hook)
 sys.argv = ["probes", *sys.argv[2:]]
-runpy.run_module("probes", run_name="__main__", alter_sys=True)
+try:
+    runpy.run_module("probes", run_name="__main__", alter_sys=True)
+finally:
+    note(f"end {sys.getswitchinterval()}")
 """
+PYTHONS_OWN = "0.005"  # Python's switch interval, 5 ms
 # bf16-matmul's CPU backend: a probe that runs torch cases on this machine, without a GPU.
 CPU_TORCH = {"backends": ["torch-cpu"], "timing": False, "m": 16, "k": 16, "n": 16}
 # narrow-matmul's kernel cases come before its torch cases: without pycuda (here) the run ends at the first of them.
@@ -37,8 +44,10 @@ KERNEL_THEN_TORCH = {"n": [5], "variants": ["unguarded", "torch"]}
 
 
 class Harnessed:
-    def __init__(self, done: subprocess.CompletedProcess[str], imported_on: list[str], result: dict[str, Any]) -> None:
-        self.done, self.imported_on, self.result = done, imported_on, result
+    def __init__(self, done: subprocess.CompletedProcess[str], notes: list[str], result: dict[str, Any]) -> None:
+        self.done, self.result = done, result
+        self.imported_on = [line.split()[0] for line in notes if not line.startswith("end ")]
+        self.intervals = [line.split()[1] for line in notes]  # at each import of torch, then at the end
 
 
 def _harness(folder: Path, probe: str, params: dict[str, object], *flags: str) -> Harnessed:
@@ -46,8 +55,7 @@ def _harness(folder: Path, probe: str, params: dict[str, object], *flags: str) -
     marker, out = folder / "imported-on.txt", folder / "result.json"
     args = [sys.executable, "-c", HARNESS, str(marker), probe, "--params", json.dumps(params), "--out", str(out)]
     done = subprocess.run([*args, *flags], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
-    imported_on = marker.read_text().split() if marker.exists() else []
-    return Harnessed(done, imported_on, json.loads(out.read_text()))
+    return Harnessed(done, marker.read_text().splitlines(), json.loads(out.read_text()))
 
 
 def _cases(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -60,32 +68,37 @@ def _cases(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_torch_is_imported_on_the_second_thread_and_the_cases_come_out_the_same(tmp_path: Path) -> None:
     plain = _harness(tmp_path / "plain", "bf16-matmul", CPU_TORCH)
-    early = _harness(tmp_path / "early", "bf16-matmul", CPU_TORCH, PREFETCH_TORCH_FLAG)
+    early = _harness(tmp_path / "early", "bf16-matmul", CPU_TORCH, PREFETCH_TORCH_FLAG, "0.5")
     assert plain.imported_on[:1] == ["MainThread"]  # the control: without the flag the probe imports it itself
     assert early.imported_on[:1] == ["cuprobe-torch-prefetch"]
+    assert plain.intervals[0] == PYTHONS_OWN and early.intervals[0] == "0.0005"  # shortened while it imports
+    assert early.intervals[-1] == plain.intervals[-1] == PYTHONS_OWN  # and put back
     assert early.done.returncode == plain.done.returncode == 0, early.done.stderr
     assert early.result["complete"] and plain.result["complete"]
     assert _cases(early.result) == _cases(plain.result) != []
     took = early.result["context"]["torch_prefetch"]
     assert isinstance(took["took_s"], float) and took["took_s"] > 0 and "error" not in took
+    assert took["switch_ms"] == 0.5
     assert "torch_prefetch" not in plain.result["context"]
 
 
 def test_parameters_without_torch_import_nothing_early(tmp_path: Path) -> None:
-    early = _harness(tmp_path / "early", "narrow-matmul", {"n": [5], "variants": ["unguarded"]}, PREFETCH_TORCH_FLAG)
+    kernels_only = {"n": [5], "variants": ["unguarded"]}
+    early = _harness(tmp_path / "early", "narrow-matmul", kernels_only, PREFETCH_TORCH_FLAG, "1")
     assert early.imported_on == []
     assert "torch_prefetch" not in early.result["context"]
 
 
 def test_a_run_that_ends_before_its_torch_cases_waits_for_the_import_and_ends_as_it_would_have(tmp_path: Path) -> None:
     plain = _harness(tmp_path / "plain", "narrow-matmul", KERNEL_THEN_TORCH)
-    early = _harness(tmp_path / "early", "narrow-matmul", KERNEL_THEN_TORCH, PREFETCH_TORCH_FLAG)
+    early = _harness(tmp_path / "early", "narrow-matmul", KERNEL_THEN_TORCH, PREFETCH_TORCH_FLAG, "0")
     assert early.done.returncode == plain.done.returncode  # 69 here (no pycuda), 0 on a GPU box
     assert early.done.stderr == plain.done.stderr  # nothing printed by an import cut off as Python ended
     assert {k: early.result.get(k) for k in ("complete", "unavailable", "error")} == {
         k: plain.result.get(k) for k in ("complete", "unavailable", "error")
     }
     assert isinstance(early.result["context"]["torch_prefetch"]["took_s"], float)  # it finished before the end
+    assert early.intervals == [PYTHONS_OWN, PYTHONS_OWN]  # 0: Python's own interval, left as it is
 
 
 @pytest.fixture
@@ -122,6 +135,9 @@ def test_the_runner_asks_for_the_early_import_under_a_sanitizer_for_probes_that_
     gpu_present: None,
 ) -> None:
     request = ProbeRequest(probe=probe, tool=tool, params=params, confirm=False)
-    assert (PREFETCH_TORCH_FLAG in _cmd(request, replay_settings, tmp_path / "on")) is early
+    cmd = _cmd(request, replay_settings, tmp_path / "on")
+    assert (PREFETCH_TORCH_FLAG in cmd) is early
+    if early:
+        assert cmd[cmd.index(PREFETCH_TORCH_FLAG) + 1] == "0.5"  # the switch interval, ms
     off = replay_settings.model_copy(update={"torch_prefetch": False})
     assert PREFETCH_TORCH_FLAG not in _cmd(request, off, tmp_path / "off")
