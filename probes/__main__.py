@@ -66,10 +66,10 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         PREFETCH_TORCH_FLAG,
-        type=float,
-        metavar="SWITCH_MS",
+        type=int,
+        metavar="NICE",
         help="where the parameters use torch, import it on a second thread from the start, beside the first cases, "
-        "with Python's switch interval SWITCH_MS while it runs (0: Python's own)",
+        "that thread NICE lower in priority than the process (0: the same)",
     )
     return parser.parse_args(argv)
 

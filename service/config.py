@@ -91,9 +91,9 @@ class Settings(BaseSettings):
     # comes; under a sanitizer only (a bare run may time its cases). Off: torch is imported on the probe's own thread,
     # when first used.
     torch_prefetch: bool = True
-    # Python's switch interval in such a process while torch's import runs on its second thread, in ms (0: Python's
-    # own, 5 ms): how long the probe's thread may wait for the GIL after each CUDA call that released it.
-    torch_prefetch_switch_ms: float = Field(0.5, ge=0, le=100)
+    # How much lower the early import's thread runs in priority than the probe's process (its niceness added; 0: the
+    # same), so that the eight imports of a sweep's processes take the host's spare CPU, not the sanitizers'.
+    torch_prefetch_nice: int = Field(10, ge=0, le=19)
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

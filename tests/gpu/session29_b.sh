@@ -15,6 +15,8 @@
 # of the late import's, its guarded cases 0.2 s as in call 1, torch's import on its thread 3-4.5 s (slower: it gives
 # up the GIL more often); medians 150,000-160,000 (0.5 ms), 140,000-148,000 (Python's own), 132,000-140,000 (late),
 # 0.5 ms ahead of the late import in most rounds.
+# After this call the switch interval was taken out again (it changed nothing; session29_c.sh): this script ran at
+# 02f7705, where CUPROBE_TORCH_PREFETCH_SWITCH_MS existed.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session29_b.sh
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

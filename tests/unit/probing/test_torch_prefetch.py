@@ -18,25 +18,24 @@ from service.probing import runner
 from service.probing.environment import PROJECT_ROOT, GpuFacts
 from service.probing.runner import PlannedRun, plan_run
 
-# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch and
-# Python's switch interval then, and the interval as the harness ended.
+# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch and how much
+# lower than the process's it ran in priority then, and the main thread's as the harness ended.
 HARNESS = """
-import pathlib, runpy, sys, threading
-marker = pathlib.Path(sys.argv[1])
-def note(text):
+import os, pathlib, runpy, sys, threading
+marker, base = pathlib.Path(sys.argv[1]), os.getpriority(os.PRIO_PROCESS, 0)
+def note(name):
     with marker.open("a") as f:
-        f.write(text + "\\n")
+        f.write(f"{name} {os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) - base}\\n")
 def hook(event, args):
     if event == "import" and args[0] == "torch":
-        note(f"{threading.current_thread().name} {sys.getswitchinterval()}")
+        note(threading.current_thread().name)
 sys.addaudithook(hook)
 sys.argv = ["probes", *sys.argv[2:]]
 try:
     runpy.run_module("probes", run_name="__main__", alter_sys=True)
 finally:
-    note(f"end {sys.getswitchinterval()}")
+    note("end")
 """
-PYTHONS_OWN = "0.005"  # Python's switch interval, 5 ms
 # bf16-matmul's CPU backend: a probe that runs torch cases on this machine, without a GPU.
 CPU_TORCH = {"backends": ["torch-cpu"], "timing": False, "m": 16, "k": 16, "n": 16}
 # narrow-matmul's kernel cases come before its torch cases: without pycuda (here) the run ends at the first of them.
@@ -47,7 +46,7 @@ class Harnessed:
     def __init__(self, done: subprocess.CompletedProcess[str], notes: list[str], result: dict[str, Any]) -> None:
         self.done, self.result = done, result
         self.imported_on = [line.split()[0] for line in notes if not line.startswith("end ")]
-        self.intervals = [line.split()[1] for line in notes]  # at each import of torch, then at the end
+        self.nice = [int(line.split()[1]) for line in notes]  # at each import of torch, then at the end
 
 
 def _harness(folder: Path, probe: str, params: dict[str, object], *flags: str) -> Harnessed:
@@ -68,17 +67,17 @@ def _cases(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_torch_is_imported_on_the_second_thread_and_the_cases_come_out_the_same(tmp_path: Path) -> None:
     plain = _harness(tmp_path / "plain", "bf16-matmul", CPU_TORCH)
-    early = _harness(tmp_path / "early", "bf16-matmul", CPU_TORCH, PREFETCH_TORCH_FLAG, "0.5")
+    early = _harness(tmp_path / "early", "bf16-matmul", CPU_TORCH, PREFETCH_TORCH_FLAG, "7")
     assert plain.imported_on[:1] == ["MainThread"]  # the control: without the flag the probe imports it itself
     assert early.imported_on[:1] == ["cuprobe-torch-prefetch"]
-    assert plain.intervals[0] == PYTHONS_OWN and early.intervals[0] == "0.0005"  # shortened while it imports
-    assert early.intervals[-1] == plain.intervals[-1] == PYTHONS_OWN  # and put back
+    assert plain.nice[0] == 0 and early.nice[0] == 7  # the import's thread runs lower
+    assert early.nice[-1] == plain.nice[-1] == 0  # the probe's own thread does not
     assert early.done.returncode == plain.done.returncode == 0, early.done.stderr
     assert early.result["complete"] and plain.result["complete"]
     assert _cases(early.result) == _cases(plain.result) != []
     took = early.result["context"]["torch_prefetch"]
     assert isinstance(took["took_s"], float) and took["took_s"] > 0 and "error" not in took
-    assert took["switch_ms"] == 0.5
+    assert took["nice"] == 7
     assert "torch_prefetch" not in plain.result["context"]
 
 
@@ -98,7 +97,7 @@ def test_a_run_that_ends_before_its_torch_cases_waits_for_the_import_and_ends_as
         k: plain.result.get(k) for k in ("complete", "unavailable", "error")
     }
     assert isinstance(early.result["context"]["torch_prefetch"]["took_s"], float)  # it finished before the end
-    assert early.intervals == [PYTHONS_OWN, PYTHONS_OWN]  # 0: Python's own interval, left as it is
+    assert early.nice == [0, 0]  # 0: the import's thread at the process's priority
 
 
 @pytest.fixture
@@ -138,6 +137,6 @@ def test_the_runner_asks_for_the_early_import_under_a_sanitizer_for_probes_that_
     cmd = _cmd(request, replay_settings, tmp_path / "on")
     assert (PREFETCH_TORCH_FLAG in cmd) is early
     if early:
-        assert cmd[cmd.index(PREFETCH_TORCH_FLAG) + 1] == "0.5"  # the switch interval, ms
+        assert cmd[cmd.index(PREFETCH_TORCH_FLAG) + 1] == "10"  # the import's thread, that much lower in priority
     off = replay_settings.model_copy(update={"torch_prefetch": False})
     assert PREFETCH_TORCH_FLAG not in _cmd(request, off, tmp_path / "off")
