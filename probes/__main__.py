@@ -66,10 +66,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         PREFETCH_TORCH_FLAG,
-        type=int,
-        metavar="NICE",
-        help="where the parameters use torch, import it on a second thread from the start, beside the first cases, "
-        "that thread NICE lower in priority than the process (0: the same)",
+        action="store_true",
+        help="where the parameters use torch, import it on a second thread from the start, beside the first cases",
     )
     return parser.parse_args(argv)
 
@@ -134,8 +132,7 @@ def _main(args: argparse.Namespace) -> int:
         bare.error = f"refused: --poison {args.poison}: {probe.unpoisonable_reason}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
-    early = args.prefetch_torch is not None and probe.uses_torch(params)
-    prefetch = prefetch_torch(args.prefetch_torch) if early else None
+    prefetch = prefetch_torch() if args.prefetch_torch and probe.uses_torch(params) else None
     recorder = Recorder(probe.name, tool, params, plan)
     if warmed is not None:
         recorder.result.context["warm_start"] = warmed.report()

@@ -16,8 +16,8 @@ EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no CUDA device, pycuda or torch missing
 HEARTBEAT_ENV = "CUPROBE_HEARTBEAT"
 # The harness's flag to end its process with os._exit once its result is written (Settings.quick_exit).
 QUICK_EXIT_FLAG = "--quick-exit"
-# The harness's flag to import torch on a second thread from its start, where its parameters use torch, with its
-# value how much lower that thread's priority is (its niceness added) (Settings.torch_prefetch, probes/prefetch.py).
+# The harness's flag to import torch on a second thread from its start, where its parameters use torch
+# (Settings.torch_prefetch, probes/prefetch.py).
 PREFETCH_TORCH_FLAG = "--prefetch-torch"
 # Case ids of the confirmer's own planted cases (probes/confirm_control.py): never the user's findings.
 CONFIRM_CONTROL_PREFIX = "cuprobe-confirm-control/"

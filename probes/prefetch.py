@@ -5,14 +5,10 @@ under a sanitizer, eight such processes started together took about 2 s each for
 "Session 28"). Started as the process starts, the import overlaps the cases before it; the probe's own `import
 torch` then waits on Python's module lock until this one is done, and goes on exactly as it would have. Only the
 import: nothing here touches CUDA (torch creates its CUDA state lazily, on the probe's thread).
-
-The import's thread may run at a lower priority (`nice`, added to the process's niceness; Linux sets it per
-thread): at K = 8 the eight imports beside the kernel cases slowed those cases (docs/sweep.md, "Session 29").
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -24,19 +20,15 @@ FINISH_TIMEOUT_S = 120.0
 class TorchPrefetch:
     """The import running on its own thread, and what it took."""
 
-    def __init__(self, nice: int) -> None:
+    def __init__(self) -> None:
         self.started = time.monotonic()
         self.took_s: float | None = None
         self.error: str | None = None
-        self.nice = nice
         self._thread = threading.Thread(target=self._import, name="cuprobe-torch-prefetch", daemon=True)
         self._thread.start()
 
     def _import(self) -> None:
         try:
-            if self.nice:
-                me = threading.get_native_id()
-                os.setpriority(os.PRIO_PROCESS, me, os.getpriority(os.PRIO_PROCESS, me) + self.nice)
             import torch  # noqa: F401  (the import is the work)
         except BaseException as exc:  # the probe's own import meets it again and reports it as a cold run would
             self.error = f"{type(exc).__name__}: {exc}"
@@ -49,18 +41,14 @@ class TorchPrefetch:
 
     def report(self) -> dict[str, object]:
         """For result.json's context: how long the import took on its thread (None: not done when asked)."""
-        out: dict[str, object] = {
-            "took_s": None if self.took_s is None else round(self.took_s, 3),
-            "nice": self.nice or None,
-        }
+        out: dict[str, object] = {"took_s": None if self.took_s is None else round(self.took_s, 3)}
         if self.error:
             out["error"] = self.error
         return out
 
 
-def prefetch_torch(nice: int) -> TorchPrefetch | None:
-    """Start importing torch on a second thread, `nice` lower in priority than the process; None where torch is
-    imported already (a spare warmed to torch)."""
+def prefetch_torch() -> TorchPrefetch | None:
+    """Start importing torch on a second thread; None where it is imported already (a spare warmed to torch)."""
     if "torch" in sys.modules:
         return None
-    return TorchPrefetch(nice)
+    return TorchPrefetch()

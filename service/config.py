@@ -88,12 +88,11 @@ class Settings(BaseSettings):
     quick_exit: bool = True
     # A probe that runs its cases in its own process (Probe.warms) and whose parameters use torch imports torch on a
     # second thread from its start (probes/prefetch.py), beside its kernel cases, instead of when its first torch case
-    # comes; under a sanitizer only (a bare run may time its cases). Off: torch is imported on the probe's own thread,
-    # when first used.
+    # comes; under a sanitizer only (a bare run may time its cases). The 384-case grid's cold path at K = 8 (nothing
+    # made before the clock) rose from medians of 135,766 and 127,102 cases per GPU-hour on two H100s and 140,642 on
+    # an H200 to 144,965, 142,509 and 148,539-150,203 (docs/sweep.md, "Session 29"). Off: torch is imported on the
+    # probe's own thread, when first used.
     torch_prefetch: bool = True
-    # How much lower the early import's thread runs in priority than the probe's process (its niceness added; 0: the
-    # same), so that the eight imports of a sweep's processes take the host's spare CPU, not the sanitizers'.
-    torch_prefetch_nice: int = Field(10, ge=0, le=19)
     # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
     # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
     # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.

@@ -217,7 +217,7 @@ def plan_run(
     if quick_exits(request, admitted, settings, sanitizer):
         target.append(QUICK_EXIT_FLAG)
     if prefetches_torch(admitted, settings, sanitizer):
-        target += [PREFETCH_TORCH_FLAG, str(settings.torch_prefetch_nice)]
+        target.append(PREFETCH_TORCH_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
         extra += control_options(version, [*request.kernel_filter, *request.options.kernel_name], user_filters(request))

@@ -18,23 +18,17 @@ from service.probing import runner
 from service.probing.environment import PROJECT_ROOT, GpuFacts
 from service.probing.runner import PlannedRun, plan_run
 
-# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch and how much
-# lower than the process's it ran in priority then, and the main thread's as the harness ended.
+# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch.
 HARNESS = """
-import os, pathlib, runpy, sys, threading
-marker, base = pathlib.Path(sys.argv[1]), os.getpriority(os.PRIO_PROCESS, 0)
-def note(name):
-    with marker.open("a") as f:
-        f.write(f"{name} {os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) - base}\\n")
+import pathlib, runpy, sys, threading
+marker = pathlib.Path(sys.argv[1])
 def hook(event, args):
     if event == "import" and args[0] == "torch":
-        note(threading.current_thread().name)
+        with marker.open("a") as f:
+            f.write(threading.current_thread().name + "\\n")
 sys.addaudithook(hook)
 sys.argv = ["probes", *sys.argv[2:]]
-try:
-    runpy.run_module("probes", run_name="__main__", alter_sys=True)
-finally:
-    note("end")
+runpy.run_module("probes", run_name="__main__", alter_sys=True)
 """
 # bf16-matmul's CPU backend: a probe that runs torch cases on this machine, without a GPU.
 CPU_TORCH = {"backends": ["torch-cpu"], "timing": False, "m": 16, "k": 16, "n": 16}
@@ -43,10 +37,8 @@ KERNEL_THEN_TORCH = {"n": [5], "variants": ["unguarded", "torch"]}
 
 
 class Harnessed:
-    def __init__(self, done: subprocess.CompletedProcess[str], notes: list[str], result: dict[str, Any]) -> None:
-        self.done, self.result = done, result
-        self.imported_on = [line.split()[0] for line in notes if not line.startswith("end ")]
-        self.nice = [int(line.split()[1]) for line in notes]  # at each import of torch, then at the end
+    def __init__(self, done: subprocess.CompletedProcess[str], imported_on: list[str], result: dict[str, Any]) -> None:
+        self.done, self.imported_on, self.result = done, imported_on, result
 
 
 def _harness(folder: Path, probe: str, params: dict[str, object], *flags: str) -> Harnessed:
@@ -54,7 +46,8 @@ def _harness(folder: Path, probe: str, params: dict[str, object], *flags: str) -
     marker, out = folder / "imported-on.txt", folder / "result.json"
     args = [sys.executable, "-c", HARNESS, str(marker), probe, "--params", json.dumps(params), "--out", str(out)]
     done = subprocess.run([*args, *flags], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
-    return Harnessed(done, marker.read_text().splitlines(), json.loads(out.read_text()))
+    imported_on = marker.read_text().split() if marker.exists() else []
+    return Harnessed(done, imported_on, json.loads(out.read_text()))
 
 
 def _cases(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,37 +60,32 @@ def _cases(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_torch_is_imported_on_the_second_thread_and_the_cases_come_out_the_same(tmp_path: Path) -> None:
     plain = _harness(tmp_path / "plain", "bf16-matmul", CPU_TORCH)
-    early = _harness(tmp_path / "early", "bf16-matmul", CPU_TORCH, PREFETCH_TORCH_FLAG, "7")
+    early = _harness(tmp_path / "early", "bf16-matmul", CPU_TORCH, PREFETCH_TORCH_FLAG)
     assert plain.imported_on[:1] == ["MainThread"]  # the control: without the flag the probe imports it itself
     assert early.imported_on[:1] == ["cuprobe-torch-prefetch"]
-    assert plain.nice[0] == 0 and early.nice[0] == 7  # the import's thread runs lower
-    assert early.nice[-1] == plain.nice[-1] == 0  # the probe's own thread does not
     assert early.done.returncode == plain.done.returncode == 0, early.done.stderr
     assert early.result["complete"] and plain.result["complete"]
     assert _cases(early.result) == _cases(plain.result) != []
     took = early.result["context"]["torch_prefetch"]
     assert isinstance(took["took_s"], float) and took["took_s"] > 0 and "error" not in took
-    assert took["nice"] == 7
     assert "torch_prefetch" not in plain.result["context"]
 
 
 def test_parameters_without_torch_import_nothing_early(tmp_path: Path) -> None:
-    kernels_only = {"n": [5], "variants": ["unguarded"]}
-    early = _harness(tmp_path / "early", "narrow-matmul", kernels_only, PREFETCH_TORCH_FLAG, "1")
+    early = _harness(tmp_path / "early", "narrow-matmul", {"n": [5], "variants": ["unguarded"]}, PREFETCH_TORCH_FLAG)
     assert early.imported_on == []
     assert "torch_prefetch" not in early.result["context"]
 
 
 def test_a_run_that_ends_before_its_torch_cases_waits_for_the_import_and_ends_as_it_would_have(tmp_path: Path) -> None:
     plain = _harness(tmp_path / "plain", "narrow-matmul", KERNEL_THEN_TORCH)
-    early = _harness(tmp_path / "early", "narrow-matmul", KERNEL_THEN_TORCH, PREFETCH_TORCH_FLAG, "0")
+    early = _harness(tmp_path / "early", "narrow-matmul", KERNEL_THEN_TORCH, PREFETCH_TORCH_FLAG)
     assert early.done.returncode == plain.done.returncode  # 69 here (no pycuda), 0 on a GPU box
     assert early.done.stderr == plain.done.stderr  # nothing printed by an import cut off as Python ended
     assert {k: early.result.get(k) for k in ("complete", "unavailable", "error")} == {
         k: plain.result.get(k) for k in ("complete", "unavailable", "error")
     }
     assert isinstance(early.result["context"]["torch_prefetch"]["took_s"], float)  # it finished before the end
-    assert early.nice == [0, 0]  # 0: the import's thread at the process's priority
 
 
 @pytest.fixture
@@ -134,9 +122,6 @@ def test_the_runner_asks_for_the_early_import_under_a_sanitizer_for_probes_that_
     gpu_present: None,
 ) -> None:
     request = ProbeRequest(probe=probe, tool=tool, params=params, confirm=False)
-    cmd = _cmd(request, replay_settings, tmp_path / "on")
-    assert (PREFETCH_TORCH_FLAG in cmd) is early
-    if early:
-        assert cmd[cmd.index(PREFETCH_TORCH_FLAG) + 1] == "10"  # the import's thread, that much lower in priority
+    assert (PREFETCH_TORCH_FLAG in _cmd(request, replay_settings, tmp_path / "on")) is early
     off = replay_settings.model_copy(update={"torch_prefetch": False})
     assert PREFETCH_TORCH_FLAG not in _cmd(request, off, tmp_path / "off")
