@@ -14,33 +14,16 @@
 # 0.5 s slower (the GIL), before the first case up to 0.3 s slower; cases per GPU-hour median 145,000-160,000 with
 # the early import against 130,000-140,000 without, the early import ahead in most rounds.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session29_a.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-echo "== $(date -u +%T) start"
+COLD_SHOW="slowest process|its run stage|before the first case|second thread|the exit|NOT RUN|confirmations"
+source tests/gpu/cold_round.sh  # starts the run: $OUT, the environment, the clock
 timeout 200 python3 -m pytest tests/gpu/test_core_gpu.py -m gpu -q -p no:cacheprovider --timeout 120 -rA \
   -k "early_torch or quick_exit" > "$OUT/tests.log" 2>&1
 echo "tests rc=$?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -12
-cold_round() {  # cold_round ROUND SETTING [NAME=VALUE ...]
-  local round=$1 setting=$2; shift 2
-  env "$@" timeout 90 python3 bench/sweep.py --skip-compare --full --slots 8 --no-warm --out /tmp/bench \
-    > /tmp/bench.txt 2>&1
-  local rc=$?
-  { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/cold.log"
-  echo "round $round $setting rc=$rc wall,cases/h: $(grep -E '^ +8 +none' /tmp/bench.txt | awk '{print $5, $6}')"
-  grep -E "slowest process|its run stage|before the first case|second thread|the exit|NOT RUN|confirmations" \
-    /tmp/bench.txt | sed 's/^ *//' | cut -c1-400
-  rm -rf /tmp/bench
+cold_setting() {
+  case $2 in
+    defaults) cold_round "$1" "$2" ;;
+    late-import) cold_round "$1" "$2" CUPROBE_TORCH_PREFETCH=0 ;;
+  esac
 }
-abs=$(date +%s)
-for round in $(seq 1 20); do
-  for setting in $( ((round % 2)) && echo "defaults late-import" || echo "late-import defaults"); do
-    [ $(( $(date +%s) - abs )) -gt "${AB_DEADLINE_S:-280}" ] && break 2
-    case $setting in
-      defaults) cold_round "$round" defaults ;;
-      late-import) cold_round "$round" late-import CUPROBE_TORCH_PREFETCH=0 ;;
-    esac
-  done
-done
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+cold_rounds 280 late-import defaults  # round 1: defaults first
+cold_done

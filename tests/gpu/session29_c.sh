@@ -18,36 +18,16 @@
 # before the torch cases (guarded 0.2-0.4 s), medians 150,000-160,000 (nice 10), about 142,000 (nice 0), 127,000-136,000
 # (late). If it is inside the process, nice 10 and nice 0 alike.
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session29_c.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
-began=$(date +%s)
-echo "== $(date -u +%T) start"
+source tests/gpu/cold_round.sh  # starts the run: $OUT, the environment, the clock
 (unset CUPROBE_SANITIZER_PATH; timeout 150 python3 -m pytest tests/gpu/test_core_gpu.py -m gpu -q -p no:cacheprovider \
   --timeout 120 -rA -k "early_torch" > "$OUT/tests.log" 2>&1)
 echo "tests rc=$?"; grep -E "^(PASSED|FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -8
-cold_round() {  # cold_round ROUND SETTING [NAME=VALUE ...]
-  local round=$1 setting=$2; shift 2
-  env "$@" timeout 90 python3 bench/sweep.py --skip-compare --full --slots 8 --no-warm --out /tmp/bench \
-    > /tmp/bench.txt 2>&1
-  local rc=$?
-  { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/cold.log"
-  echo "round $round $setting rc=$rc wall,cases/h: $(grep -E '^ +8 +none' /tmp/bench.txt | awk '{print $5, $6}')"
-  grep -E "slowest process|its run stage|before the first case|second thread|NOT RUN|confirmations: " \
-    /tmp/bench.txt | sed 's/^ *//' | cut -c1-300
-  rm -rf /tmp/bench
+cold_setting() {
+  case $2 in
+    defaults) cold_round "$1" "$2" ;;
+    nice-0) cold_round "$1" "$2" CUPROBE_TORCH_PREFETCH_NICE=0 ;;
+    late-import) cold_round "$1" "$2" CUPROBE_TORCH_PREFETCH=0 ;;
+  esac
 }
-settings=(defaults nice-0 late-import)
-abs=$(date +%s)
-for round in $(seq 1 20); do
-  for i in 0 1 2; do
-    [ $(( $(date +%s) - abs )) -gt "${AB_DEADLINE_S:-330}" ] && break 2
-    setting=${settings[$(( (i + round) % 3 ))]}
-    case $setting in
-      defaults) cold_round "$round" defaults ;;
-      nice-0) cold_round "$round" nice-0 CUPROBE_TORCH_PREFETCH_NICE=0 ;;
-      late-import) cold_round "$round" late-import CUPROBE_TORCH_PREFETCH=0 ;;
-    esac
-  done
-done
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+cold_rounds 330 defaults nice-0 late-import
+cold_done

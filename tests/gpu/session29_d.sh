@@ -9,15 +9,11 @@
 # records and findings, the early run's context holding torch_prefetch; the cold path as in calls 1-3 (the early
 # import ahead in most rounds, about 7 % in the median).
 # From the project root on the GPU box:  OUT=/tmp/out bash tests/gpu/session29_d.sh
-set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 CUPROBE_STALL_S=30
-began=$(date +%s)
-echo "== $(date -u +%T) start"
-timeout 170 python3 -m pytest tests/gpu/test_core_gpu.py -m gpu -q -p no:cacheprovider --timeout 120 -rA \
-  -k "early_torch or quick_exit" > "$OUT/tests.log" 2>&1
+COLD_SHOW="its run stage|before the first case|second thread|NOT RUN"
+source tests/gpu/cold_round.sh  # starts the run: $OUT, the environment, the clock
+(unset CUPROBE_SANITIZER_PATH; timeout 170 python3 -m pytest tests/gpu/test_core_gpu.py -m gpu -q -p no:cacheprovider \
+  --timeout 120 -rA -k "early_torch or quick_exit" > "$OUT/tests.log" 2>&1)
 echo "tests rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -8
-export CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer
 for probe in narrow-linear bf16-matmul; do
   for tool in initcheck memcheck; do
     timeout 100 python3 -m service.cli run "$probe" --tool "$tool" --json > "$OUT/$probe-$tool-early.json" 2>> "$OUT/cli.err"
@@ -44,24 +40,11 @@ if early != late:
 PY
   done
 done
-cold_round() {  # cold_round ROUND SETTING [NAME=VALUE ...]
-  local round=$1 setting=$2; shift 2
-  env "$@" timeout 90 python3 bench/sweep.py --skip-compare --full --slots 8 --no-warm --out /tmp/bench \
-    > /tmp/bench.txt 2>&1
-  local rc=$?
-  { echo "=== round $round $setting rc=$rc"; cat /tmp/bench.txt; } >> "$OUT/cold.log"
-  echo "round $round $setting rc=$rc wall,cases/h: $(grep -E '^ +8 +none' /tmp/bench.txt | awk '{print $5, $6}')"
-  grep -E "its run stage|before the first case|second thread|NOT RUN" /tmp/bench.txt | sed 's/^ *//' | cut -c1-200
-  rm -rf /tmp/bench
+cold_setting() {
+  case $2 in
+    defaults) cold_round "$1" "$2" ;;
+    late-import) cold_round "$1" "$2" CUPROBE_TORCH_PREFETCH=0 ;;
+  esac
 }
-abs=$(date +%s)
-for round in $(seq 1 20); do
-  for setting in $( ((round % 2)) && echo "defaults late-import" || echo "late-import defaults"); do
-    [ $(( $(date +%s) - abs )) -gt "${AB_DEADLINE_S:-120}" ] && break 2
-    case $setting in
-      defaults) cold_round "$round" defaults ;;
-      late-import) cold_round "$round" late-import CUPROBE_TORCH_PREFETCH=0 ;;
-    esac
-  done
-done
-echo "== done $(date -u +%T) ($(( $(date +%s) - began )) s)"
+cold_rounds 120 late-import defaults  # round 1: defaults first
+cold_done
