@@ -49,8 +49,21 @@ class TorchPrefetch:
         return out
 
 
+_started: TorchPrefetch | None = None
+
+
 def prefetch_torch() -> TorchPrefetch | None:
     """Start importing torch on a second thread; None where it is imported already (a spare warmed to torch)."""
+    global _started
     if "torch" in sys.modules:
         return None
-    return TorchPrefetch()
+    _started = TorchPrefetch()
+    return _started
+
+
+def wait_for_import() -> None:
+    """Wait for an import this process started early to end. probes.torch_env calls it before it writes the
+    environment torch reads (probes.allocator.prepare): glibc's setenv beside a getenv on another thread, as torch's
+    libraries load, is not safe."""
+    if _started is not None:
+        _started.finish()

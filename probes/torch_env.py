@@ -8,11 +8,13 @@ from typing import Any
 from probes.allocator import Allocator, activate, prepare
 from probes.base import ProbeUnavailable, Recorder
 from probes.contract import CaseResult, Tool
+from probes.prefetch import wait_for_import
 
 
 def import_torch(device: str, tool: Tool, recorder: Recorder, allocator: Allocator | None = None) -> Any:
     """torch, ready for `device`; on CUDA its allocator is `allocator` (default: no-caching under a sanitizer), or,
     in the confirmer's poisoned runs, one that fills every fresh block with the poison byte."""
+    wait_for_import()  # an early import still running (--prefetch-torch): the environment is not written beside it
     state = prepare(allocator, tool) if device == "cuda" else None  # before torch's first CUDA allocation
     try:
         import torch

@@ -125,3 +125,32 @@ def test_the_runner_asks_for_the_early_import_under_a_sanitizer_for_probes_that_
     assert (PREFETCH_TORCH_FLAG in _cmd(request, replay_settings, tmp_path / "on")) is early
     off = replay_settings.model_copy(update={"torch_prefetch": False})
     assert PREFETCH_TORCH_FLAG not in _cmd(request, off, tmp_path / "off")
+
+
+def test_the_probe_writes_torchs_environment_only_after_the_early_import_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """glibc's setenv beside a getenv on another thread (torch's libraries loading) is not safe: import_torch waits
+    for a running early import before probes.allocator.prepare writes the environment."""
+    from probes import prefetch, torch_env
+    from probes.base import ProbeUnavailable, Recorder
+    from probes.selftest import SelftestParams
+
+    order: list[str] = []
+
+    class Running:
+        def finish(self) -> None:
+            order.append("import ended")
+
+    def prepare(*args: object) -> None:
+        order.append("environment written")
+        raise ProbeUnavailable("stop here")  # the rest needs CUDA
+
+    monkeypatch.setattr(prefetch, "_started", Running())
+    monkeypatch.setattr(torch_env, "prepare", prepare)
+    with pytest.raises(ProbeUnavailable):
+        torch_env.import_torch("cuda", Tool.INITCHECK, Recorder("selftest", Tool.INITCHECK, SelftestParams()))
+    assert order == ["import ended", "environment written"]
+    monkeypatch.setattr(prefetch, "_started", None)  # the control: nothing started, nothing waited for
+    order.clear()
+    with pytest.raises(ProbeUnavailable):
+        torch_env.import_torch("cuda", Tool.INITCHECK, Recorder("selftest", Tool.INITCHECK, SelftestParams()))
+    assert order == ["environment written"]
