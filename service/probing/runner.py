@@ -245,23 +245,26 @@ def plan_run(
     return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
 
 
+def _own_cases_sanitized(admitted: Admission, sanitizer: Path | None) -> bool:
+    """A sanitizer run of a probe that runs its cases in its own process, not the user's program (Probe.warms)."""
+    return sanitizer is not None and admitted.probe.warms
+
+
 def quick_exits(request: ProbeRequest, admitted: Admission, settings: Settings, sanitizer: Path | None) -> bool:
-    """Whether the probe's process ends with os._exit once its result is written (Settings.quick_exit): a sanitizer
-    run of a probe that runs its cases in its own process, not the user's program (Probe.warms), whose options ask
-    for nothing the sanitizer reports as the CUDA contexts are torn down."""
+    """Whether the probe's process ends with os._exit once its result is written (Settings.quick_exit): such a run
+    (_own_cases_sanitized) whose options ask for nothing the sanitizer reports as the CUDA contexts are torn down."""
     return (
         settings.quick_exit
-        and sanitizer is not None
-        and admitted.probe.warms
+        and _own_cases_sanitized(admitted, sanitizer)
         and not request.options.reports_at_teardown
     )
 
 
 def prefetches_torch(admitted: Admission, settings: Settings, sanitizer: Path | None) -> bool:
     """Whether the probe's process imports torch on a second thread from its start (Settings.torch_prefetch; the
-    harness does only where the parameters use torch): a sanitizer run of a probe that runs its cases in its own
-    process (Probe.warms). Never a bare run: a bare bf16-matmul times its kernels, and nothing may run beside them."""
-    return settings.torch_prefetch and sanitizer is not None and admitted.probe.warms
+    harness does only where the parameters use torch): such a run (_own_cases_sanitized). Never a bare run: a bare
+    bf16-matmul times its kernels, and nothing may run beside them."""
+    return settings.torch_prefetch and _own_cases_sanitized(admitted, sanitizer)
 
 
 def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:
