@@ -35,7 +35,7 @@ from probes.contract import is_confirm_control  # noqa: E402
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
 from service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
-from service.probing.runner import XML_NAME, start_spare  # noqa: E402
+from service.probing.runner import RESULT_NAME, XML_NAME, start_spare  # noqa: E402
 from service.probing.spares import Spares  # noqa: E402
 from service.probing.warm_reruns import RerunPool  # noqa: E402
 from service.reports.html import html  # noqa: E402
@@ -360,16 +360,22 @@ def xml_sizes(workdir: Path) -> str:
     return "  XML per process: " + (", ".join(f"{s / 1e6:.1f}" for s in sizes) + " MB" if sizes else "none left")
 
 
+def exit_s(folder: Path) -> float:
+    """A sanitizer run's exit, from the files it left in `folder`: from its result.json's last write (the harness's
+    last act before it exits) to its run.xml's (the sanitizer's wrap-up as the process ended). OSError where either
+    is missing."""
+    return (folder / XML_NAME).stat().st_mtime - (folder / RESULT_NAME).stat().st_mtime
+
+
 def before_cases(workdir: Path) -> str:
     """Each sanitizer process's time from its parameters to its first case (imports, module loads: the probe's
-    `before_first_case_s`), in the confirmer's planted control cases, and after its result: from the result.json's
-    last write (the harness's last act before it exits) to the run.xml's (the sanitizer's wrap-up as the process
-    ended), the files beside each other; and torch's import on its second thread where it ran (--prefetch-torch)."""
+    `before_first_case_s`), in the confirmer's planted control cases, and after its result (exit_s); and torch's
+    import on its second thread where it ran (--prefetch-torch)."""
     times, controls, tails, imports = [], [], [], []
     for xml in workdir.glob("**/" + XML_NAME):
         try:
-            result = json.loads((xml.parent / "result.json").read_text())
-            tails.append(xml.stat().st_mtime - (xml.parent / "result.json").stat().st_mtime)
+            result = json.loads((xml.parent / RESULT_NAME).read_text())
+            tails.append(exit_s(xml.parent))
         except (OSError, ValueError):
             continue
         context = result.get("context", {})

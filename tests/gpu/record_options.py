@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.sweep import exit_s  # noqa: E402
 from probes.contract import Tool  # noqa: E402
 from service.probing.launch import read_probe_result  # noqa: E402
 from service.probing.runner import allocations_of  # noqa: E402
@@ -105,7 +106,7 @@ def console(out: Path) -> str:
 def exit_tail(out: Path) -> str:
     """From the result.json's write (the harness's last act) to the run.xml's last (the sanitizer's wrap-up)."""
     try:
-        tail = (out / "run.xml").stat().st_mtime - (out / "result.json").stat().st_mtime
+        tail = exit_s(out)
     except OSError:
         return "exit ?"
     return f"exit {tail:.2f} s after the result"
