@@ -9,7 +9,7 @@ import pytest
 from probes import confirm_control
 from probes.contract import Tool
 from service.config import Settings
-from service.models import Outcome, ProbeRequest
+from service.models import Outcome, ProbeRequest, RunResult
 from service.probing.runner import run_probe
 from tests.processes import processes_mentioning
 
@@ -125,6 +125,11 @@ def test_hang_times_out_and_leaves_no_process(settings: Settings, workdir: Path)
     assert processes_mentioning(str(workdir)) == []
 
 
+def _what_it_found(result: RunResult) -> tuple[object, ...]:
+    """A run's records, the sanitizer's summary count, and each finding's signature, count and confirmation."""
+    return result.records, result.summary_count, [(f.signature, f.count, f.confirmation) for f in result.findings]
+
+
 @pytest.mark.parametrize(
     "probe,params,tool,outcome",
     [
@@ -143,10 +148,7 @@ def test_a_quick_exit_finds_what_a_full_exit_finds(
     full = run_probe(request, workdir=workdir / "full", settings=settings.model_copy(update={"quick_exit": False}))
     assert "--quick-exit" in quick.command and "--quick-exit" not in full.command
     assert quick.outcome is full.outcome is outcome, (quick.message, full.message)
-    assert (quick.records, quick.summary_count) == (full.records, full.summary_count)
-    assert [(f.signature, f.count, f.confirmation) for f in quick.findings] == [
-        (f.signature, f.count, f.confirmation) for f in full.findings
-    ]
+    assert _what_it_found(quick) == _what_it_found(full)
 
 
 @pytest.mark.parametrize(
@@ -166,10 +168,7 @@ def test_an_early_torch_import_finds_what_a_late_one_finds(
     late = run_probe(request, workdir=workdir / "late", settings=settings.model_copy(update={"torch_prefetch": False}))
     assert "--prefetch-torch" in early.command and "--prefetch-torch" not in late.command
     assert early.outcome is late.outcome is outcome, (early.message, late.message)
-    assert (early.records, early.summary_count) == (late.records, late.summary_count)
-    assert [(f.signature, f.count, f.confirmation) for f in early.findings] == [
-        (f.signature, f.count, f.confirmation) for f in late.findings
-    ]
+    assert _what_it_found(early) == _what_it_found(late)
     assert [(c.id, c.passed) for c in early.cases] == [(c.id, c.passed) for c in late.cases]
     assert len([c for c in early.cases if c.id.startswith("torch-")]) == 3
     assert isinstance(early.probe_context["torch_prefetch"]["took_s"], float)
