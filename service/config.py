@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # Warm starts (docs/sweep.md, "Warm starts"): a sweep with more processes than slots starts the next processes'
     # sanitizer and CUDA context while earlier ones run, and hands each its parameters when its turn comes.
     warm_starts: bool = True
+    # On a GPU worker, a spare readied for a sweep's next job (service/worker/warm.py) that no job has taken this
+    # long after the pool process's last job ends, so an idle worker does not hold a CUDA context for long.
+    worker_spare_idle_s: float = Field(default=30.0, gt=0)
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
     # Start the confirmation's bare re-runs beside the sanitizer run instead of after it (docs/confirmation.md,

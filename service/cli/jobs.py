@@ -282,6 +282,7 @@ def worker(
     from service.probing.gpus import visible_gpus
     from service.worker.commands import run_workers, worker_commands
     from service.worker.gpu_slots import located_version, slots_for
+    from service.worker.warm import warm_line
 
     settings = get_settings()
     devices = visible_gpus() if gpus else []
@@ -297,7 +298,7 @@ def worker(
     )
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
-        err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why})")
+        err.print(f"gpu{device.index} ({device.name}): {k} sanitizer slot(s) ({why}); {warm_line(settings, k)}")
     if not commands:
         err.print("[red]nothing to start:[/red] no GPU visible and --no-cpu given")
         raise typer.Exit(ExitCode.NOT_RUN)

@@ -39,6 +39,7 @@ from service.sanitizer.parse import parse_xml
 from service.sanitizer.summary import DEFAULT_PREFIX, is_text_log, other_prefix, read_log, read_summary, unprefixed
 from service.sanitizer.user_line import NotALine, read_line
 from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
+from service.worker.warm import warm_line
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -474,6 +475,7 @@ def doctor() -> None:
     for device in devices:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
+        console.print(f"    a worker on it: {escape(warm_line(settings, k))}")
     sweep_confirms = own_reruns_in_sweeps(settings)
     if devices and not settings.gpu_slots and sweep_confirms != settings.confirm:
         local = slots_for(devices[0], len(devices), 0, version, sweep_confirms)[0]

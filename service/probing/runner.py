@@ -533,7 +533,7 @@ def _spare_for(
     running = spare.planned if spare is not None else planned
     heartbeat = running.workdir / HEARTBEAT_NAME
     make = partial(start_spare, request, settings, trusted, spares.root)
-    spares.ask(make, lambda: ended.is_set() or heartbeat.exists())
+    spares.ask(make, lambda: ended.is_set() or heartbeat.exists(), key)
     return spare
 
 

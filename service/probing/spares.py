@@ -149,44 +149,86 @@ def move_artifacts(source: Path, target: Path) -> None:
     shutil.rmtree(source, ignore_errors=True)
 
 
+Start = Callable[[Callable[[], Spare | None]], Spare | None]
+
+
+def _plain(make: Callable[[], Spare | None]) -> Spare | None:
+    return make()
+
+
 class Spares:
     """Spare processes by key. `size`: at most this many alive (the oldest goes); `budget`: at most this many ever
-    started (None: no limit), so a sweep that knows how many runs are left starts no spare it cannot use."""
+    started (None: no limit), so a sweep that knows how many runs are left starts no spare it cannot use.
+    `idle_s`: a spare not taken within this long of the pool's last use (a take, an ask, `touch`) is
+    ended (None: kept until the pool closes). `start`: how the starter thread calls a spare's `make` (a GPU
+    worker's holds the GPU lock around it: service/worker/warm.py). `take_wait_s`: how long `take` waits for a
+    spare asked for its key that is still being started (a worker's next job can come before the spare its last
+    job asked for has been started)."""
 
-    def __init__(self, root: Path, size: int, budget: int | None = None) -> None:
-        self.root, self.size, self.budget = root, max(1, size), budget
+    def __init__(
+        self,
+        root: Path,
+        size: int,
+        budget: int | None = None,
+        idle_s: float | None = None,
+        start: Start = _plain,
+        take_wait_s: float = 0.0,
+    ) -> None:
+        self.root, self.size, self.budget, self.idle_s, self._starts = root, max(1, size), budget, idle_s, start
+        self.take_wait_s = take_wait_s
         self._ready: list[Spare] = []
-        self._asked: list[tuple[Callable[[], Spare | None], Callable[[], bool], float]] = []
+        self._asked: list[tuple[Callable[[], Spare | None], Callable[[], bool], float, Key | None]] = []
+        self._making_keys: list[Key | None] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
-        self.taken = self._making = 0
+        self.taken = self._making = self.idled = 0
+        self._used = time.monotonic()
         self._thread = threading.Thread(target=self._starter, name="cuprobe-spares", daemon=True)
         self._thread.start()
 
     def take(self, key: Key) -> Spare | None:
-        """A live spare started for `key` (the oldest), or None."""
-        with self._lock:
-            for spare in list(self._ready):
-                if spare.key != key:
-                    continue
-                self._ready.remove(spare)
-                if spare.alive():
-                    self.taken += 1
-                    return spare
-                _discard_later(spare)
-        return None
+        """A live spare started for `key` (the oldest), or None; waits up to `take_wait_s` for one asked for `key`
+        that is still being started."""
+        deadline = time.monotonic() + self.take_wait_s
+        while True:
+            with self._lock:
+                self._used = time.monotonic()
+                for spare in list(self._ready):
+                    if spare.key != key:
+                        continue
+                    self._ready.remove(spare)
+                    if spare.alive():
+                        self.taken += 1
+                        return spare
+                    _discard_later(spare)
+                coming = key in self._making_keys or any(asked[3] == key for asked in self._asked)
+            if not coming or time.monotonic() >= deadline:
+                return None
+            time.sleep(HAND_OVER_LOOK_S)
 
-    def ask(self, make: Callable[[], Spare | None], after: Callable[[], bool]) -> bool:
-        """Start a spare with `make` once `after()` holds (or FOLLOW_AFTER_S passed); False when the budget is spent."""
+    def ask(self, make: Callable[[], Spare | None], after: Callable[[], bool], key: Key | None = None) -> bool:
+        """Start a spare with `make` once `after()` holds (or FOLLOW_AFTER_S passed); False when the budget is spent.
+        `key`: the key the spare will have, where the caller knows it (a `take` for it waits while it starts)."""
         with self._lock:
             if self._closed or (self.budget is not None and self.budget <= 0):
                 return False
             if self.budget is not None:
                 self.budget -= 1
-            self._asked.append((make, after, time.monotonic() + FOLLOW_AFTER_S))
+            self._used = time.monotonic()
+            self._asked.append((make, after, self._used + FOLLOW_AFTER_S, key))
         self._wake.set()
         return True
+
+    def touch(self) -> None:
+        """The pool was used now (a run ended): its idle spares' time counts from here."""
+        with self._lock:
+            self._used = time.monotonic()
+
+    def alive(self) -> int:
+        """How many spares are started and not yet taken or ended."""
+        with self._lock:
+            return sum(1 for s in self._ready if s.alive())
 
     def wait_ready(self, count: int, timeout_s: float) -> int:
         """Wait until `count` spares are ready, `timeout_s` passed, or no more can come; how many are ready."""
@@ -222,16 +264,24 @@ class Spares:
                 due = [a for a in self._asked if a[2] <= now or _holds(a[1])]
                 self._asked = [a for a in self._asked if a not in due]
                 self._making += len(due)
-            for make, _, _ in due:
+                self._making_keys += [a[3] for a in due]
+                idle = self.idle_s is not None and now - self._used > self.idle_s and not self._asked
+                if idle and self._ready:
+                    self.idled += len(self._ready)
+                    for spare in self._ready:
+                        _discard_later(spare)
+                    self._ready = []
+            for make, _, _, key in due:
                 try:
                     self._start(make)
                 finally:
                     with self._lock:
                         self._making -= 1
+                        self._making_keys.remove(key)
 
     def _start(self, make: Callable[[], Spare | None]) -> None:
         try:
-            spare = make()
+            spare = self._starts(make)
         except Exception:  # a spare is an optimisation: its run starts cold instead
             return
         if spare is None:

@@ -62,6 +62,11 @@ class JobSpec(ProbeRequest):
         description="set by a sweep: the jobs of one grid share one set of the confirmation's re-runs on each host "
         "(its `params` must take in this job's cases)",
     )
+    warm_next: bool = Field(
+        default=False,
+        description="set by a sweep: a later job of the sweep runs under the same sanitizer command; the GPU worker "
+        "process that runs this one readies a spare process for it (a warm start)",
+    )
 
     def probe_request(self) -> ProbeRequest:
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))

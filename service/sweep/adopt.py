@@ -25,8 +25,13 @@ def sweep_label(sweep_id: str) -> str:
     return f"sweep:{sweep_id}"
 
 
+# Fields that say how a job is run, not what it runs: a resumed sweep planned for other slots marks other jobs
+# `warm_next`, and a job sent before the field existed stored none.
+HINTS = ("warm_next",)
+
+
 def _same(request: dict[str, Any]) -> str:
-    return json.dumps(request, sort_keys=True, default=str)
+    return json.dumps({k: v for k, v in request.items() if k not in HINTS}, sort_keys=True, default=str)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from service.sweep.attribute import attribute, control_fired, unattributed
 from service.sweep.definition import SweepDefinition
 from service.sweep.flaky import merge_findings, merge_outcome
 from service.sweep.plan import Process, plan
+from service.sweep.warm_plan import warm_followed
 
 Progress = Callable[[int, int, str], None]
 
@@ -151,7 +152,8 @@ class ServiceRunner:
     def specs(self, requests: list[ProbeRequest]) -> list[JobSpec]:
         """One sweep-lane job per request; the jobs of one grid carry one ticket, so that on each host they share one
         set of the confirmation's re-runs (confirm_host.py). With a label the tickets are named after it, so the
-        same requests get the same tickets when the sweep is resumed."""
+        same requests get the same tickets when the sweep is resumed. Jobs a later job like them follows past the
+        first wave are marked `warm_next`: the worker readies a spare for it (service/worker/warm.py)."""
         tickets: dict[int, ConfirmShare] = {}
         sweep = hashlib.sha256(self.label.encode()).hexdigest()[:16] if self.label else uuid.uuid4().hex[:16]
         for number, group in enumerate(share_groups(requests, self.settings)):
@@ -162,8 +164,11 @@ class ServiceRunner:
             ticket = ConfirmShare(key=f"{sweep}-{number}", params=group.merged, members=len(group.members))
             tickets.update(dict.fromkeys(group.members, ticket))
         extra = {"lane": Lane.SWEEP, "label": self.label}
+        followed = warm_followed(requests, self.slots) if self.settings.warm_starts else set()
         return [
-            JobSpec.model_validate({**request.model_dump(), **extra, "confirm_share": tickets.get(slot)})
+            JobSpec.model_validate(
+                {**request.model_dump(), **extra, "confirm_share": tickets.get(slot), "warm_next": slot in followed}
+            )
             for slot, request in enumerate(requests)
         ]
 

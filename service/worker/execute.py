@@ -27,6 +27,7 @@ from service.probing.confirm_host import join
 from service.queue.submit import JobSpec
 from service.worker.gpu_slots import gpu_held
 from service.worker.stopping import hand_back
+from service.worker.warm import worker_spares
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -85,20 +86,34 @@ def execute_job(
         settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
 
+    # Warm starts (warm.py): this pool process's spare, taken where it matches; one readied for the next job like
+    # this one only where the sweep said one comes.
+    spares = worker_spares(settings, gpu)
+    if spares is not None:
+        spares.budget = 1 if spec.warm_next else 0
+
     def run() -> RunResult:
         locking = time.perf_counter()
-        with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel):
+        with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel, data_dir=settings.data_dir):
             stages.add("gpu_lock", time.perf_counter() - locking)
             request = spec.probe_request()
             # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm_host.py).
             shared = join(request, spec.confirm_share, settings, cancel, workdir, member=job_id)
             try:
                 return runner.run_probe(
-                    request, workdir=workdir, settings=settings, cancel_event=cancel, stages=stages, shared=shared
+                    request,
+                    workdir=workdir,
+                    settings=settings,
+                    cancel_event=cancel,
+                    stages=stages,
+                    shared=shared,
+                    spares=spares,
                 )
             finally:
                 if shared is not None:
                     shared.close()
+                if spares is not None:
+                    spares.touch()  # its spare's idle time counts from this job's end
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
     running = pool.submit(run)
@@ -165,6 +180,7 @@ def execute_job(
         "stored": stored,
         "outcome": result.outcome.value,
         "cancelled": beat.cancelled,
+        "warm_start": result.warm_start,
     }
 
 

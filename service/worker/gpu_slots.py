@@ -25,6 +25,7 @@ from service.probing.confirm_shared import sharing
 from service.probing.gpus import GpuDevice, visible_gpus
 from service.queue.registry import WorkerBeat
 from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
+from service.worker.spare_registry import end_spares
 
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
@@ -89,13 +90,20 @@ def _safe(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", key) or "gpu"
 
 
-class GpuLock:
-    """Shared for ordinary probes, exclusive for timing probes, across every process using one GPU."""
+def spares_folder(data_dir: Path, gpu: str) -> Path:
+    """Where the GPU worker's spare processes for `gpu` keep their folders (service/worker/warm.py)."""
+    return data_dir / "spares" / _safe(gpu)
 
-    def __init__(self, directory: Path, gpu: str) -> None:
+
+class GpuLock:
+    """Shared for ordinary probes, exclusive for timing probes, across every process using one GPU. `spares`: the
+    GPU's spares folder; an exclusive taker ends the idle spare processes registered there before its body runs."""
+
+    def __init__(self, directory: Path, gpu: str, spares: Path | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.turnstile = directory / f"{_safe(gpu)}.turnstile"
         self.lock = directory / f"{_safe(gpu)}.lock"
+        self.spares = spares
 
     @contextmanager
     def held(self, *, exclusive: bool, cancel: threading.Event | None = None) -> Iterator[None]:
@@ -109,6 +117,9 @@ class GpuLock:
             finally:
                 if not exclusive:  # an exclusive taker keeps the turnstile shut until it is done
                     fcntl.flock(gate, fcntl.LOCK_UN)
+            if exclusive and self.spares is not None:
+                # Spares start only under the shared lock, so none starts from here until the body is done.
+                end_spares(self.spares)
             yield
         finally:
             os.close(lock)
@@ -117,13 +128,20 @@ class GpuLock:
 
 @contextmanager
 def gpu_held(
-    directory: Path, gpu: str | None, *, exclusive: bool, cancel: threading.Event | None = None
+    directory: Path,
+    gpu: str | None,
+    *,
+    exclusive: bool,
+    cancel: threading.Event | None = None,
+    data_dir: Path | None = None,
 ) -> Iterator[None]:
-    """The GPU lock for `gpu` (the worker's CUDA_VISIBLE_DEVICES), or nothing on a worker without a GPU."""
+    """The GPU lock for `gpu` (the worker's CUDA_VISIBLE_DEVICES), or nothing on a worker without a GPU. `data_dir`:
+    the worker's, under which an exclusive taker finds the spare processes for this GPU it ends first."""
     if not gpu:
         yield
         return
-    with GpuLock(directory, gpu).held(exclusive=exclusive, cancel=cancel):
+    folder = spares_folder(data_dir, gpu) if data_dir is not None else None
+    with GpuLock(directory, gpu, folder).held(exclusive=exclusive, cancel=cancel):
         yield
 
 

@@ -22,6 +22,7 @@ from service.api import create_app
 from service.cli.embedded import free_port
 from service.config import Settings
 from service.db.store import Store
+from service.probing.gpus import GpuDevice
 from service.queue.served import ServedQueues
 from service.worker.commands import worker_commands
 
@@ -131,10 +132,20 @@ class Stack:
 
     # --- worker ---
 
-    def start_worker(self, concurrency: int = 2) -> subprocess.Popen[bytes]:
-        (command,) = worker_commands([], cpu_concurrency=concurrency, loglevel="INFO")
-        argv = [a.replace("cpu@%h", f"cpu-{self.name}@%h") for a in command.argv]
-        env = {**os.environ, **self.env, **command.env, "PYTHONPATH": str(REPO)}
+    def start_worker(
+        self, concurrency: int = 2, env: dict[str, str] | None = None, gpu: GpuDevice | None = None
+    ) -> subprocess.Popen[bytes]:
+        """The stack's worker: on the CPU queues, or as the GPU worker of `gpu` (pinned to its uuid) at `concurrency`
+        slots, whose driver is the replay's (tests/replay/gpu_worker.py); `env`: set for its processes only, over
+        everything else."""
+        if gpu is None:
+            (command,) = worker_commands([], cpu_concurrency=concurrency, loglevel="INFO")
+        else:
+            (command,) = worker_commands([gpu], cpu=False, gpu_slots=concurrency, loglevel="INFO")
+            assert command.argv[1:3] == ["-m", "celery"], command.argv
+            command.argv[1:3] = [str(REPO / "tests" / "replay" / "gpu_worker.py")]
+        argv = [a.replace("@%h", f"-{self.name}@%h") for a in command.argv]
+        env = {**os.environ, **self.env, **command.env, "PYTHONPATH": str(REPO), **(env or {})}
         with open(self.worker_log, "ab") as log:
             self.worker = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         deadline = time.monotonic() + 60

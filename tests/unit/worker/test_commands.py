@@ -145,5 +145,10 @@ def test_a_local_sweep_is_capped_as_without_the_confirmation_when_its_batches_sh
     out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400"}).stdout
     assert "gpu0: 4 sanitizer process(es) at once" in out
     assert "a sweep run here (cuprobe sweep run): 8 at once (its batches share one set" in out
+    # ...and what a worker on the GPU does about warm starts (service/worker/warm.py).
+    assert "a worker on it: warm starts: up to 4 spare process(es) readied for a sweep's next jobs" in out
+    assert "each ended 30 s after its slot's last job if none takes it" in out
+    off = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400", "CUPROBE_WARM_STARTS": "0"}).stdout
+    assert "a worker on it: warm starts off (CUPROBE_WARM_STARTS)" in off
     out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400", "CUPROBE_CONFIRM_SHARED": "0"}).stdout
     assert "gpu0: 4 sanitizer process(es) at once" in out and "a sweep run here" not in out
