@@ -8,11 +8,15 @@ run by this machine's workers — the embedded stack `cuprobe up` starts (Valkey
 plus a CPU worker) — the jobs of a grid sharing one set of re-runs on this host (`confirm_share`); with
 `--own-reruns`, also through the service with each job confirming with its own re-runs, as before they shared. The
 paths take turns, who goes first rotating each round; each row gives wall time, cases per GPU-hour, the ratio to
-the local sweep, how many processes decided their findings from a shared set, and whether the per-case findings
-(outcome, signatures and counts) equal the first local sweep's. Exit 1 where a case did not run or findings differ.
-    python bench/sweep_service.py [--definition FILE] [--rounds 2] [--own-reruns] [--broker redis://...] [--out DIR]
+the local sweep, how many processes decided their findings from a shared set, how many ran in a spare process
+(a warm start), and whether the per-case findings (outcome, signatures and counts) equal the first local sweep's.
+Exit 1 where a case did not run or findings differ. With `--cold-jobs`, also through the service with no job marked
+`warm_next`, so the GPU worker readies no spares (service/worker/warm.py): every job starts its own process.
+    python bench/sweep_service.py [--definition FILE | --batch-size N] [--rounds 2] [--own-reruns] [--cold-jobs]
+                                  [--broker redis://...] [--out DIR]
 The default definition is the nightly narrow-matmul initcheck grid bench/sweep.py times (384 cases): it needs a GPU
-(without one its cases end `unavailable`, here and through the service, and the run exits 1).
+(without one its cases end `unavailable`, here and through the service, and the run exits 1). `--batch-size N`:
+that grid with at most N cases per process, so the service sends more jobs than its workers have slots (waves).
 """
 
 from __future__ import annotations
@@ -54,14 +58,21 @@ def main() -> int:
     parser.add_argument(
         "--own-reruns", action="store_true", help="also through the service with each job's own re-runs (no ticket)"
     )
+    parser.add_argument(
+        "--cold-jobs", action="store_true", help="also through the service with no job marked warm_next (no spares)"
+    )
+    parser.add_argument("--batch-size", type=int, help="the default grid with at most this many cases per process")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds {args.rounds}: at least 1")
+    if args.definition and args.batch_size:
+        parser.error("--batch-size sets the default grid's: not with --definition")
+    batch = f"true\nbatch_size = {args.batch_size}" if args.batch_size else "true"
     try:
         definition = (
             load_definition(args.definition)
             if args.definition
-            else parse_definition(GRID.format(name="nightly-narrow-matmul", batch="true", last=128))
+            else parse_definition(GRID.format(name="nightly-narrow-matmul", batch=batch, last=128))
         )
     except DefinitionError as exc:
         parser.error(str(exc))
@@ -81,7 +92,7 @@ def main() -> int:
         print(f"service K = {service_k} ({why})", flush=True)
         celery = make_celery(stack.settings)
         served = served_reader(registry)
-        paths = ["local", "service", "service-own"] if args.own_reruns else ["local", "service"]
+        paths = ["local", "service"] + ["service-own"] * args.own_reruns + ["service-cold"] * args.cold_jobs
         for round_ in range(1, args.rounds + 1):
             shift = (round_ - 1) % len(paths)
             for path in paths[shift:] + paths[:shift]:
@@ -91,7 +102,9 @@ def main() -> int:
                 else:
                     # No tickets where the jobs confirm with their own re-runs; a job for a queue no worker serves (a
                     # GPU probe here without a GPU) ends at once.
-                    submitting = stack.settings.model_copy(update={"confirm_shared": path == "service"})
+                    submitting = stack.settings.model_copy(
+                        update={"confirm_shared": path != "service-own", "warm_starts": path != "service-cold"}
+                    )
                     runner = ServiceRunner(
                         store, submitting, lambda job: enqueue(celery, job), poll_s=0.2, slots=service_k, served=served
                     )
@@ -135,13 +148,18 @@ def timed(definition: SweepDefinition, runner: LocalRunner | ServiceRunner) -> t
 
 
 def header() -> str:
-    columns = f"{'sweep':<15}{'procs':>6}{'wall_s':>9}{'cases/GPU-hour':>16}{'vs local':>10}{'shared':>8}"
+    columns = f"{'sweep':<15}{'procs':>6}{'wall_s':>9}{'cases/GPU-hour':>16}{'vs local':>10}{'shared':>8}{'warm':>6}"
     return columns + f"{'same findings':>15}  outcomes"
 
 
 def shared(sweep: Sweep) -> int:
     """How many of the sweep's runs decided their findings from a set of re-runs shared with others."""
     return sum(1 for p in sweep.processes for m in p.messages if "one set for the sweep's" in m)
+
+
+def warm(sweep: Sweep) -> int:
+    """How many of the sweep's runs ran in a spare process readied before their turn (a warm start)."""
+    return sum(1 for p in sweep.processes for w in p.warm if w)
 
 
 def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float]]) -> str:
@@ -152,13 +170,13 @@ def row(name: str, sweep: Sweep, wall: float, rows: list[tuple[str, Sweep, float
     outcomes = ", ".join(f"{o} {n}" for o, n in sorted(Counter(c.outcome.value for c in cases).items()))
     return (
         f"{name:<15}{len(sweep.processes):>6}{wall:>9.1f}{len(cases) / wall * 3600:>16,.0f}{ratio}{shared(sweep):>8}"
-        f"{same:>15}  {outcomes}"
+        f"{warm(sweep):>6}{same:>15}  {outcomes}"
     )
 
 
 def summary(rows: list[tuple[str, Sweep, float]]) -> None:
     cases = len([c for c in rows[0][1].cases if not c.added])
-    for path in ("local", "service", "service-own"):
+    for path in ("local", "service", "service-own", "service-cold"):
         walls = [w for n, _, w in rows if n.rsplit("-", 1)[0] == path]
         if walls:
             median = statistics.median(walls)

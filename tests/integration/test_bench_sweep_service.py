@@ -36,12 +36,14 @@ def _bench(tmp_path: Path, definition: str, *extra: str) -> subprocess.Completed
 
 def _rows(stdout: str) -> dict[str, str]:
     """The final table's rows by sweep name (each row printed once as it finishes and once in the table)."""
-    return {line.split()[0]: line for line in stdout.splitlines() if re.match(r"(local|service(-own)?)-\d+ ", line)}
+    named = re.compile(r"(local|service(-own|-cold)?)-\d+ ")
+    return {line.split()[0]: line for line in stdout.splitlines() if named.match(line)}
 
 
 @pytest.mark.parametrize("broker", ["embedded", "redis"])
 def test_both_paths_run_every_case_with_the_same_findings(tmp_path: Path, broker: str) -> None:
-    extra: tuple[str, ...] = ("--own-reruns",)  # and through the service with each job's own re-runs
+    # and through the service with each job's own re-runs, and with no job marked for a spare
+    extra: tuple[str, ...] = ("--own-reruns", "--cold-jobs")
     if broker == "redis":  # the service's queues on a running Redis (as on the GPU box) instead of its own Valkey
         redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
         extra = ("--broker", f"{REDIS}/{DB}")
@@ -52,10 +54,11 @@ def test_both_paths_run_every_case_with_the_same_findings(tmp_path: Path, broker
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = _rows(done.stdout)
-    assert set(rows) == {"local-1", "service-1"} | ({"service-own-1"} if extra == ("--own-reruns",) else set())
+    both = {"service-own-1", "service-cold-1"} if broker == "embedded" else set()
+    assert set(rows) == {"local-1", "service-1"} | both
     for row in rows.values():
-        # shared 0: selftest confirms nothing, so no process shares re-runs
-        assert row.split()[5:7] == ["0", "yes"] and row.endswith("clean 1, findings 1"), row
+        # shared 0: selftest confirms nothing, so no process shares re-runs; warm 0: bare runs never warm-start
+        assert row.split()[5:8] == ["0", "0", "yes"] and row.endswith("clean 1, findings 1"), row
     assert "service: median wall" in done.stdout and "cases per GPU-hour" in done.stdout
 
 
