@@ -12,6 +12,7 @@ Others run under the same sanitizer as A, or bare with --others-bare. Printed: A
 others start, while any of them runs, and after; the ratio of during to before.
 Usage (GPU box, from the project root):
   python3 tests/gpu/start_interference.py --what context [--others 4] [--sanitizer PATH] [--bare-a] [--others-bare]
+                                          [--reuse]
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ OTHERS = {
 }
 
 
-def cases(out: Path, seconds: float, reads: int) -> None:
-    """Process A: kernel cases until `seconds` after the first, each end time written to `out`."""
+def cases(out: Path, seconds: float, reads: int, reuse: bool) -> None:
+    """Process A: kernel cases until `seconds` after the first, each end time written to `out`. `reuse`: every case
+    reads the same never-written buffer (still `reads` records a case) instead of allocating and freeing its own."""
     import numpy as np
     import pycuda.autoinit  # noqa: F401
     import pycuda.driver as cuda
@@ -51,14 +53,16 @@ def cases(out: Path, seconds: float, reads: int) -> None:
 
     fn = SourceModule(KERNEL).get_function("read_fresh")
     written = cuda.mem_alloc(reads * 4)
+    unwritten = cuda.mem_alloc(reads * 4)
     ends: list[float] = []
     first = time.time()
     (out.parent / "started").write_text(str(first))
     while time.time() - first < seconds:
-        fresh = cuda.mem_alloc(reads * 4)
+        fresh = unwritten if reuse else cuda.mem_alloc(reads * 4)
         fn(fresh, written, np.int32(reads), block=(128, 1, 1), grid=((reads + 127) // 128, 1))
         cuda.Context.synchronize()
-        fresh.free()
+        if not reuse:
+            fresh.free()
         ends.append(time.time())
     out.write_text(json.dumps(ends))
 
@@ -78,16 +82,17 @@ def main() -> int:
     parser.add_argument("--sanitizer", default="/usr/local/cuda/bin/compute-sanitizer")
     parser.add_argument("--bare-a", action="store_true", help="A without the sanitizer")
     parser.add_argument("--others-bare", action="store_true", help="the others without the sanitizer")
+    parser.add_argument("--reuse", action="store_true", help="A's cases read one buffer: no allocation per case")
     parser.add_argument("--child-cases", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_cases:
-        cases(args.child_cases, args.seconds, args.reads)
+        cases(args.child_cases, args.seconds, args.reads, args.reuse)
         return 0
     under = [args.sanitizer, "--tool", "initcheck", "--print-limit", "0", "--show-backtrace", "device"]
     work = Path(tempfile.mkdtemp(prefix="interference-"))
     out = work / "ends.json"
     a_cmd = [sys.executable, __file__, "--child-cases", str(out), "--seconds", str(args.seconds), "--reads",
-             str(args.reads)]
+             str(args.reads), *(["--reuse"] if args.reuse else [])]
     a_under = [*under, "--xml", "--save", str(work / "a.xml")]  # as cuprobe runs a probe (its records kept)
     a = subprocess.Popen(([] if args.bare_a else a_under) + a_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     while not (work / "started").exists():
@@ -112,7 +117,8 @@ def main() -> int:
     before, during, after = rate(ends, first + 0.5, began), rate(ends, began, ended), rate(ends, ended, ends[-1])
     who = "bare" if args.others_bare else "under initcheck"
     print(
-        f"A {'bare' if args.bare_a else 'under initcheck'}, {args.others if others else 0} x {args.what} ({who}) "
+        f"A {'bare' if args.bare_a else 'under initcheck'}{' (one buffer)' if args.reuse else ''}, "
+        f"{args.others if others else 0} x {args.what} ({who}) "
         f"for {ended - began:.2f} s: cases/s before {before:.1f}, during {during:.1f}, after {after:.1f}; "
         f"during/before {during / before:.2f}",
         flush=True,
