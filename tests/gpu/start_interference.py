@@ -8,6 +8,7 @@ makes), synchronises and frees it; it writes each case's end time. --quiet-s aft
   torch    `import torch`, no CUDA (what the early import does beside a process's cases)
   cpu      two seconds of pure Python (a CPU core busy, nothing else)
   none     nothing is started (the control: how steady A's rate is by itself)
+  torch-in-a  no other process: A itself imports torch on a second thread (what cuprobe's early import does)
 Others run under the same sanitizer as A, or bare with --others-bare. Printed: A's cases per second before the
 others start, while any of them runs, and after; the ratio of during to before.
 Usage (GPU box, from the project root):
@@ -23,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,9 +45,11 @@ OTHERS = {
 }
 
 
-def cases(out: Path, seconds: float, reads: int, reuse: bool) -> None:
+def cases(out: Path, seconds: float, reads: int, reuse: bool, import_after_s: float | None = None) -> None:
     """Process A: kernel cases until `seconds` after the first, each end time written to `out`. `reuse`: every case
-    reads the same never-written buffer (still `reads` records a case) instead of allocating and freeing its own."""
+    reads the same never-written buffer (still `reads` records a case) instead of allocating and freeing its own.
+    `import_after_s`: import torch on a second thread that long after the first case, its start and end written
+    beside `out`."""
     import numpy as np
     import pycuda.autoinit  # noqa: F401
     import pycuda.driver as cuda
@@ -57,6 +61,8 @@ def cases(out: Path, seconds: float, reads: int, reuse: bool) -> None:
     ends: list[float] = []
     first = time.time()
     (out.parent / "started").write_text(str(first))
+    if import_after_s is not None:
+        threading.Thread(target=_import_torch, args=(out.parent / "import.json", first + import_after_s)).start()
     while time.time() - first < seconds:
         fresh = unwritten if reuse else cuda.mem_alloc(reads * 4)
         fn(fresh, written, np.int32(reads), block=(128, 1, 1), grid=((reads + 127) // 128, 1))
@@ -67,6 +73,14 @@ def cases(out: Path, seconds: float, reads: int, reuse: bool) -> None:
     out.write_text(json.dumps(ends))
 
 
+def _import_torch(out: Path, at: float) -> None:
+    time.sleep(max(0.0, at - time.time()))
+    began = time.time()
+    import torch  # noqa: F401  (the import is what is timed)
+
+    out.write_text(json.dumps([began, time.time()]))
+
+
 def rate(ends: list[float], start: float, end: float) -> float:
     inside = [t for t in ends if start <= t < end]
     return len(inside) / (end - start) if end > start else float("nan")
@@ -74,7 +88,7 @@ def rate(ends: list[float], start: float, end: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=[*OTHERS, "none"], default="context")
+    parser.add_argument("--what", choices=[*OTHERS, "none", "torch-in-a"], default="context")
     parser.add_argument("--others", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=12.0, help="how long A runs its cases")
     parser.add_argument("--quiet-s", type=float, default=2.5, help="A alone before the others start")
@@ -84,15 +98,18 @@ def main() -> int:
     parser.add_argument("--others-bare", action="store_true", help="the others without the sanitizer")
     parser.add_argument("--reuse", action="store_true", help="A's cases read one buffer: no allocation per case")
     parser.add_argument("--child-cases", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-import-after-s", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_cases:
-        cases(args.child_cases, args.seconds, args.reads, args.reuse)
+        cases(args.child_cases, args.seconds, args.reads, args.reuse, args.child_import_after_s)
         return 0
     under = [args.sanitizer, "--tool", "initcheck", "--print-limit", "0", "--show-backtrace", "device"]
     work = Path(tempfile.mkdtemp(prefix="interference-"))
     out = work / "ends.json"
     a_cmd = [sys.executable, __file__, "--child-cases", str(out), "--seconds", str(args.seconds), "--reads",
              str(args.reads), *(["--reuse"] if args.reuse else [])]
+    if args.what == "torch-in-a":
+        a_cmd += ["--child-import-after-s", str(args.quiet_s)]
     a_under = [*under, "--xml", "--save", str(work / "a.xml")]  # as cuprobe runs a probe (its records kept)
     a = subprocess.Popen(([] if args.bare_a else a_under) + a_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     while not (work / "started").exists():
@@ -103,7 +120,7 @@ def main() -> int:
     time.sleep(args.quiet_s)
     began = time.time()
     others = []
-    if args.what != "none":
+    if args.what in OTHERS:
         for _ in range(args.others):
             cmd = [sys.executable, "-c", OTHERS[args.what]]
             others.append(subprocess.Popen(([] if args.others_bare else under) + cmd, stdout=subprocess.DEVNULL,
@@ -112,13 +129,19 @@ def main() -> int:
         other.wait()
     ended = time.time() if others else began + 3.0
     a.wait()
+    if args.what == "torch-in-a":
+        began, ended = json.loads((work / "import.json").read_text())
     ends = json.loads(out.read_text())
     first = float((work / "started").read_text())
     before, during, after = rate(ends, first + 0.5, began), rate(ends, began, ended), rate(ends, ended, ends[-1])
     who = "bare" if args.others_bare else "under initcheck"
+    what = (
+        "torch imported on A's second thread"
+        if args.what == "torch-in-a"
+        else f"{args.others if others else 0} x {args.what} ({who})"
+    )
     print(
-        f"A {'bare' if args.bare_a else 'under initcheck'}{' (one buffer)' if args.reuse else ''}, "
-        f"{args.others if others else 0} x {args.what} ({who}) "
+        f"A {'bare' if args.bare_a else 'under initcheck'}{' (one buffer)' if args.reuse else ''}, {what} "
         f"for {ended - began:.2f} s: cases/s before {before:.1f}, during {during:.1f}, after {after:.1f}; "
         f"during/before {during / before:.2f}",
         flush=True,
