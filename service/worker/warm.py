@@ -44,7 +44,9 @@ def worker_spares(settings: Settings, gpu: str | None) -> Spares | None:
         return None
     with _lock:
         if _pool is None or _pool[0] != os.getpid():  # a forked child does not use its parent's pool
-            root = spares_folder(settings.data_dir, gpu) / f"worker-{os.getpid()}"
+            folder = spares_folder(settings.data_dir, gpu)
+            _clear_dead(folder)
+            root = folder / f"worker-{os.getpid()}"
             shutil.rmtree(root, ignore_errors=True)  # left by an earlier process with this pid
             closing = threading.Event()
             start = partial(_start_holding_gpu, settings.data_dir / "locks", gpu, closing)
@@ -55,6 +57,15 @@ def worker_spares(settings: Settings, gpu: str | None) -> Spares | None:
                 atexit.register(close_worker_spares)
             _pool = (os.getpid(), pool, closing)
         return _pool[1]
+
+
+def _clear_dead(folder: Path) -> None:
+    """Remove the spare folders of pool processes that have ended (killed, or a worker that crashed): their spares
+    died with them (each dies with the process that started it), their files stay behind otherwise."""
+    for owned in folder.glob("worker-*"):
+        pid = owned.name.removeprefix("worker-")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(owned, ignore_errors=True)
 
 
 def close_worker_spares() -> None:

@@ -7,6 +7,8 @@ the jobs run through the worker's own execute_job against a real (SQLite) store.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -166,3 +168,16 @@ def test_no_spare_starts_while_a_timing_probe_holds_the_gpu(tmp_path: Path, work
 def test_warm_starts_off_gives_a_worker_no_spares(worker: Settings) -> None:
     assert warm.worker_spares(worker.model_copy(update={"warm_starts": False}), GPU) is None
     assert warm.worker_spares(worker, "") is None  # a worker without a GPU (the CPU worker)
+
+
+def test_the_spare_folders_of_ended_pool_processes_are_cleared(tmp_path: Path, worker: Settings) -> None:
+    folder = spares_folder(worker.data_dir, GPU)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = folder / f"worker-{gone.pid}" / "spare-x"
+    living = folder / f"worker-{os.getppid()}" / "spare-y"  # a process that is still running
+    for spare in (dead, living):
+        spare.mkdir(parents=True)
+        (spare / "run.xml").write_text("<partial")
+    _pool(worker)
+    assert not dead.parent.exists() and (living / "run.xml").exists()
