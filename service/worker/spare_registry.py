@@ -59,9 +59,9 @@ def end_spares(root: Path, wait_s: float = GONE_WAIT_S) -> int:
 
 
 def _holders(marker: str, pids: tuple[int, ...] | None = None) -> list[int]:
-    """The processes (of `pids`, else all) whose command line names `marker` (a spare's folder): a killed process
-    that has exited, even one not yet reaped, has an empty command line."""
-    needle = marker.encode()
+    """The processes (of `pids`, else all) whose command line names a file in `marker` (a spare's folder: its FIFO,
+    its XML): a killed process that has exited, even one not yet reaped, has an empty command line."""
+    needle = f"{marker}/".encode()
     found = []
     for pid in pids if pids is not None else _all_pids():
         try:
