@@ -9,17 +9,16 @@ folder (`pgid`), under the GPU's spares folder; its folder goes when it is taken
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import time
 from pathlib import Path
 
+from probes.proctree import group_alive, stop_run
 from service.probing.spares import Spare
 
 log = logging.getLogger(__name__)
 
 PGID_NAME = "pgid"
-# How long the exclusive taker waits for the spares it killed to be gone (a SIGKILLed process exits at once; the
+# How long the exclusive taker waits for the spares it killed to be gone (a killed process exits at once; the
 # driver frees its context as it does).
 GONE_WAIT_S = 10.0
 LOOK_S = 0.02
@@ -31,47 +30,34 @@ def register(spare: Spare) -> None:
 
 
 def end_spares(root: Path, wait_s: float = GONE_WAIT_S) -> int:
-    """Kill every registered spare under `root` (a GPU's spares folder) and wait until none of their processes is
-    left (at most `wait_s`); how many were killed. A stale entry (its process gone, or its id reused by a process
-    that does not name the spare's folder on its command line) is left alone."""
-    killed: list[str] = []
+    """Kill every registered spare under `root` (a GPU's spares folder) and wait until none of their process groups
+    has a live process left (at most `wait_s`); how many were killed. A stale entry (its process gone, or its id
+    reused by a process that does not name the spare's folder on its command line) is left alone."""
+    killed: list[int] = []
     for entry in sorted(root.glob(f"*/*/{PGID_NAME}")):
         try:
             pgid = int(entry.read_text().strip())
         except (OSError, ValueError):
             continue
-        marker = str(entry.parent)
-        if not _holders(marker, (pgid,)):
+        if not _names_folder(pgid, entry.parent):
             continue
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            continue
-        killed.append(marker)
+        stop_run(pgid, pgid, set(), 0.0)  # the spare's group and its tree, as its owner's Started.kill would
+        killed.append(pgid)
     left, deadline = list(killed), time.monotonic() + wait_s
     while left and time.monotonic() < deadline:
-        left = [marker for marker in left if _holders(marker)]
+        left = [pgid for pgid in left if group_alive(pgid)]
         if left:
             time.sleep(LOOK_S)
     if left:
-        log.warning("%d spare process(es) still running %.0f s after SIGKILL: %s", len(left), wait_s, left)
+        log.warning("%d spare process group(s) still alive %.0f s after they were killed: %s", len(left), wait_s, left)
     return len(killed)
 
 
-def _holders(marker: str, pids: tuple[int, ...] | None = None) -> list[int]:
-    """The processes (of `pids`, else all) whose command line names a file in `marker` (a spare's folder: its FIFO,
-    its XML): a killed process that has exited, even one not yet reaped, has an empty command line."""
-    needle = f"{marker}/".encode()
-    found = []
-    for pid in pids if pids is not None else _all_pids():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if needle in f.read():
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
-def _all_pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+def _names_folder(pid: int, folder: Path) -> bool:
+    """Whether process `pid`'s command line names a file in `folder` (a spare's: its FIFO, its XML), so `pid` is
+    still the spare's and not a reused id; a process that has exited, even one not yet reaped, names nothing."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f"{folder}/".encode() in f.read()
+    except OSError:
+        return False

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from probes.proctree import group_alive
 from service.config import Settings
 from service.db.store import Store
 from service.models import ProbeRequest, Tool
@@ -21,7 +22,7 @@ from service.queue.submit import JobSpec, check, create
 from service.worker import warm
 from service.worker.execute import execute_job
 from service.worker.gpu_slots import gpu_held, spares_folder
-from service.worker.spare_registry import PGID_NAME, _holders
+from service.worker.spare_registry import PGID_NAME
 
 pytestmark = pytest.mark.gpu
 
@@ -80,11 +81,11 @@ def test_a_job_in_the_workers_spare_finds_what_a_cold_one_finds_and_a_timing_pro
 
     assert pool.wait_ready(1, 180) == 1, "the second marked job left no ready spare"
     (entry,) = sorted(spares_folder(settings.data_dir, uuid).glob(f"*/*/{PGID_NAME}"))
-    spare = str(entry.parent)
+    pgid = int(entry.read_text())
     with_spare = _memory_used_mib(uuid)
     with gpu_held(settings.data_dir / "locks", uuid, exclusive=True, data_dir=settings.data_dir):
         # Where a timing probe runs: no process of the spare left, and its context's memory given back.
-        assert _holders(spare) == []
+        assert not group_alive(pgid)
         deadline = time.monotonic() + 10
         while (freed := with_spare - _memory_used_mib(uuid)) < 100 and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from probes.contract import Tool
+from probes.proctree import group_alive
 from service.config import Settings
 from service.db.store import Store
 from service.models import Outcome, ProbeRequest
@@ -27,7 +28,7 @@ from service.queue.submit import JobSpec, check, create
 from service.worker import warm
 from service.worker.execute import execute_job
 from service.worker.gpu_slots import gpu_held, spares_folder
-from service.worker.spare_registry import PGID_NAME, _holders
+from service.worker.spare_registry import PGID_NAME
 from tests.conftest import VERSIONS, capture, replaying
 
 GPU = "GPU-warm-test"
@@ -112,10 +113,10 @@ def test_a_spare_no_job_takes_ends_after_the_idle_time(tmp_path: Path, worker: S
     (entry,) = _registered(settings)
     pgid = int(entry.read_text())
     deadline = time.monotonic() + 60
-    while (pool.alive() or _holders(str(entry.parent))) and time.monotonic() < deadline:
+    while (pool.alive() or group_alive(pgid)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pool.idled == 1 and pool.alive() == 0
-    assert _holders(str(entry.parent), (pgid,)) == [] and _registered(settings) == []
+    assert not group_alive(pgid) and _registered(settings) == []
 
 
 def test_a_timing_probe_taking_the_gpu_ends_every_spare_first(tmp_path: Path, worker: Settings) -> None:
@@ -124,12 +125,13 @@ def test_a_timing_probe_taking_the_gpu_ends_every_spare_first(tmp_path: Path, wo
     pool = _pool(worker)
     assert pool.wait_ready(1, 60) == 1
     (entry,) = _registered(worker)
+    pgid = int(entry.read_text())
     locks = worker.data_dir / "locks"
     with gpu_held(locks, GPU, exclusive=False, data_dir=worker.data_dir):
-        assert _holders(str(entry.parent)), "a shared holder (any other probe) leaves the spare alone"
+        assert group_alive(pgid), "a shared holder (any other probe) leaves the spare alone"
     with gpu_held(locks, GPU, exclusive=True, data_dir=worker.data_dir):
         # Inside the exclusive hold (where a timing probe runs): no process of the spare is left.
-        assert _holders(str(entry.parent)) == []
+        assert not group_alive(pgid)
     # The worker process that owned it finds it dead: its next job like it starts cold, and is right.
     second = _run(store, worker, _job(store, worker, "violate"))
     assert second["warm_start"] is False and second["outcome"] == Outcome.FINDINGS.value
