@@ -21,12 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from probes.warm import READY_NAME, WarmLevel
 from service.sanitizer.supervise import Started
 
 if TYPE_CHECKING:
+    from probes.base import Probe
     from service.probing.runner import PlannedRun
 
 FIFO_NAME = "params.fifo"
@@ -63,7 +64,11 @@ class Spare:
 
 
 def warm_level(planned: PlannedRun) -> WarmLevel:
-    probe, model = planned.admitted.probe, planned.admitted.model
+    return level_of(planned.admitted.probe, planned.admitted.model)
+
+
+def level_of(probe: Probe[Any], model: Any) -> WarmLevel:
+    """How far a spare for `probe` with these parameters gets ready: torch imported, the CUDA context, or the import."""
     if probe.uses_torch(model):
         return "torch"
     return "gpu" if probe.gpu_needed(model) else "import"

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from service.models import ProbeRequest, Tool
 from service.probing.admission import BadRequest, admit
+from service.probing.spares import level_of
 
 
 def warm_followed(requests: list[ProbeRequest], slots: int) -> set[int]:
@@ -38,8 +39,6 @@ def _like(request: ProbeRequest) -> tuple[str, str] | None:
         admitted = admit(request.probe, request.tool, request.params, request.options)
     except BadRequest:
         return None
-    probe, model = admitted.probe, admitted.model
-    if not probe.warms:
+    if not admitted.probe.warms:
         return None
-    level = "torch" if probe.uses_torch(model) else "gpu" if probe.gpu_needed(model) else "import"
-    return request.model_dump_json(exclude={"params"}), level
+    return request.model_dump_json(exclude={"params"}), level_of(admitted.probe, admitted.model)
