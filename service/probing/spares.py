@@ -183,11 +183,11 @@ class Spares:
         self.take_wait_s = take_wait_s
         self._ready: list[Spare] = []
         self._asked: list[tuple[Callable[[], Spare | None], Callable[[], bool], float, Key | None]] = []
-        self._making_keys: list[Key | None] = []
+        self._making: list[Key | None] = []  # the keys of the spares being started now
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
-        self.taken = self._making = self.idled = 0
+        self.taken = self.idled = 0
         self._used = time.monotonic()
         self._thread = threading.Thread(target=self._starter, name="cuprobe-spares", daemon=True)
         self._thread.start()
@@ -207,7 +207,7 @@ class Spares:
                         self.taken += 1
                         return spare
                     _discard_later(spare)
-                coming = key in self._making_keys or any(asked[3] == key for asked in self._asked)
+                coming = key in self._making or any(asked[3] == key for asked in self._asked)
             if not coming or time.monotonic() >= deadline:
                 return None
             time.sleep(HAND_OVER_LOOK_S)
@@ -241,7 +241,8 @@ class Spares:
         while True:
             with self._lock:
                 ready = sum(1 for s in self._ready if s.ready())
-                coming = len(self._asked) + self._making + sum(1 for s in self._ready if s.alive() and not s.ready())
+                warming = sum(1 for s in self._ready if s.alive() and not s.ready())
+                coming = len(self._asked) + len(self._making) + warming
             if ready >= count or not coming or time.monotonic() > deadline:
                 return ready
             time.sleep(LOOK_S)
@@ -268,8 +269,7 @@ class Spares:
                 now = time.monotonic()
                 due = [a for a in self._asked if a[2] <= now or _holds(a[1])]
                 self._asked = [a for a in self._asked if a not in due]
-                self._making += len(due)
-                self._making_keys += [a[3] for a in due]
+                self._making += [a[3] for a in due]
                 idle = self.idle_s is not None and now - self._used > self.idle_s and not self._asked
                 if idle and self._ready:
                     self.idled += len(self._ready)
@@ -281,8 +281,7 @@ class Spares:
                     self._start(make)
                 finally:
                     with self._lock:
-                        self._making -= 1
-                        self._making_keys.remove(key)
+                        self._making.remove(key)
 
     def _start(self, make: Callable[[], Spare | None]) -> None:
         try:
