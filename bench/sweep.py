@@ -43,7 +43,7 @@ from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
 from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, requests_of, run_sweep  # noqa: E402
-from service.sweep.plan import plan  # noqa: E402
+from service.sweep.plan import BATCHING, plan  # noqa: E402
 from service.worker.gpu_slots import host_slots  # noqa: E402
 
 GRID = """
@@ -77,6 +77,10 @@ def timed(
     if options := os.environ.get("CUPROBE_BENCH_OPTIONS"):  # an experiment: sanitizer options for every process,
         grid += f"options = {options}\n"  # as a TOML inline table (`{ kernel_name_exclude = ["kns=x"] }`)
     definition = parse_definition(grid)
+    if os.environ.get("CUPROBE_BENCH_NEEDS_IGNORED") == "1":
+        # An experiment: the planner as it was before it counted torch's import once a batch (docs/sweep.md,
+        # "Session 31"): no case needs anything, so the torch cases spread over the batches with the rest.
+        BATCHING["narrow-matmul"].needs = lambda point: frozenset()  # type: ignore[method-assign]
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
     warm = primed and warm_reruns and settings.confirm

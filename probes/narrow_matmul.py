@@ -7,7 +7,7 @@ from contextlib import ExitStack
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from probes.allocator import FIELD_DESCRIPTION, Allocator
 from probes.base import Probe, Recorder
@@ -35,6 +35,11 @@ class NarrowMatmulParams(BaseModel):
     )
     tile: Literal[8, 16, 32] = Field(32, description="tile width (blocks are tile x tile threads)")
     variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
+    cases: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="run only these cases of the n x variants product (ids like unguarded-n5); default: every one",
+    )
     dtype: DType = "float32"
     allocator: Allocator | None = Field(None, description=FIELD_DESCRIPTION)
     seed: int = Field(0, ge=0)
@@ -53,10 +58,39 @@ class NarrowMatmulParams(BaseModel):
             raise ValueError(f"variants must be distinct (got {value})")
         return value
 
+    @model_validator(mode="after")
+    def _cases_in_the_product(self) -> NarrowMatmulParams:
+        if self.cases is None:
+            return self
+        product = {case_id(v, n) for v in self.variants for n in self.n}
+        if outside := [c for c in self.cases if c not in product]:
+            example = case_id(self.variants[0], self.n[0])
+            raise ValueError(f"cases must be ids of the n x variants product, like {example} (got {outside[:3]})")
+        if len(set(self.cases)) != len(self.cases):
+            raise ValueError("cases must be distinct")
+        return self
+
+    def selected(self) -> list[tuple[Variant, int]]:
+        """The (variant, n) cases these parameters run, in the order the probe runs them: the n x variants product,
+        or the part of it `cases` names."""
+        chosen = None if self.cases is None else set(self.cases)
+        return [(v, n) for v in self.variants for n in self.n if chosen is None or case_id(v, n) in chosen]
+
 
 def padded(n: int, tile: int) -> int:
     """Rows of the padded weight buffer: n rounded up to a multiple of the tile width."""
     return -(-n // tile) * tile
+
+
+def _cut(params: NarrowMatmulParams, keep: list[tuple[Variant, int]]) -> NarrowMatmulParams:
+    """`params` running only the cases `keep` (in the probe's order): n and variants cut to theirs, and `cases`
+    naming them where they are not the whole of that product."""
+    kept_ns, kept_variants = {n for _, n in keep}, {v for v, _ in keep}
+    ns = [n for n in params.n if n in kept_ns]
+    variants = [v for v in params.variants if v in kept_variants]
+    whole = len(keep) == len(ns) * len(variants)
+    cases = None if whole else [case_id(v, n) for v, n in keep]
+    return params.model_copy(update={"n": ns, "variants": variants, "cases": cases})
 
 
 def case_id(variant: str, n: int) -> str:
@@ -111,36 +145,38 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
     poisonable = True
 
     def uses_torch(self, params: NarrowMatmulParams) -> bool:
-        return "torch" in params.variants
+        return any(variant == "torch" for variant, _ in params.selected())
 
     def narrowed(self, params: NarrowMatmulParams, cases: set[str]) -> NarrowMatmulParams | None:
-        """The n values and variants of `cases` ("unguarded-n5"...): their product, which holds every one of them."""
+        """The n values and variants of `cases` ("unguarded-n5"...): the part of their product these parameters
+        run, which holds every one of them."""
         found = [_CASE_ID.fullmatch(case) for case in cases]
         if not cases or not all(found):
             return None
-        ns = {int(m["n"]) for m in found if m}
-        variants = {m["variant"] for m in found if m}
-        if not ns <= set(params.n) or not variants <= set(params.variants):
+        wanted = {(m["variant"], int(m["n"])) for m in found if m}
+        selected = params.selected()
+        if not wanted <= set(selected):
             return None
-        return params.model_copy(
-            update={"n": [n for n in params.n if n in ns], "variants": [v for v in params.variants if v in variants]}
-        )
+        ns, variants = {n for _, n in wanted}, {v for v, _ in wanted}
+        return _cut(params, [(v, n) for v, n in selected if v in variants and n in ns])
 
     def without_torch(self, params: NarrowMatmulParams) -> NarrowMatmulParams | None:
-        """The kernel variants only: only the torch variant imports torch."""
-        kernels = [v for v in params.variants if v in KERNEL_VARIANTS]
-        if not kernels or len(kernels) == len(params.variants):
+        """The kernel variants' cases only: only the torch variant imports torch."""
+        selected = params.selected()
+        kernels = [(v, n) for v, n in selected if v in KERNEL_VARIANTS]
+        if not kernels or len(kernels) == len(selected):
             return None
-        return params.model_copy(update={"variants": kernels})
+        return _cut(params, kernels)
 
     def merged(self, params: list[NarrowMatmulParams]) -> NarrowMatmulParams | None:
-        """The batches' n values and variants together, where the batches differ in nothing else."""
-        if not params or len({p.model_dump_json(exclude={"n", "variants"}) for p in params}) != 1:
+        """The batches' n values and variants together (their whole product: a batch that runs part of its product
+        still merges into a set that holds every one of its cases), where the batches differ in nothing else."""
+        if not params or len({p.model_dump_json(exclude={"n", "variants", "cases"}) for p in params}) != 1:
             return None
         ns = list(dict.fromkeys(n for p in params for n in p.n))
         variants = list(dict.fromkeys(v for p in params for v in p.variants))
         try:
-            return params[0].model_validate({**params[0].model_dump(), "n": ns, "variants": variants})
+            return params[0].model_validate({**params[0].model_dump(), "n": ns, "variants": variants, "cases": None})
         except ValidationError:  # more n values than one run takes
             return None
 
@@ -152,15 +188,15 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         return Expectation()
 
     def expectation(self, params: NarrowMatmulParams, tool: Tool) -> Expectation:
-        for variant in params.variants:
-            for n in params.n:
-                if not self.case_expectation(params, tool, variant, n).clean:
-                    return self.case_expectation(params, tool, variant, n)
+        for variant, n in params.selected():
+            if not self.case_expectation(params, tool, variant, n).clean:
+                return self.case_expectation(params, tool, variant, n)
         return Expectation()
 
     def run(self, params: NarrowMatmulParams, tool: Tool, recorder: Recorder) -> None:
-        inputs = {n: operands(params, n) for n in params.n}
-        kernels = [v for v in params.variants if v in KERNEL_VARIANTS]
+        selected = params.selected()
+        inputs = {n: operands(params, n) for n in dict.fromkeys(n for _, n in selected)}
+        kernels = [(v, n) for v, n in selected if v in KERNEL_VARIANTS]
         # Every buffer lives until every case ran: a freed address handed to a later case would make
         # attribution by address ambiguous.
         alive: list[Any] = []
@@ -172,14 +208,13 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
                 cuda = stack.enter_context(cuda_context())
                 stack.callback(lambda: [buf.free() for buf in alive if hasattr(buf, "free")])
                 module = load_module("narrow_matmul", ("-lineinfo", f"-DTILE={params.tile}"))
-                for variant in kernels:
-                    for n in params.n:
-                        case = self._case(params, tool, variant, n, recorder)
-                        y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case, alive)
-                        recorder.poison.output(case.id, "y", y.copy)
-                        self._judge(params, case, y, inputs[n])
-            if "torch" in params.variants:
-                self._run_torch(params, tool, recorder, inputs, alive)
+                for variant, n in kernels:
+                    case = self._case(params, tool, variant, n, recorder)
+                    y = self._run_kernel(cuda, module, params, variant, inputs[n], recorder, case, alive)
+                    recorder.poison.output(case.id, "y", y.copy)
+                    self._judge(params, case, y, inputs[n])
+            if torch_ns := [n for v, n in selected if v == "torch"]:
+                self._run_torch(params, tool, recorder, inputs, torch_ns, alive)
 
     def _run_torch(
         self,
@@ -187,13 +222,14 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         tool: Tool,
         recorder: Recorder,
         inputs: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+        ns: list[int],
         alive: list[Any],
     ) -> None:
         from probes.torch_env import import_torch, record_tensors, tensor_values
 
         torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
-        for n in params.n:
+        for n in ns:
             case = self._case(params, tool, "torch", n, recorder)
             x = torch.from_numpy(inputs[n][0].astype(params.dtype)).cuda()
             w = torch.from_numpy(inputs[n][1].astype(params.dtype)).cuda()

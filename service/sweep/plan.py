@@ -18,6 +18,7 @@ from service.models.problems import describe
 from service.probing.admission import BadRequest, admit
 from service.probing.confirm import refuse_unconfirmable
 from service.sweep.definition import DefinitionError, Entry, SweepDefinition
+from service.sweep.packing import packed
 
 Point = dict[str, Any]
 
@@ -78,9 +79,20 @@ class NarrowMatmulBatching:
 
     @staticmethod
     def params(fixed: dict[str, Any], points: list[Point]) -> dict[str, Any]:
+        """The probe's parameters that run exactly `points`: their n values and variants, and `cases` where the
+        points are only part of that product."""
         ns = list(dict.fromkeys(int(p["n"]) for p in points))
         variants = list(dict.fromkeys(str(p["variants"]) for p in points))
-        return {**fixed, "n": ns, "variants": variants}
+        chosen = {case_id(p["variants"], p["n"]) for p in points}
+        product = [case_id(v, n) for v in variants for n in ns]
+        if len(chosen) == len(product):
+            return {**fixed, "n": ns, "variants": variants}
+        return {**fixed, "n": ns, "variants": variants, "cases": [c for c in product if c in chosen]}
+
+    @staticmethod
+    def needs(point: Point) -> frozenset[str]:
+        """What a grid point's process loads beyond the probe's own start: torch, for the torch variant."""
+        return frozenset({"torch"}) if point["variants"] == "torch" else frozenset()
 
     @staticmethod
     def is_control(fixed: dict[str, Any], point: Point) -> bool:
@@ -105,22 +117,11 @@ BATCHING = {NarrowMatmulBatching.probe: NarrowMatmulBatching()}
 # 42.6 s for 63,488 records and 384 cases, docs/sweep.md): a record costs about 0.6 ms and a case a few ms. Only the
 # balance between batches depends on it, and there the records dominate wherever a grid makes many.
 CASE_RECORDS = 16
-
-
-def balanced(ns: list[Any], cost: dict[Any, float], groups: int, per_group: int) -> list[list[Any]]:
-    """`ns` split into `groups` non-empty groups of at most `per_group` each, the costliest first into the cheapest
-    group so far (longest processing time first): K processes at once end together when their costs are even,
-    where consecutive chunks of a grid whose cost varies along it would leave one slot working alone. Each group
-    keeps the grid's order."""
-    loads = [0.0] * groups
-    members: list[list[Any]] = [[] for _ in range(groups)]
-    for n in sorted(ns, key=lambda v: -cost[v]):  # stable: equal costs keep the grid's order
-        open_ = [g for g in range(groups) if len(members[g]) < per_group]
-        g = min(open_, key=lambda i: (loads[i], len(members[i]), i))
-        members[g].append(n)
-        loads[g] += cost[n]
-    order = {n: i for i, n in enumerate(ns)}
-    return sorted((sorted(m, key=order.__getitem__) for m in members if m), key=lambda m: order[m[0]])
+# What a process pays once for a need of its cases, in records. torch: its import took 3.9-4.8 s on its own thread
+# in each process of the 384-case grid at K = 8 (an H100, docs/sweep.md "Session 30" call 7) and the kernel cases
+# beside it ran 0.6-1.6 s slower than with a late import (session 29); a record cost about 0.5 ms there (7,936 a
+# process in 4-5 s). So about 1.5 s, 3,000 records: enough that one process carries a grid's torch cases.
+NEED_RECORDS = {"torch": 3_000.0}
 
 
 def _points(entry: Entry) -> list[Point]:
@@ -163,18 +164,19 @@ def _singles(entry: Entry, tool: Tool, points: list[Point], reason: str, start: 
 
 
 def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats: int, slots: int) -> list[Process]:
-    """Chunk along n (every variant in each chunk, so the probe's n x variants product is exactly the chunk).
+    """The grid's cases packed into processes (service/sweep/packing.py), each running exactly its cases.
 
-    At least `slots` chunks where the grid allows, so K sanitizer processes on one GPU all have work, with the values
-    of n spread so the chunks' costs (records and cases, `batching.cost`) are as even as the grid allows."""
+    At least `slots` processes where the grid allows, so K sanitizer processes on one GPU all have work, with the
+    cases spread so the processes' costs (records and cases, `batching.cost`, and once per process each need of its
+    cases, NEED_RECORDS) are as even as the grid allows: the cases that use torch go to as few processes as that
+    allows, and the others never import it."""
     batching = BATCHING[entry.probe]
-    ns = list(dict.fromkeys(p["n"] for p in points))
-    variants = list(dict.fromkeys(p["variants"] for p in points))
-    per_chunk = max(1, min(entry.batch_size // len(variants), -(-len(ns) // max(1, slots))))
-    cost = {n: sum(batching.cost(entry.params, {"variants": v, "n": n}) for v in variants) for n in ns}
+    groups = min(len(points), max(slots, -(-len(points) // entry.batch_size)))
+    costs = [batching.cost(entry.params, p) for p in points]
+    needs = [batching.needs(p) for p in points]
     out: list[Process] = []
-    for group in balanced(ns, cost, -(-len(ns) // per_chunk), per_chunk):
-        chunk = [{"variants": v, "n": n} for v in variants for n in group]
+    for group in packed(costs, needs, NEED_RECORDS, groups, entry.batch_size):
+        chunk = [points[i] for i in group]
         cases = [
             PlannedCase(
                 f"{entry.name}/{tool}/{batching.label(p)}",
@@ -187,19 +189,12 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
             )
             for p in chunk
         ]
-        run_points, extra = list(chunk), []
+        run_points = list(chunk)
         if not any(c.control for c in cases):
             # No grid case here is a positive control: add one, so a silent instrument cannot read as clean.
             control = dict(batching.control_point)
             run_points.append(control)
             params = batching.params(entry.params, run_points)
-            grid_labels = {c.probe_case for c in cases}
-            extra = [
-                batching.label({"variants": v, "n": n})
-                for v in params["variants"]
-                for n in params["n"]
-                if batching.label({"variants": v, "n": n}) not in grid_labels
-            ]
             control_label = batching.label(control)
             cases.append(
                 PlannedCase(
@@ -228,8 +223,7 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
                 control_label,
                 repeats,
                 entry.timeout_s,
-                [e for e in extra if e != control_label],
-                entry.options,
+                options=entry.options,
             )
         )
     return out

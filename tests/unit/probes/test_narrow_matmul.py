@@ -106,6 +106,9 @@ def test_relative_error_is_normwise() -> None:
         ({"n": [3, 3]}, "n"),
         ({"dtype": "bfloat16"}, "dtype"),
         ({"m": 1, "kk": 2}, "kk"),
+        ({"n": [3], "cases": ["unguarded-n4"]}, "cases"),
+        ({"n": [3], "cases": ["torch-n3", "torch-n3"]}, "cases"),
+        ({"n": [3], "cases": []}, "cases"),
     ],
 )
 def test_bad_parameter_exits_2_naming_it(run_probe: ProbeRun, params: dict[str, object], field: str) -> None:
@@ -192,3 +195,25 @@ def test_a_case_gets_the_same_inputs_in_any_batch() -> None:
         assert np.array_equal(x, y)
     assert not np.array_equal(operands(alone, 5)[1], operands(alone.model_copy(update={"seed": 1}), 5)[1])
     assert operands(alone, 5)[1].shape == (5, 32)
+
+
+def test_cases_run_only_part_of_the_product_and_the_confirmation_keeps_to_it() -> None:
+    """A sweep's batch may run part of its n x variants product (`cases`): the torch variant of some n values in a
+    process of its own. Narrowed and torch-free re-runs keep to that part; merged batches give the whole product."""
+    probe = NarrowMatmul()
+    cases = ["torch-n3", "unguarded-n1", "torch-n2"]
+    part = NarrowMatmulParams(n=[1, 2, 3], variants=["unguarded", "torch"], cases=cases)
+    assert part.selected() == [("unguarded", 1), ("torch", 2), ("torch", 3)]  # the probe's order, not the list's
+    assert probe.uses_torch(part)
+    assert not probe.uses_torch(part.model_copy(update={"cases": ["unguarded-n1"]}))
+    cut = probe.without_torch(part)
+    assert cut is not None and cut.selected() == [("unguarded", 1)] and cut.cases is None  # the whole of its product
+    narrow = probe.narrowed(part, {"torch-n2", "unguarded-n1"})
+    assert narrow is not None and narrow.selected() == [("unguarded", 1), ("torch", 2)]
+    assert narrow.cases == ["unguarded-n1", "torch-n2"]  # not unguarded-n2 or torch-n1, which it never ran
+    assert probe.narrowed(part, {"unguarded-n2"}) is None  # in the product, but not a case this batch runs
+    other = NarrowMatmulParams(n=[1, 2, 3], variants=["unguarded", "guarded"])
+    merged = probe.merged([part, other])
+    assert merged is not None and merged.cases is None
+    assert set(merged.selected()) >= set(part.selected()) | set(other.selected())
+    assert probe.merged([part, other.model_copy(update={"seed": 2})]) is None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.narrow_matmul import expected_uninit_reads
+from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams, case_id, expected_uninit_reads
 from service.config import Settings
 from service.db.store import Store, utcnow
 from service.db.sweeps import SweepStore
@@ -22,7 +22,7 @@ from service.sanitizer.locate import _version
 from service.sweep.definition import DefinitionError, load_definition, parse_definition
 from service.sweep.diff import diff
 from service.sweep.execute import LocalRunner, assemble, requests_of, run_sweep
-from service.sweep.plan import BATCHING, plan
+from service.sweep.plan import BATCHING, NEED_RECORDS, plan
 from tests.conftest import capture
 
 NS = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128]
@@ -158,6 +158,8 @@ def test_a_batch_without_a_control_case_gets_one() -> None:
     text = CAPTURED.replace('["unguarded", "guarded", "torch"]', '["guarded"]')
     (only,) = plan(parse_definition(text))
     assert only.control == "unguarded-n1" and "unguarded" in only.params["variants"]
+    # The control is one case more, not the unguarded kernel at every n of the batch.
+    assert only.params["cases"] == ["guarded-n" + str(n) for n in NS] + ["unguarded-n1"]
     assert [c.key for c in only.cases if c.added] == ["narrow-matmul/initcheck/control-unguarded-n1@0"]
 
 
@@ -224,18 +226,23 @@ grid = { n = { first = 1, last = 16 }, variants = ["unguarded", "guarded", "torc
 @pytest.mark.parametrize("slots", [1, 2, 4, 8, 16, 32])
 def test_batches_spread_over_the_gpu_slots_each_with_a_control(slots: int) -> None:
     processes = plan(parse_definition(GRID48), slots)
-    assert len(processes) == min(slots, 16)  # 16 values of n: never more batches than n values
+    assert len(processes) == slots  # 48 cases: one process per slot
     grid = [c.key for p in processes for c in p.cases if not c.added]
     assert len(grid) == len(set(grid)) == 48
     assert all(p.batched and p.control and any(c.control for c in p.cases) for p in processes)
+    # Each process's parameters run exactly its cases (its added control among them), nothing more.
+    for p in processes:
+        ran = [case_id(v, n) for v, n in NarrowMatmulParams.model_validate(p.params).selected()]
+        assert sorted(ran) == sorted(c.probe_case for c in p.cases)
 
 
 @pytest.mark.parametrize("slots", [2, 4, 8, 16])
-def test_batches_carry_even_shares_of_the_records(slots: int) -> None:
-    """K processes at once end when the one with the most records does. Along n the unguarded kernel's records
-    fall from 992 (n = 1) to 0 (n = 32) and again in every tile, so consecutive chunks of the nightly grid at K = 8
-    carried 12,032 and 3,840 records (the H200's 384-case run, docs/evidence/2026-12-04-s11/call1): n is spread
-    so every process carries about the same."""
+def test_batches_carry_even_costs_and_only_the_fewest_import_torch(slots: int) -> None:
+    """K processes at once end when the costliest does. Along n the unguarded kernel's records fall from 992 (n = 1)
+    to 0 (n = 32) and again in every tile, so consecutive chunks of the nightly grid at K = 8 carried 12,032 and 3,840
+    records (the H200's 384-case run, docs/evidence/2026-12-04-s11/call1): cases are spread so every process costs
+    about the same. A process whose cases use torch pays its import once (NEED_RECORDS): the torch variant's 128
+    cases go to as few processes as keep the costs even, and every other process never imports torch."""
     definition = load_definition(Path("suites/nightly.toml"))
     processes = [p for p in plan(definition, slots) if p.batched]
     assert len(processes) == slots
@@ -245,10 +252,19 @@ def test_batches_carry_even_shares_of_the_records(slots: int) -> None:
     batching = BATCHING["narrow-matmul"]
     records = [sum(batching.records(entry.params, c.point) for c in p.cases if not c.added) for p in processes]
     assert sum(records) == 63_488
-    assert max(records) <= 1.02 * min(records), records
-    assert all(p.params["n"] == sorted(p.params["n"]) for p in processes)  # each keeps the grid's order
-    # Every case's parameters still make exactly the process's n x variants product.
-    assert all(len(p.cases) == len(p.params["n"]) * len(p.params["variants"]) for p in processes)
+    probe = NarrowMatmul()
+    uses_torch = [probe.uses_torch(NarrowMatmulParams.model_validate(p.params)) for p in processes]
+    costs = [
+        sum(batching.cost(entry.params, c.point) for c in p.cases if not c.added) + NEED_RECORDS["torch"] * torch
+        for p, torch in zip(processes, uses_torch, strict=True)
+    ]
+    assert max(costs) <= 1.01 * min(costs), costs
+    assert sum(uses_torch) == (2 if slots == 16 else 1), uses_torch  # at K = 16 one process would cost too much
+    # Each process keeps the grid's order and runs exactly its cases.
+    for p in processes:
+        assert p.params["n"] == sorted(p.params["n"])
+        ran = [case_id(v, n) for v, n in NarrowMatmulParams.model_validate(p.params).selected()]
+        assert sorted(ran) == sorted(c.probe_case for c in p.cases)
 
 
 def test_local_runner_with_slots_returns_every_result_to_its_request(tmp_path: Path) -> None:
