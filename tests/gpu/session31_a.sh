@@ -9,7 +9,7 @@
 #    what one process finds, case by case, and only one of the four processes imports torch.
 # 2. The cold path (`cuprobe sweep run`'s: 384 cases at K = 8, nothing made before the clock), the defaults against
 #    CUPROBE_BENCH_NEEDS_IGNORED=1 (the planner not counting the import: torch's cases spread over the batches),
-#    rotating who goes first, until AB_DEADLINE_S (default 300).
+#    rotating who goes first, until AB_DEADLINE_S (default 270).
 # Predicted (written before this call): the test passes on every sanitizer. Cold: "torch's import on its second
 # thread" in 1 process (defaults) against 7-8 (ignored); the slowest process's unguarded cases 3.5-4.6 s against
 # 4.3-6.3 s; wall 0.5-1.0 s less; cases per GPU-hour median 140,000-160,000 against 127,000-145,000 (+5-10 %), the
@@ -27,5 +27,5 @@ cold_setting() {
     needs-ignored) cold_round "$1" "$2" CUPROBE_BENCH_NEEDS_IGNORED=1 ;;
   esac
 }
-cold_rounds 300 needs-ignored defaults  # round 1: defaults first
+cold_rounds 270 needs-ignored defaults  # round 1: defaults first
 cold_done
