@@ -79,7 +79,8 @@ def timed(
     definition = parse_definition(grid)
     if os.environ.get("CUPROBE_BENCH_NEEDS_IGNORED") == "1":
         # An experiment: the planner as it was before it counted torch's import once a batch (docs/sweep.md,
-        # "Session 31"): no case needs anything, so the torch cases spread over the batches with the rest.
+        # "Session 31"): no case needs anything, so the torch cases spread over the batches with the rest (the
+        # 384-case grid at K = 8: 16 in each of the eight, as the planner's chunks along n had them).
         BATCHING["narrow-matmul"].needs = lambda point: frozenset()  # type: ignore[method-assign]
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
@@ -96,8 +97,9 @@ def timed(
     if primed:
         planned = plan(definition, slots)
         spares = Spares(workdir / name / "spares", slots)
-        request = requests_of(planned)[0][1]
-        for _ in range(slots):
+        # One for each of the first K processes, each as far as its own start-up goes: batches packed by what their
+        # cases need differ in it (only the one with the torch cases imports torch).
+        for _, request in requests_of(planned)[:slots]:
             spares.ask(partial(start_spare, request, settings, False, spares.root), lambda: True)
         spares.budget = max(0, len(planned) - slots)  # then as the sweep's own pool: no spare it cannot use
         ready = spares.wait_ready(slots, 300)

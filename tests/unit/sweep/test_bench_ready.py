@@ -11,11 +11,17 @@ from typing import Any
 import pytest
 
 import bench.sweep as bench
+from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams
 from service.config import Settings
+from service.sweep.definition import parse_definition
+from service.sweep.execute import requests_of
+from service.sweep.plan import BATCHING, plan
 
 
 class Events(list[str]):
-    pass
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[Any] = []  # what each spare asked for was started for
 
 
 def _stand_ins(monkeypatch: pytest.MonkeyPatch, events: Events) -> None:
@@ -23,8 +29,9 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch, events: Events) -> None:
         def __init__(self, root: Path, slots: int) -> None:
             self.root, self.budget = root, 0
 
-        def ask(self, *_: Any) -> None:
+        def ask(self, make: Any, *_: Any) -> None:
             events.append("spare asked")
+            events.requests.append(make.args[0])
 
         def wait_ready(self, slots: int, timeout_s: float) -> int:
             events.append("spares ready")
@@ -68,6 +75,7 @@ EXPERIMENTS = (
     "CUPROBE_BENCH_RERUNS_AFTER_S",
     "CUPROBE_BENCH_IDLE_RERUNS",
     "CUPROBE_BENCH_OPTIONS",
+    "CUPROBE_BENCH_NEEDS_IGNORED",
 )
 
 
@@ -148,3 +156,25 @@ def test_slots_that_are_not_k_values_are_refused_naming_the_one(capsys: pytest.C
             bench.slot_values(parser, bad)
         assert exited.value.code == 2
         assert f"--slots {bad}: {named} is not a K (a whole number from 1)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("ignored", "with_torch"), [(False, 1), (True, 8)])
+def test_each_first_wave_process_gets_a_spare_for_its_own_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ignored: bool, with_torch: int
+) -> None:
+    """Batches packed by what their cases need differ in their start-up (only the one with the torch cases imports
+    torch, and a spare takes only a run of its own start-up): the bench readies one spare for each of the first K
+    processes. CUPROBE_BENCH_NEEDS_IGNORED=1, the experiment, plans as before the needs were counted: on the 384-case
+    grid at K = 8, the torch cases in every batch."""
+    batching = BATCHING["narrow-matmul"]
+    monkeypatch.setattr(batching, "needs", batching.needs)  # the experiment replaces it: put it back afterwards
+    events = _experiment(monkeypatch, **({"CUPROBE_BENCH_NEEDS_IGNORED": "1"} if ignored else {}))
+    settings = Settings(data_dir=tmp_path / "data", confirm=False)
+    bench.timed("grid", 128, True, tmp_path, settings, 8, primed=True)
+    assert events.count("spare asked") == 8
+    definition = parse_definition(bench.GRID.format(name="grid", batch="true", last=128))
+    expected = [r.params for _, r in requests_of(plan(definition, 8))]
+    assert [r.params for r in events.requests] == expected
+    probe = NarrowMatmul()
+    torch = [probe.uses_torch(NarrowMatmulParams.model_validate(r.params)) for r in events.requests]
+    assert sum(torch) == with_torch
