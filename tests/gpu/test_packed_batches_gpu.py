@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import bench.sweep as bench
 from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams, expected_uninit_reads
 from service.config import Settings
 from service.models import Outcome
@@ -18,14 +19,7 @@ from service.sweep.execute import LocalRunner, run_sweep
 from service.sweep.plan import plan
 
 pytestmark = pytest.mark.gpu
-GRID = """
-name = "packed"
-[[entry]]
-probe = "narrow-matmul"
-tool = ["initcheck"]
-params = { m = 32, k = 32, tile = 32 }
-grid = { n = { first = 1, last = 16 }, variants = ["unguarded", "guarded", "torch"] }
-"""
+GRID = bench.GRID.format(name="packed", batch="true", last=16)  # 48 cases, the bench's own grid
 
 
 def test_packed_batches_find_what_one_process_finds_and_one_imports_torch(settings: Settings, workdir: Path) -> None:
