@@ -90,8 +90,11 @@ def test_the_job_after_a_marked_one_runs_in_the_spare_it_left(tmp_path: Path, wo
     assert second["params"]["behaviour"] == "violate"  # type: ignore[index]
     assert [f.kind for f in store.findings(second_id)] == ["expectation-violation"]
     assert pool.taken == 1
-    # Not marked: it readies none, and the spare it ran in is gone with its folder.
-    time.sleep(0.5)
+    # Not marked: it readies none, and the spare it ran in is gone with its folder (removed as its run ends: waited
+    # for, up to 30 s, so a loaded machine does not fail it).
+    deadline = time.monotonic() + 30
+    while (pool.alive() or _registered(worker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert pool.alive() == 0 and _registered(worker) == []
 
 
@@ -113,7 +116,8 @@ def test_a_spare_no_job_takes_ends_after_the_idle_time(tmp_path: Path, worker: S
     (entry,) = _registered(settings)
     pgid = int(entry.read_text())
     deadline = time.monotonic() + 60
-    while (pool.alive() or group_alive(pgid)) and time.monotonic() < deadline:
+    # The spare is killed, then its folder (with its registration) removed: wait for all of it, not the first part.
+    while (pool.alive() or group_alive(pgid) or _registered(settings)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pool.idled == 1 and pool.alive() == 0
     assert not group_alive(pgid) and _registered(settings) == []
