@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from probes import registry  # noqa: E402
 from probes.contract import is_confirm_control  # noqa: E402
 from service.config import Settings, get_settings  # noqa: E402
 from service.models.sweep import Sweep  # noqa: E402
@@ -275,6 +276,7 @@ def main() -> int:
                     flush=True,
                 )
                 print(slowest(full), flush=True)
+                print(torch_or_not(full), end="", flush=True)
                 print(not_run(full), end="", flush=True)
                 print(xml_sizes(work / name), flush=True)
                 print(before_cases(work / name), flush=True)
@@ -322,6 +324,31 @@ def slowest(sweep: Sweep) -> str:
     total, index, stages = max(runs, key=lambda run: run[0])
     parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in stages.items() if seconds >= 0.1)
     return f"  slowest process: {total:.1f} s ({parts})" + in_cases(sweep, index, stages.get("run"))
+
+
+def torch_or_not(sweep: Sweep) -> str:
+    """`  with torch's cases: 1, 8.1 s; without them: 7, 8.4-9.0 s (median 8.7)` (processes; each one's stages added up,
+    its first run), where some processes ran torch's cases and some did not: whether the one the packed plan gave
+    fewer records, for torch's import (service/sweep/plan.py NEED_RECORDS), ends beside the others. Empty otherwise."""
+    totals: dict[bool, list[float]] = {True: [], False: []}
+    for process in sweep.processes:
+        probe = registry.get(process.probe)
+        try:
+            torch = probe.uses_torch(probe.Params.model_validate(process.params))
+        except ValueError:
+            continue
+        if process.stages:
+            totals[torch].append(sum(process.stages[0].values()))
+    if not totals[True] or not totals[False]:
+        return ""
+
+    def spread(times: list[float]) -> str:
+        if len(times) == 1:
+            return f"{times[0]:.1f} s"
+        return f"{min(times):.1f}-{max(times):.1f} s (median {statistics.median(times):.1f})"
+
+    with_, without = totals[True], totals[False]
+    return f"  with torch's cases: {len(with_)}, {spread(with_)}; without them: {len(without)}, {spread(without)}\n"
 
 
 def in_cases(sweep: Sweep, index: int, run_s: float | None) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sweep import before_cases, not_run, reruns_order, reruns_split, slowest
+from bench.sweep import before_cases, not_run, reruns_order, reruns_split, slowest, torch_or_not
 from probes.contract import CONFIRM_CONTROL_PREFIX, Tool
 from service.models import Outcome
 from service.models.sweep import ProcessRecord, Sweep, SweepCase
@@ -158,3 +158,20 @@ def test_the_processes_whose_cases_did_not_run_are_named_with_why() -> None:
         "  NOT RUN: process 1, 2 of its 2 case(s): sanitizer_error: the sanitizer exited 1 before its first case\n"
     )
     assert not_run(sweep.model_copy(update={"cases": sweep.cases[:1]})) == ""  # every case ran: no line
+
+
+def test_processes_with_torchs_cases_are_timed_against_the_others() -> None:
+    """Whether the process the packed plan gave torch's cases (and fewer records) ends beside the others."""
+
+    def process(index: int, variants: list[str], seconds: float) -> ProcessRecord:
+        return ProcessRecord(
+            index=index, probe="narrow-matmul", tool=Tool.INITCHECK, params={"n": [index + 1], "variants": variants},
+            batched=True, cases=1, stages=[{"run": seconds - 0.5, "parse": 0.5}],
+        )
+
+    kernels = [process(i, ["unguarded", "guarded"], s) for i, s in enumerate([8.4, 9.0, 8.7])]
+    processes = [process(3, ["torch"], 8.1), *kernels]
+    sweep = Sweep(id="s", definition="d", started_at=datetime.now(UTC), processes=processes)
+    assert torch_or_not(sweep) == "  with torch's cases: 1, 8.1 s; without them: 3, 8.4-9.0 s (median 8.7)\n"
+    alike = sweep.model_copy(update={"processes": kernels})
+    assert torch_or_not(alike) == ""  # nothing to set side by side
