@@ -44,7 +44,7 @@ from service.reports.markdown import markdown  # noqa: E402
 from service.sweep.definition import parse_definition  # noqa: E402
 from service.sweep.diff import diff  # noqa: E402
 from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, requests_of, run_sweep  # noqa: E402
-from service.sweep.plan import BATCHING, plan  # noqa: E402
+from service.sweep.plan import BATCHING, NEED_RECORDS, plan  # noqa: E402
 from service.worker.gpu_slots import host_slots  # noqa: E402
 
 GRID = """
@@ -83,6 +83,10 @@ def timed(
         # "Session 31"): no case needs anything, so the torch cases spread over the batches with the rest (the
         # 384-case grid at K = 8: 16 in each of the eight, as the planner's chunks along n had them).
         BATCHING["narrow-matmul"].needs = lambda point: frozenset()  # type: ignore[method-assign]
+    if records := os.environ.get("CUPROBE_BENCH_TORCH_RECORDS"):
+        # An experiment: what torch's import costs a batch in the packed plan, in records (3,000 by default), to
+        # measure another value against it (docs/sweep.md, "Session 31", call 3).
+        NEED_RECORDS["torch"] = float(records)
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
     warm = primed and warm_reruns and settings.confirm

@@ -15,7 +15,7 @@ from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams
 from service.config import Settings
 from service.sweep.definition import parse_definition
 from service.sweep.execute import requests_of
-from service.sweep.plan import BATCHING, plan
+from service.sweep.plan import BATCHING, NEED_RECORDS, plan
 
 
 class Events(list[str]):
@@ -76,6 +76,7 @@ EXPERIMENTS = (
     "CUPROBE_BENCH_IDLE_RERUNS",
     "CUPROBE_BENCH_OPTIONS",
     "CUPROBE_BENCH_NEEDS_IGNORED",
+    "CUPROBE_BENCH_TORCH_RECORDS",
 )
 
 
@@ -178,3 +179,22 @@ def test_each_first_wave_process_gets_a_spare_for_its_own_start_up(
     probe = NarrowMatmul()
     torch = [probe.uses_torch(NarrowMatmulParams.model_validate(r.params)) for r in events.requests]
     assert sum(torch) == with_torch
+
+
+def test_the_experiment_can_set_what_torchs_import_costs_a_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CUPROBE_BENCH_TORCH_RECORDS: the import counted lower, the batch with the torch cases carries more records."""
+    monkeypatch.setitem(NEED_RECORDS, "torch", NEED_RECORDS["torch"])  # the experiment sets it: put it back afterwards
+    batching = BATCHING["narrow-matmul"]
+    fixed = {"m": 32, "k": 32, "tile": 32}
+    carried = {}
+    for value in ("3000", "1000"):
+        events = _experiment(monkeypatch, CUPROBE_BENCH_TORCH_RECORDS=value)
+        bench.timed("grid", 128, True, tmp_path / value, Settings(data_dir=tmp_path / "data", confirm=False), 8, True)
+        assert NEED_RECORDS["torch"] == float(value)
+        probe = NarrowMatmul()
+        (carrier,) = [r for r in events.requests if probe.uses_torch(NarrowMatmulParams.model_validate(r.params))]
+        model = NarrowMatmulParams.model_validate(carrier.params)
+        carried[value] = sum(batching.records(fixed, {"variants": v, "n": n}) for v, n in model.selected())
+    assert carried["1000"] > carried["3000"] + 1000, carried
