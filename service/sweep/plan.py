@@ -189,12 +189,9 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
             )
             for p in chunk
         ]
-        run_points = list(chunk)
         if not any(c.control for c in cases):
             # No grid case here is a positive control: add one, so a silent instrument cannot read as clean.
             control = dict(batching.control_point)
-            run_points.append(control)
-            params = batching.params(entry.params, run_points)
             control_label = batching.label(control)
             cases.append(
                 PlannedCase(
@@ -209,14 +206,13 @@ def _batches(entry: Entry, tool: Tool, points: list[Point], start: int, repeats:
                 )
             )
         else:
-            params = batching.params(entry.params, run_points)
             control_label = next(c.probe_case for c in cases if c.control) or ""
         out.append(
             Process(
                 start + len(out),
                 entry.probe,
                 tool,
-                params,
+                batching.params(entry.params, [c.point for c in cases]),  # exactly its cases, any added control too
                 cases,
                 True,
                 "",
