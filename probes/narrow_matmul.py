@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any, Literal
 
@@ -82,14 +83,20 @@ def padded(n: int, tile: int) -> int:
     return -(-n // tile) * tile
 
 
+def part_of_product(variants: Sequence[str], ns: list[int], chosen: set[tuple[str, int]]) -> list[str] | None:
+    """The `cases` parameter that runs exactly `chosen` of the variants x n product: their ids in the probe's order,
+    or None where they are the whole product."""
+    product = [(v, n) for v in variants for n in ns]
+    return None if len(chosen) == len(product) else [case_id(v, n) for v, n in product if (v, n) in chosen]
+
+
 def _cut(params: NarrowMatmulParams, keep: list[tuple[Variant, int]]) -> NarrowMatmulParams:
-    """`params` running only the cases `keep` (in the probe's order): n and variants cut to theirs, and `cases`
-    naming them where they are not the whole of that product."""
+    """`params` running only the cases `keep`: n and variants cut to theirs, and `cases` naming them where they are
+    not the whole of that product."""
     kept_ns, kept_variants = {n for _, n in keep}, {v for v, _ in keep}
     ns = [n for n in params.n if n in kept_ns]
     variants = [v for v in params.variants if v in kept_variants]
-    whole = len(keep) == len(ns) * len(variants)
-    cases = None if whole else [case_id(v, n) for v, n in keep]
+    cases = part_of_product(variants, ns, set(keep))
     return params.model_copy(update={"n": ns, "variants": variants, "cases": cases})
 
 

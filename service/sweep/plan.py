@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from probes.contract import Tool
-from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads
+from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads, part_of_product
 from service.config import get_settings
 from service.models import ProbeRequest, SanitizerOptions
 from service.models.problems import describe
@@ -83,11 +83,8 @@ class NarrowMatmulBatching:
         points are only part of that product."""
         ns = list(dict.fromkeys(int(p["n"]) for p in points))
         variants = list(dict.fromkeys(str(p["variants"]) for p in points))
-        chosen = {case_id(p["variants"], p["n"]) for p in points}
-        product = [case_id(v, n) for v in variants for n in ns]
-        if len(chosen) == len(product):
-            return {**fixed, "n": ns, "variants": variants}
-        return {**fixed, "n": ns, "variants": variants, "cases": [c for c in product if c in chosen]}
+        cases = part_of_product(variants, ns, {(str(p["variants"]), int(p["n"])) for p in points})
+        return {**fixed, "n": ns, "variants": variants, **({"cases": cases} if cases is not None else {})}
 
     @staticmethod
     def needs(point: Point) -> frozenset[str]:
