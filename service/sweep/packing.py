@@ -31,11 +31,12 @@ def packed(
     having = {need: sum(need in n for n in needs) for need in sorted(set().union(*needs))}
     carriers = {need: min(groups, -(-count // cap)) for need, count in having.items()}
     best = _place(costs, needs, need_cost, groups, cap, carriers)
+    best_worst = _worst(best, costs, needs, need_cost)
     for need, count in having.items():
         for m in range(carriers[need] + 1, min(groups, count) + 1):
             tried = _place(costs, needs, need_cost, groups, cap, {**carriers, need: m})
-            if _worst(tried, costs, needs, need_cost) < _worst(best, costs, needs, need_cost):
-                best, carriers = tried, {**carriers, need: m}
+            if (worst := _worst(tried, costs, needs, need_cost)) < best_worst:
+                best, best_worst, carriers = tried, worst, {**carriers, need: m}
     members = [sorted(g) for g in best if g]
     return sorted(members, key=lambda g: g[0])
 
