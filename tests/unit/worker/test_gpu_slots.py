@@ -5,8 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,13 +12,7 @@ import pytest
 from service.config import Settings
 from service.queue.registry import WorkerBeat
 from service.worker.gpu_slots import Cancelled, GpuLock, service_slots
-
-
-def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.01)
+from tests.waiting import until
 
 
 def _held_by_someone(path: Path) -> bool:
@@ -69,7 +61,7 @@ def test_timing_probe_waits_for_running_probes_and_later_ones_wait_for_it(tmp_pa
     assert running.acquired.wait(10)
     timing = Holder(lock, "timing", order, exclusive=True)
     timing.start()
-    _until(lambda: _held_by_someone(lock.turnstile), "the timing probe holds the turnstile")
+    until(lambda: _held_by_someone(lock.turnstile), "the timing probe holds the turnstile")
     later = Holder(lock, "later", order, exclusive=False)
     later.start()
     assert not timing.acquired.is_set() and not later.acquired.is_set()

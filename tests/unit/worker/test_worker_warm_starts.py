@@ -30,6 +30,7 @@ from service.worker.execute import execute_job
 from service.worker.gpu_slots import gpu_held, spares_folder
 from service.worker.spare_registry import PGID_NAME
 from tests.conftest import VERSIONS, capture, replaying
+from tests.waiting import until
 
 GPU = "GPU-warm-test"
 
@@ -92,9 +93,7 @@ def test_the_job_after_a_marked_one_runs_in_the_spare_it_left(tmp_path: Path, wo
     assert pool.taken == 1
     # Not marked: it readies none, and the spare it ran in is gone with its folder (removed as its run ends: waited
     # for, up to 30 s, so a loaded machine does not fail it).
-    deadline = time.monotonic() + 30
-    while (pool.alive() or _registered(worker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    until(lambda: not pool.alive() and not _registered(worker), "the spare it ran in is gone", look_s=0.1)
     assert pool.alive() == 0 and _registered(worker) == []
 
 
@@ -115,10 +114,11 @@ def test_a_spare_no_job_takes_ends_after_the_idle_time(tmp_path: Path, worker: S
     assert pool.wait_ready(1, 60) == 1
     (entry,) = _registered(settings)
     pgid = int(entry.read_text())
-    deadline = time.monotonic() + 60
     # The spare is killed, then its folder (with its registration) removed: wait for all of it, not the first part.
-    while (pool.alive() or group_alive(pgid) or _registered(settings)) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    def gone() -> bool:
+        return not pool.alive() and not group_alive(pgid) and not _registered(settings)
+
+    until(gone, "the idle spare is gone, its registration too", timeout=60, look_s=0.1)
     assert pool.idled == 1 and pool.alive() == 0
     assert not group_alive(pgid) and _registered(settings) == []
 
