@@ -26,7 +26,7 @@ from probes.contract import (
     ProbeResult,
     Tool,
 )
-from probes.poison import PoisonPlan
+from probes.poison import FILL, PoisonPlan
 from probes.prefetch import TorchPrefetch, prefetch_torch
 from probes.warm import WARM_LEVELS, Warmed, read_params, warm_up
 
@@ -55,6 +55,14 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
         "--watch",
         default="{}",
         help="JSON: case id -> buffers to snapshot before their reader; `all`: every buffer at every checkpoint",
+    )
+    parser.add_argument(
+        "--then",
+        action="append",
+        default=[],
+        metavar="POISON=FILE",
+        help="once this run has completed, run the probe again in this process with another poison (the same --watch "
+        "and --confirm-control), writing that run's result.json to FILE; repeatable, in order",
     )
     parser.add_argument(
         "--confirm-control", action="store_true", help="also run the confirmer's planted control cases"
@@ -119,34 +127,57 @@ def _main(args: argparse.Namespace) -> int:
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     try:
-        plan = (
-            PoisonPlan(mode=args.poison, watch_all=True)
-            if args.watch == "all"
-            else PoisonPlan(mode=args.poison, watch=json.loads(args.watch))
-        )
-    except (ValidationError, json.JSONDecodeError) as exc:
-        bare.error = f"bad --watch for probe {args.name}: {exc}"
+        runs = [(args.out, _plan(args.poison, args.watch))]
+        runs += [(Path(out), _plan(mode, args.watch)) for mode, out in map(_then, args.then)]
+    except (ValidationError, ValueError) as exc:
+        bare.error = f"bad --watch or --then for probe {args.name}: {exc}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
-    if plan.fill is not None and not probe.poisonable:
-        bare.error = f"refused: --poison {args.poison}: {probe.unpoisonable_reason}"
+    refused = next((plan.mode for _, plan in runs if plan.fill is not None and not probe.poisonable), None)
+    if refused is not None:
+        bare.error = f"refused: --poison {refused}: {probe.unpoisonable_reason}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     prefetch = prefetch_torch() if args.prefetch_torch and probe.uses_torch(params) else None
-    recorder = Recorder(probe.name, tool, params, plan)
-    if warmed is not None:
-        recorder.result.context["warm_start"] = warmed.report()
     try:
-        return _run(args, probe, params, tool, recorder, prefetch)
+        for index, (out, plan) in enumerate(runs):
+            recorder = Recorder(probe.name, tool, params, plan)
+            if warmed is not None and index == 0:
+                recorder.result.context["warm_start"] = warmed.report()
+            status = _run(args, out, probe, params, tool, recorder, prefetch if index == 0 else None)
+            if status != EXIT_OK:  # the runs after it are not made: their result.json stays absent
+                return status
+        return EXIT_OK
     finally:
         if warmed is not None:
             warmed.release()
 
 
+def _plan(mode: str, watch: str) -> PoisonPlan:
+    """One run's poison: `mode`, snapshotting what `watch` names (`all`: every buffer)."""
+    if watch == "all":
+        return PoisonPlan.model_validate({"mode": mode, "watch_all": True})
+    return PoisonPlan.model_validate({"mode": mode, "watch": json.loads(watch)})
+
+
+def _then(value: str) -> tuple[str, str]:
+    """`--then POISON=FILE` as (poison, file)."""
+    mode, sep, out = value.partition("=")
+    if not sep or not out or mode not in FILL:
+        raise ValueError(f"--then {value!r}: expected POISON=FILE with POISON one of {', '.join(FILL)}")
+    return mode, out
+
+
 def _run(
-    args: argparse.Namespace, probe: Any, params: Any, tool: Tool, recorder: Recorder, prefetch: TorchPrefetch | None
+    args: argparse.Namespace,
+    out: Path,
+    probe: Any,
+    params: Any,
+    tool: Tool,
+    recorder: Recorder,
+    prefetch: TorchPrefetch | None,
 ) -> int:
-    recorder.artifacts_dir = args.out.resolve().parent
+    recorder.artifacts_dir = out.resolve().parent
     if probe.beats and os.environ.get(HEARTBEAT_ENV):
         recorder.heartbeat = Path(os.environ[HEARTBEAT_ENV])
     no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"
@@ -162,19 +193,19 @@ def _run(
         _final_context(recorder, prefetch)
         recorder.result.error = f"refused: {exc}"
         print(recorder.result.error, file=sys.stderr)
-        recorder.write(args.out)
+        recorder.write(out)
         return EXIT_BAD_PARAMS
     except ProbeUnavailable as exc:
         _final_context(recorder, prefetch)
         recorder.result.unavailable = str(exc)
         print(f"unavailable: {exc}", file=sys.stderr)
-        recorder.write(args.out)
+        recorder.write(out)
         return EXIT_UNAVAILABLE
     except Exception:
         recorder.result.error = traceback.format_exc(limit=20)
         _final_context(recorder, prefetch)
         print(recorder.result.error, file=sys.stderr)
-        recorder.write(args.out)
+        recorder.write(out)
         return EXIT_ERROR
     if probe.gpu_needed(params) or args.confirm_control:
         from probes.gpu import cuda_devices, schedule_name
@@ -183,7 +214,7 @@ def _run(
         recorder.result.context["cuda_schedule"] = schedule_name()
     _final_context(recorder, prefetch)
     recorder.result.complete = True  # the completion sentinel: set only after every case ran
-    recorder.write(args.out)
+    recorder.write(out)
     return EXIT_OK
 
 

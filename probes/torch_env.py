@@ -31,13 +31,18 @@ def import_torch(device: str, tool: Tool, recorder: Recorder, allocator: Allocat
         )
     if state is not None and recorder.poison.active:
         if "poisoning_allocator" not in recorder.result.context:
-            _install_poisoning_allocator(torch, recorder)
+            _poison_torch(torch, recorder)
     elif state is not None:
         recorder.result.context.update(activate(state, torch).context())
     return torch
 
 
-def _install_poisoning_allocator(torch: Any, recorder: Recorder) -> None:
+# The poisoning allocator this process installed (its library, loaded): torch takes an allocator once per process,
+# so a later run of the process (`--then`, the confirmer's re-runs sharing a process) only changes its fill.
+_installed: dict[str, Any] = {}
+
+
+def _poison_torch(torch: Any, recorder: Recorder) -> None:
     """Every fresh CUDA block torch takes (torch.empty, a matmul's output, cuBLAS workspace) comes poisoned.
 
     torch's own fill_uninitialized_memory covers only torch.empty*; the outputs of ops come straight from the
@@ -47,14 +52,19 @@ def _install_poisoning_allocator(torch: Any, recorder: Recorder) -> None:
 
     from kernels.poison_alloc import FREE, MALLOC, AllocatorBuildError, build
 
-    try:
-        path = build()
-    except AllocatorBuildError as exc:
-        raise ProbeUnavailable(f"cannot poison torch's CUDA memory: {exc}") from exc
-    ctypes.CDLL(str(path)).cuprobe_set_poison(recorder.poison.plan.fill)
-    allocator = torch.cuda.memory.CUDAPluggableAllocator(str(path), MALLOC, FREE)
-    torch.cuda.memory.change_current_allocator(allocator)
-    recorder.result.context["poisoning_allocator"] = f"{path.name}, fill 0x{recorder.poison.plan.fill:02X}"
+    fill = recorder.poison.plan.fill
+    if "library" not in _installed:
+        try:
+            path = build()
+        except AllocatorBuildError as exc:
+            raise ProbeUnavailable(f"cannot poison torch's CUDA memory: {exc}") from exc
+        library = ctypes.CDLL(str(path))
+        library.cuprobe_set_poison(fill)
+        torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(str(path), MALLOC, FREE))
+        _installed.update(library=library, name=path.name)
+    else:
+        _installed["library"].cuprobe_set_poison(fill)
+    recorder.result.context["poisoning_allocator"] = f"{_installed['name']}, fill 0x{fill:02X}"
 
 
 def tensor_bytes(tensor: Any) -> Callable[[], Any]:

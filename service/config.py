@@ -76,6 +76,12 @@ class Settings(BaseSettings):
     # sanitizer run. On the H200 torch's import and CUDA set-up were about 2 s of each early re-run of the 384-case
     # grid, whose torch cases never held a finding (docs/confirmation.md, "The cases that import torch").
     confirm_torch_early: bool = False
+    # How many processes the confirmation's four bare re-runs (docs/confirmation.md, "Re-runs sharing a process")
+    # take: 4, one each; fewer, dealt in turn (at 2 the two with the 0xFF poison in different processes, each followed
+    # by another re-run in its process; at 1 all four one after another in one process). A re-run's cost is mostly its
+    # start (the interpreter, pycuda, a CUDA context), and contexts created side by side on one GPU wait on each
+    # other. Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
+    confirm_processes: int = Field(default=4, ge=1, le=4)
     # A local sweep's shared re-runs run in ready processes (the caller's pool, service/probing/warm_reruns.py, else
     # four the sweep starts as it begins) held back until every batch of their grid has ended its sanitizer run, so
     # that their cases do not share the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in

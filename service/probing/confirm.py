@@ -6,6 +6,7 @@ import json
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -14,7 +15,7 @@ from probes import registry
 from probes.base import Probe
 from probes.confirm_control import CASES as CONTROL_CASES
 from probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
-from probes.contract import Tool, is_confirm_control
+from probes.contract import ProbeResult, Tool, is_confirm_control
 from probes.kinds import HOST_API_UNINITIALIZED
 from service.config import Settings
 from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
@@ -111,12 +112,21 @@ Watch = dict[str, list[str]] | None  # case id -> buffers to snapshot; None: eve
 
 
 def rerun_command(
-    probe: str, params: dict[str, object], out: Path, mode: str, watch: Watch, python: str | None
+    probe: str,
+    params: dict[str, object],
+    out: Path,
+    mode: str,
+    watch: Watch,
+    python: str | None,
+    then: Sequence[tuple[str, Path]] = (),
 ) -> list[str]:
     """A bare re-run: the probe's cases and the confirmer's control, fresh memory poisoned with `mode`, snapshotting
-    the buffers `watch` names (None: every buffer)."""
+    the buffers `watch` names (None: every buffer); `then`, (poison, result path) pairs: the re-runs that follow it
+    in the same process, once it has completed."""
     cmd = probe_command(probe, params, out, Tool.NONE, python)
     cmd += ["--poison", mode, "--watch", "all" if watch is None else json.dumps(watch, sort_keys=True)]
+    for then_mode, then_out in then:
+        cmd += ["--then", f"{then_mode}={then_out}"]
     return [*cmd, "--confirm-control"]
 
 
@@ -125,11 +135,33 @@ def rerun_environment(settings: Settings) -> dict[str, str]:
     return probe_environment(Tool.NONE, settings) | untimed_schedule(settings)
 
 
-def _bare_run(
+Run = tuple[str, str]  # a re-run: its label and poison (POISON_RUNS)
+
+
+def dealt(runs: Sequence[Run], processes: int) -> list[list[Run]]:
+    """`runs` dealt in turn into at most `processes` processes (Settings.confirm_processes), in their order within
+    each: at 2, POISON_RUNS's two 0xFF runs land in different processes, so determinism is still checked across two."""
+    count = max(1, min(processes, len(runs)))
+    return [list(runs[i::count]) for i in range(count)]
+
+
+def _why_not(done: Supervised, probe: ProbeResult | None, limit: float) -> str | None:
+    """Why a process's run gave no complete result (None: it ended well)."""
+    if done.cancelled:
+        return "cancelled"
+    if done.timed_out:
+        return f"timed out after {limit:g} s"
+    if done.returncode != 0:
+        said = (probe.unavailable or probe.error) if probe else None
+        tail = [line for line in done.stderr.tail_text().splitlines() if line.strip()]
+        return f"exited {done.returncode}: {said or (tail[-1] if tail else 'no message')}"
+    return None
+
+
+def _bare_runs(
     request: ProbeRequest,
     params: dict[str, object],
-    label: str,
-    mode: str,
+    group: list[Run],
     watch: Watch,
     settings: Settings,
     workdir: Path,
@@ -137,17 +169,21 @@ def _bare_run(
     folder: str = CONFIRM_DIR,
     warm: RerunPool | None = None,
     release: threading.Event | None = None,
-) -> BareRun:
-    out = workdir / folder / label.replace("#", "-") / "result.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
-    cmd = rerun_command(request.probe, params, out, mode, watch, settings.python)
-    limit = request.timeout_s or settings.timeout_s
+) -> list[BareRun]:
+    """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder."""
+    outs = [workdir / folder / label.replace("#", "-") / "result.json" for label, _ in group]
+    for out in outs:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.unlink(missing_ok=True)
+    then = [(mode, out) for (_, mode), out in zip(group[1:], outs[1:], strict=True)]
+    cmd = rerun_command(request.probe, params, outs[0], group[0][1], watch, settings.python, then)
+    limit = (request.timeout_s or settings.timeout_s) * len(group)
     done = None
-    if warm is not None and watch is None:  # only the early re-runs, which watch every buffer, are kept warm
-        done = _warm_run(warm, request.probe, mode, params, limit, cancel, out, release)
+    if warm is not None and watch is None and not then:  # only the early re-runs, which watch every buffer, are warm
+        done = _warm_run(warm, request.probe, group[0][1], params, limit, cancel, outs[0], release)
     if done is None and cancel.is_set():  # stopped before it began (a held set nobody needed): start nothing
-        return load_bare_run(label, mode, None, "cancelled", out)
+        cancelled = zip(group, outs, strict=True)
+        return [load_bare_run(label, mode, None, "cancelled", out) for (label, mode), out in cancelled]
     if done is None:
         done = supervise(
             cmd,
@@ -159,21 +195,19 @@ def _bare_run(
             nice=settings.confirm_nice,
             idle=settings.confirm_idle,
         )
-    (out.parent / "stdout.txt").write_text(done.stdout.text())
-    (out.parent / "stderr.txt").write_text(done.stderr.text())
-    probe, unreadable = read_probe_result(out)
-    why = None
-    if done.cancelled:
-        why = "cancelled"
-    elif done.timed_out:
-        why = f"timed out after {limit:g} s"
-    elif done.returncode != 0:
-        said = (probe.unavailable or probe.error) if probe else None
-        tail = [line for line in done.stderr.tail_text().splitlines() if line.strip()]
-        why = f"exited {done.returncode}: {said or (tail[-1] if tail else unreadable or 'no message')}"
-    run = load_bare_run(label, mode, probe, why or unreadable, out, done.duration_s)
-    run.warm = done.warm
-    return run
+    runs: list[BareRun] = []
+    for (label, mode), out in zip(group, outs, strict=True):
+        (out.parent / "stdout.txt").write_text(done.stdout.text())  # the process's, in each of its re-runs' folders
+        (out.parent / "stderr.txt").write_text(done.stderr.text())
+        probe, unreadable = read_probe_result(out)
+        why = _why_not(done, probe, limit)
+        before = next((run for run in runs if not run.ok), None)
+        if before is not None and probe is None:
+            why = f"not run: {before.label}, before it in its process, did not complete ({before.message})"
+        run = load_bare_run(label, mode, probe, why or unreadable, out, done.duration_s)
+        run.warm = done.warm
+        runs.append(run)
+    return runs
 
 
 def _warm_run(
@@ -210,9 +244,10 @@ def _warm_run(
 
 
 class Reruns:
-    """Bare re-runs of a run's cases with poisoned memory, running side by side in their own threads (each process
-    dies with the thread that started it). They are independent bare processes and no timing is read from them, so
-    their wall time is the slowest one's (mostly interpreter and library start-up).
+    """Bare re-runs of a run's cases with poisoned memory, in Settings.confirm_processes processes running side by
+    side in their own threads (each process dies with the thread that started it). They are independent bare
+    processes and no timing is read from them, so their wall time is the slowest one's (mostly interpreter and
+    library start-up).
 
     Started `early` (beside the sanitizer run, before its findings are known: docs/confirmation.md), the sentinel
     run snapshots every buffer (`watch=None`); started late, only the flagged ones."""
@@ -224,7 +259,7 @@ class Reruns:
         watch: Watch,
         settings: Settings,
         workdir: Path,
-        runs: tuple[tuple[str, str], ...] = POISON_RUNS,
+        runs: tuple[Run, ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
         warm: RerunPool | None = None,
         release: threading.Event | None = None,
@@ -234,36 +269,29 @@ class Reruns:
         self.where = ""  # where the runs that share them are, for the message ("": this process)
         self.held = ""  # how their warm processes were held back, for the message (confirm_shared.py's hold)
         self.released: float | None = None  # when held warm processes got their parameters (spent_s counts from it)
-        self._ends: list[float] = []  # each re-run's end (list.append: safe from the pool's threads)
+        self._ends: list[float] = []  # each process's end (list.append: safe from the pool's threads)
         self._cancel, self._release = threading.Event(), release
-        self._pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="confirm")
-        self._pending = {
-            label: self._pool.submit(
-                self._timed,
-                request,
-                params,
-                label,
-                mode,
-                watch,
-                settings,
-                workdir,
-                self._cancel,
-                folder,
-                warm,
-                release,
+        self._labels = [label for label, _ in runs]
+        # A caller's ready pool holds one process per poison: its re-runs stay one a process.
+        groups = dealt(runs, len(runs) if warm is not None else settings.confirm_processes)
+        self._pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="confirm")
+        self._pending = [
+            self._pool.submit(
+                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm, release
             )
-            for label, mode in runs
-        }
+            for group in groups
+        ]
 
-    def _timed(self, *args: Any) -> BareRun:
-        run = _bare_run(*args)
+    def _timed(self, *args: Any) -> list[BareRun]:
+        runs = _bare_runs(*args)
         self._ends.append(time.monotonic())
-        return run
+        return runs
 
     def results(self) -> dict[str, BareRun]:
-        """Every re-run, once all have ended."""
+        """Every re-run, once all have ended, in the order they were asked for."""
         try:
-            return {label: future.result() for label, future in self._pending.items()}
+            ran = {run.label: run for future in self._pending for run in future.result()}
+            return {label: ran[label] for label in self._labels}
         finally:
             self._pool.shutdown(wait=True)
 
