@@ -77,11 +77,13 @@ class Settings(BaseSettings):
     # grid, whose torch cases never held a finding (docs/confirmation.md, "The cases that import torch").
     confirm_torch_early: bool = False
     # How many processes the confirmation's four bare re-runs (docs/confirmation.md, "Re-runs sharing a process")
-    # take: 4, one each; fewer, dealt in turn (at 2 the two with the 0xFF poison in different processes, each followed
-    # by another re-run in its process; at 1 all four one after another in one process). A re-run's cost is mostly its
-    # start (the interpreter, pycuda, a CUDA context), and contexts created side by side on one GPU wait on each
-    # other. Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
-    confirm_processes: int = Field(default=4, ge=1, le=4)
+    # take, dealt in turn: at 2 (the default) the two with the 0xFF poison in different processes, so determinism is
+    # still checked across two, each followed by another re-run in its process; at 1 all four one after another in
+    # one process; at 4 one each. A re-run's cost is mostly its start (the interpreter, pycuda, a CUDA context), and
+    # contexts created side by side on one GPU wait on each other: on an H100's cold 384-case sweep at K = 8 every
+    # sanitizer process's time before its first case fell by about 0.3 s at 2 against 4 (docs/sweep.md,
+    # "Session 32"). Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
+    confirm_processes: int = Field(default=2, ge=1, le=4)
     # A local sweep's shared re-runs run in ready processes (the caller's pool, service/probing/warm_reruns.py, else
     # four the sweep starts as it begins) held back until every batch of their grid has ended its sanitizer run, so
     # that their cases do not share the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in

@@ -44,4 +44,6 @@ def replay_bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings
     replaying(monkeypatch, case, target=False)
     monkeypatch.setenv("CUPROBE_REPLAY_BARE", str(RUN))
     monkeypatch.setenv("CUPROBE_REPLAY_BARE_LOG", str(log))
-    return log, replay_settings.model_copy(update={"python": str(REPLAY_PYTHON)})
+    # One process per re-run, so that the stand-in's log has one entry per re-run, as these tests count them;
+    # tests/unit/probing/test_confirm_processes.py plays the re-runs back in fewer processes (the default, 2).
+    return log, replay_settings.model_copy(update={"python": str(REPLAY_PYTHON), "confirm_processes": 4})

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from service.config import Settings
 from service.models import Confirmation, Outcome, ProbeRequest, RunResult
+from service.models.confirm_share import ConfirmShare
 from service.probing.confirm import Reruns, dealt
+from service.probing.confirm_host import join
 from service.probing.confirmation import POISON_RUNS
 from service.probing.runner import run_probe
 from tests.conftest import RUNS
@@ -109,3 +112,24 @@ def test_the_reruns_a_failed_one_left_unmade_say_so(tmp_path: Path, replay_setti
     assert runs["zero"].message.startswith("not run: ff#1, before it in its process, did not complete (exited 69")
     assert runs["sentinel"].message.startswith("not run: ff#2, before it in its process, did not complete (exited 69")
     assert not any(run.ok for run in runs.values())
+
+
+def test_two_jobs_of_one_grid_on_one_host_share_two_processes_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings: Settings
+) -> None:
+    log, settings = replay_bare(monkeypatch, tmp_path, replay_settings)
+    settings = settings.model_copy(update={"confirm_processes": Settings().confirm_processes, "data_dir": tmp_path})
+    assert settings.confirm_processes == 2
+    ticket = ConfirmShare(key="sweep1-0", params=REQUEST.params, members=2)
+    results = []
+    for job in range(2):
+        shared = join(REQUEST, ticket, settings, threading.Event(), tmp_path / "job")
+        assert shared is not None
+        try:
+            results.append(run_probe(REQUEST, workdir=tmp_path / f"job{job}", settings=settings, shared=shared))
+        finally:
+            shared.close()
+    for result in results:
+        assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}, result.message
+        assert all(check["ok"] for check in result.confirmation_control) and "on this host" in result.message
+    assert sorted(_poisons(entry) for entry in bare_log(log)) == [["ff", "sentinel"], ["ff", "zero"]]
