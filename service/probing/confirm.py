@@ -145,8 +145,9 @@ def dealt(runs: Sequence[Run], processes: int) -> list[list[Run]]:
     return [list(runs[i::count]) for i in range(count)]
 
 
-def _why_not(done: Supervised, probe: ProbeResult | None, limit: float) -> str | None:
-    """Why a process's run gave no complete result (None: it ended well)."""
+def _why_not(done: Supervised, probe: ProbeResult | None, unreadable: str | None, limit: float) -> str | None:
+    """Why a process's run gave no complete result (None: it ended well; `unreadable`: why its result.json could
+    not be read, if so)."""
     if done.cancelled:
         return "cancelled"
     if done.timed_out:
@@ -154,7 +155,7 @@ def _why_not(done: Supervised, probe: ProbeResult | None, limit: float) -> str |
     if done.returncode != 0:
         said = (probe.unavailable or probe.error) if probe else None
         tail = [line for line in done.stderr.tail_text().splitlines() if line.strip()]
-        return f"exited {done.returncode}: {said or (tail[-1] if tail else 'no message')}"
+        return f"exited {done.returncode}: {said or (tail[-1] if tail else unreadable or 'no message')}"
     return None
 
 
@@ -200,7 +201,7 @@ def _bare_runs(
         (out.parent / "stdout.txt").write_text(done.stdout.text())  # the process's, in each of its re-runs' folders
         (out.parent / "stderr.txt").write_text(done.stderr.text())
         probe, unreadable = read_probe_result(out)
-        why = _why_not(done, probe, limit)
+        why = _why_not(done, probe, unreadable, limit)
         before = next((run for run in runs if not run.ok), None)
         if before is not None and probe is None:
             why = f"not run: {before.label}, before it in its process, did not complete ({before.message})"
