@@ -19,9 +19,8 @@ from service.probing.confirm import Reruns, dealt
 from service.probing.confirm_host import join
 from service.probing.confirmation import POISON_RUNS
 from service.probing.runner import run_probe
-from tests.conftest import RUNS
+from tests.conftest import RUNS, replaying
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
-from tests.unit.probing.test_confirm_runner import gpu_present, replay  # noqa: F401  # gpu_present: a fixture
 
 
 def _poisons(entry: dict[str, object]) -> list[str]:
@@ -86,10 +85,10 @@ def test_fewer_processes_confirm_as_four_do(
 
 
 def test_a_rerun_after_one_that_failed_in_its_process_says_it_was_not_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_present: None, replay_settings: Settings  # noqa: F811
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_settings: Settings
 ) -> None:
     # No GPU here: the real bare re-run exits 69 (pycuda missing), so the re-run after it in its process never starts.
-    replay(monkeypatch, RUNS / "uninit-read-initcheck-2026.4.0.0")
+    replaying(monkeypatch, RUNS / "uninit-read-initcheck-2026.4.0.0", target=False)
     settings = replay_settings.model_copy(update={"confirm_processes": 2})
     result = run_probe(ProbeRequest(probe="uninit-read"), workdir=tmp_path, settings=settings)
     (finding,) = result.findings
