@@ -20,9 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from service.config import Settings
-from service.models import ProbeRequest, RunResult, Tool
-from service.probing.runner import run_probe
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest, RunResult, Tool
+from cuprobe.service.probing.runner import run_probe
 
 
 def one(probe: str, params: dict[str, Any], confirm: bool, workdir: Path) -> tuple[float, RunResult]:

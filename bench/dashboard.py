@@ -34,8 +34,8 @@ from sqlalchemy import func, select, text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from service.cli.embedded import embedded_broker, free_port  # noqa: E402
-from service.db.store import FindingRow, Store, as_utc  # noqa: E402
+from cuprobe.service.cli.embedded import embedded_broker, free_port  # noqa: E402
+from cuprobe.service.db.store import FindingRow, Store, as_utc  # noqa: E402
 from tests.seed_store import Seeded, seed_jobs, seed_sweeps  # noqa: E402
 
 TARGET_MS = 200.0
@@ -100,7 +100,7 @@ def api(database_url: str, broker_url: str, data_dir: Path) -> Iterator[httpx.Cl
     }
     with (data_dir / "api.log").open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "cuprobe.service.cli", "serve", "--port", str(port)],
             env=env, cwd=ROOT, stdout=log, stderr=log,
         )  # fmt: skip
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)

@@ -34,9 +34,9 @@ from sqlalchemy import func, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from service.cli.embedded import embedded_broker, free_port
-from service.db.store import Job, Run, Store
-from service.worker.commands import worker_commands
+from cuprobe.service.cli.embedded import embedded_broker, free_port
+from cuprobe.service.db.store import Job, Run, Store
+from cuprobe.service.worker.commands import worker_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = {"probe": "selftest", "params": {"behaviour": "ok"}, "lane": "sweep"}
@@ -94,7 +94,7 @@ def service(database_url: str, broker_url: str, data_dir: Path, workers: int) ->
         procs = [
             subprocess.Popen(command.argv, env={**env, **command.env}, cwd=ROOT, stdout=wlog, stderr=wlog),
             subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
+                [sys.executable, "-m", "cuprobe.service.cli", "serve", "--port", str(port)],
                 env=env, cwd=ROOT, stdout=alog, stderr=alog,
             ),
         ]  # fmt: skip

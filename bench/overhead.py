@@ -45,13 +45,13 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from service.cli.embedded import free_port
-from service.client import Client
-from service.config import Settings, get_settings
-from service.models import ProbeRequest, RunResult, Tool
-from service.models.timing import STAGES
-from service.probing.admission import admit
-from service.probing.runner import PlannedRun, plan_run
+from cuprobe.service.cli.embedded import free_port
+from cuprobe.service.client import Client
+from cuprobe.service.config import Settings, get_settings
+from cuprobe.service.models import ProbeRequest, RunResult, Tool
+from cuprobe.service.models.timing import STAGES
+from cuprobe.service.probing.admission import admit
+from cuprobe.service.probing.runner import PlannedRun, plan_run
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = ("done", "cancelled")
@@ -70,7 +70,7 @@ def start_stack(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "CUPROBE_DATA_DIR": str(data_dir)}
     data_dir.mkdir(parents=True, exist_ok=True)
     log = (data_dir / "up.log").open("wb")
-    cmd = [sys.executable, "-m", "service.cli.main", "up", "--port", str(port)]
+    cmd = [sys.executable, "-m", "cuprobe.service.cli.main", "up", "--port", str(port)]
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}"
 

@@ -70,7 +70,7 @@ def build(path: Path, megabytes: int) -> tuple[int, list[str]]:
 
 
 def _allocations() -> list[tuple[str, object]]:
-    from probes.contract import ProbeResult
+    from cuprobe.probes.contract import ProbeResult
 
     probe = ProbeResult.model_validate_json(ALLOCATIONS.read_text())
     return [(case.id, alloc) for case in probe.cases for alloc in case.allocations]
@@ -97,7 +97,7 @@ def child(mode: str, path: Path, findings_out: Path, caps: dict[str, int]) -> No
         before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         result = previous(path, roots=[BOX_ROOT], allocations=allocations, **limits)
     else:
-        from service.sanitizer.parse import parse_xml
+        from cuprobe.service.sanitizer.parse import parse_xml
 
         allocations = _allocations()
         before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()

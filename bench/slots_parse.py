@@ -34,11 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import service.sanitizer.parse as parse_module  # noqa: E402
-from probes.contract import ProbeResult  # noqa: E402
-from service.probing.runner import allocations_of  # noqa: E402
-from service.sanitizer.parse import ParseResult, parse_xml  # noqa: E402
-from service.sanitizer.pool import worth_children  # noqa: E402
+import cuprobe.service.sanitizer.parse as parse_module  # noqa: E402
+from cuprobe.probes.contract import ProbeResult  # noqa: E402
+from cuprobe.service.probing.runner import allocations_of  # noqa: E402
+from cuprobe.service.sanitizer.parse import ParseResult, parse_xml  # noqa: E402
+from cuprobe.service.sanitizer.pool import worth_children  # noqa: E402
 
 RUN = ROOT / "tests/data/runs/narrow-matmul-initcheck-2026.4.0.0"
 BOX_ROOT = "/work/main"  # where the captured run's sources lay on the box

@@ -31,21 +31,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from probes import registry  # noqa: E402
-from probes.contract import is_confirm_control  # noqa: E402
-from service.config import Settings, get_settings  # noqa: E402
-from service.models.sweep import Sweep  # noqa: E402
-from service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
-from service.probing.runner import RESULT_NAME, XML_NAME, start_spare  # noqa: E402
-from service.probing.spares import Spares  # noqa: E402
-from service.probing.warm_reruns import RerunPool  # noqa: E402
-from service.reports.html import html  # noqa: E402
-from service.reports.markdown import markdown  # noqa: E402
-from service.sweep.definition import parse_definition  # noqa: E402
-from service.sweep.diff import diff  # noqa: E402
-from service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, requests_of, run_sweep  # noqa: E402
-from service.sweep.plan import BATCHING, NEED_RECORDS, plan  # noqa: E402
-from service.worker.gpu_slots import host_slots  # noqa: E402
+from cuprobe.probes import registry  # noqa: E402
+from cuprobe.probes.contract import is_confirm_control  # noqa: E402
+from cuprobe.service.config import Settings, get_settings  # noqa: E402
+from cuprobe.service.models.sweep import Sweep  # noqa: E402
+from cuprobe.service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
+from cuprobe.service.probing.runner import RESULT_NAME, XML_NAME, start_spare  # noqa: E402
+from cuprobe.service.probing.spares import Spares  # noqa: E402
+from cuprobe.service.probing.warm_reruns import RerunPool  # noqa: E402
+from cuprobe.service.reports.html import html  # noqa: E402
+from cuprobe.service.reports.markdown import markdown  # noqa: E402
+from cuprobe.service.sweep.definition import parse_definition  # noqa: E402
+from cuprobe.service.sweep.diff import diff  # noqa: E402
+from cuprobe.service.sweep.execute import SWEEP_BACKTRACE, LocalRunner, requests_of, run_sweep  # noqa: E402
+from cuprobe.service.sweep.plan import BATCHING, NEED_RECORDS, plan  # noqa: E402
+from cuprobe.service.worker.gpu_slots import host_slots  # noqa: E402
 
 GRID = """
 name = "{name}"

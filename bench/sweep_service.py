@@ -33,17 +33,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.sweep import GRID, differences, per_case  # noqa: E402
-from service.cli.embedded import embedded_stack  # noqa: E402
-from service.config import get_settings  # noqa: E402
-from service.db.store import Store  # noqa: E402
-from service.models.sweep import Sweep  # noqa: E402
-from service.queue.broker import enqueue  # noqa: E402
-from service.queue.celery_app import make_celery  # noqa: E402
-from service.queue.registry import WorkerRegistry  # noqa: E402
-from service.queue.served import served_reader  # noqa: E402
-from service.sweep.definition import DefinitionError, SweepDefinition, load_definition, parse_definition  # noqa: E402
-from service.sweep.execute import LocalRunner, ServiceRunner, run_sweep  # noqa: E402
-from service.worker.gpu_slots import host_slots, service_slots  # noqa: E402
+from cuprobe.service.cli.embedded import embedded_stack  # noqa: E402
+from cuprobe.service.config import get_settings  # noqa: E402
+from cuprobe.service.db.store import Store  # noqa: E402
+from cuprobe.service.models.sweep import Sweep  # noqa: E402
+from cuprobe.service.queue.broker import enqueue  # noqa: E402
+from cuprobe.service.queue.celery_app import make_celery  # noqa: E402
+from cuprobe.service.queue.registry import WorkerRegistry  # noqa: E402
+from cuprobe.service.queue.served import served_reader  # noqa: E402
+from cuprobe.service.sweep.definition import DefinitionError, SweepDefinition, load_definition, parse_definition  # noqa: E402
+from cuprobe.service.sweep.execute import LocalRunner, ServiceRunner, run_sweep  # noqa: E402
+from cuprobe.service.worker.gpu_slots import host_slots, service_slots  # noqa: E402
 
 
 def main() -> int:

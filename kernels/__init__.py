@@ -1,5 +1,5 @@
 """CUDA C sources and the pycuda loader that compiles them with line info pointing at kernels/NAME.cu."""
 
-from kernels.loader import load_module, source_path
+from cuprobe.kernels.loader import load_module, source_path
 
 __all__ = ["load_module", "source_path"]

@@ -28,7 +28,7 @@ def matmul(a: Any, b_t: Any, dtype: str) -> Any:
     import numpy as np
     import pycuda.driver as cuda
 
-    from kernels.loader import load_module
+    from cuprobe.kernels.loader import load_module
 
     m, k = a.shape
     n = b_t.shape[0]

@@ -1,4 +1,4 @@
-"""`python -m probes NAME --params JSON --out FILE [--tool T]`: run one probe, write result.json."""
+"""`python -m cuprobe.probes NAME --params JSON --out FILE [--tool T]`: run one probe, write result.json."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from probes import allocator, registry
-from probes.base import ProbeRefused, ProbeUnavailable, Recorder
-from probes.contract import (
+from cuprobe.probes import allocator, registry
+from cuprobe.probes.base import ProbeRefused, ProbeUnavailable, Recorder
+from cuprobe.probes.contract import (
     EXIT_BAD_PARAMS,
     EXIT_ERROR,
     EXIT_OK,
@@ -26,13 +26,13 @@ from probes.contract import (
     ProbeResult,
     Tool,
 )
-from probes.poison import FILL, PoisonPlan
-from probes.prefetch import TorchPrefetch, prefetch_torch
-from probes.warm import WARM_LEVELS, Warmed, read_params, warm_up
+from cuprobe.probes.poison import FILL, PoisonPlan
+from cuprobe.probes.prefetch import TorchPrefetch, prefetch_torch
+from cuprobe.probes.warm import WARM_LEVELS, Warmed, read_params, warm_up
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cuprobe.probes", description=__doc__)
     parser.add_argument("name", help="probe name")
     parser.add_argument("--params", default="{}", help="parameters as a JSON object")
     parser.add_argument(
@@ -185,7 +185,7 @@ def _run(
     try:
         probe.run(params, tool, recorder)
         if args.confirm_control:
-            from probes.confirm_control import run_control_cases
+            from cuprobe.probes.confirm_control import run_control_cases
 
             run_control_cases(tool, recorder)
         recorder.close_case()  # the last case's time ends here, not after the context below
@@ -208,7 +208,7 @@ def _run(
         recorder.write(out)
         return EXIT_ERROR
     if probe.gpu_needed(params) or args.confirm_control:
-        from probes.gpu import cuda_devices, schedule_name
+        from cuprobe.probes.gpu import cuda_devices, schedule_name
 
         recorder.result.context["cuda_devices"] = cuda_devices()
         recorder.result.context["cuda_schedule"] = schedule_name()

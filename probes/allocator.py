@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from probes.contract import Tool
+from cuprobe.probes.contract import Tool
 
 Allocator = Literal["caching-nvtx", "caching", "no-caching"]
 ALLOCATORS: tuple[str, ...] = get_args(Allocator)
@@ -93,7 +93,7 @@ def activate(state: AllocatorState, torch: Any) -> AllocatorState:
     """For caching-nvtx: build or load the extension and attach it, else fall back to no-caching."""
     if state.effective != "caching-nvtx" or state.extension:
         return state
-    from kernels.extension import ExtensionUnavailable, load
+    from cuprobe.kernels.extension import ExtensionUnavailable, load
 
     try:
         ext = load()

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from probes.allocator import (
+from cuprobe.probes.allocator import (
     ENV,
     AllocatorState,
     activate,
@@ -21,7 +21,7 @@ from probes.allocator import (
     parse_allocator,
     prepare,
 )
-from probes.contract import Tool
+from cuprobe.probes.contract import Tool
 
 STATE_KEY = pytest.StashKey[AllocatorState]()
 

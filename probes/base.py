@@ -10,8 +10,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from probes.contract import Allocation, CaseResult, Expectation, ProbeResult, Tool
-from probes.poison import PoisonLog, PoisonPlan
+from cuprobe.probes.contract import Allocation, CaseResult, Expectation, ProbeResult, Tool
+from cuprobe.probes.poison import PoisonLog, PoisonPlan
 
 
 class ProbeUnavailable(RuntimeError):

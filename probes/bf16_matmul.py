@@ -10,10 +10,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.allocator import FIELD_DESCRIPTION, Allocator
-from probes.base import Probe, Recorder
-from probes.bf16_classify import Bf16Class, Bf16Observation, classify
-from probes.contract import Tool
+from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.bf16_classify import Bf16Class, Bf16Observation, classify
+from cuprobe.probes.contract import Tool
 
 Backend = Literal["torch-cuda", "torch-cpu", "pycuda"]
 DEFAULT_BACKENDS: tuple[Backend, ...] = ("torch-cuda",)
@@ -86,7 +86,7 @@ class Bf16Matmul(Probe[Bf16MatmulParams]):
 
     @staticmethod
     def _pycuda(params: Bf16MatmulParams) -> Bf16Observation:
-        from kernels.matmul_backend import UnsupportedDtype, matmul
+        from cuprobe.kernels.matmul_backend import UnsupportedDtype, matmul
 
         a = np.zeros((params.m, params.k), dtype=np.float32)
         try:
@@ -98,7 +98,7 @@ class Bf16Matmul(Probe[Bf16MatmulParams]):
     @staticmethod
     def _torch(params: Bf16MatmulParams, backend: str, tool: Tool, recorder: Recorder, case: Any,
                timed: bool) -> Bf16Observation:
-        from probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
+        from cuprobe.probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
 
         device = "cuda" if backend == "torch-cuda" else "cpu"
         torch = import_torch(device, tool, recorder, params.allocator)

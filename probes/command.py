@@ -10,12 +10,12 @@ from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from probes.allocator import ENV, NO_CACHING, Allocator
-from probes.allowed_env import allowlisted
-from probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
-from probes.contract import Expectation, Tool
-from probes.kinds import kind_refusal
-from probes.proctree import become_subreaper, kill_descendants
+from cuprobe.probes.allocator import ENV, NO_CACHING, Allocator
+from cuprobe.probes.allowed_env import allowlisted
+from cuprobe.probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
+from cuprobe.probes.contract import Expectation, Tool
+from cuprobe.probes.kinds import kind_refusal
+from cuprobe.probes.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
@@ -199,7 +199,7 @@ def allocator_env(allocator: Allocator, env: dict[str, str]) -> dict[str, str]:
         env.pop(NO_CACHING, None)
     if allocator == "caching-nvtx":
         plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
-        out["PYTEST_PLUGINS"] = ",".join([*plugins, "probes.allocator_plugin"])
+        out["PYTEST_PLUGINS"] = ",".join([*plugins, "cuprobe.probes.allocator_plugin"])
     return out
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.base import Recorder
-from probes.contract import (
+from cuprobe.probes.base import Recorder
+from cuprobe.probes.contract import (
     CONFIRM_CONTROL_PREFIX,
     CONTROL_HIDDEN_WRITER,
     CONTROL_READER_PREFIX,
     Expectation,
     Tool,
 )
-from probes.kinds import UNINITIALIZED_GLOBAL_READ
+from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 N, K, BLOCK = 256, 192, 128  # elements per buffer; the first K are written where a case writes part
 HIDDEN_WRITER = CONTROL_HIDDEN_WRITER  # the run excludes it with --kernel-name-exclude: its writes are unseen
@@ -34,8 +34,8 @@ def run_control_cases(tool: Tool, recorder: Recorder) -> None:
     """Run the three planted cases in this process (pycuda), after the probe's own cases."""
     import numpy as np
 
-    from kernels import load_module
-    from probes.gpu import cuda_context, device_alloc, device_reader
+    from cuprobe.kernels import load_module
+    from cuprobe.probes.gpu import cuda_context, device_alloc, device_reader
 
     nbytes = N * 4
     expectation = (

@@ -13,10 +13,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from probes.allocator import FIELD_DESCRIPTION, Allocator
-from probes.base import Probe, Recorder
-from probes.contract import CaseResult, Tool
-from probes.determinism_ops import EXPECTED
+from cuprobe import IMPORT_ROOT
+from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import CaseResult, Tool
+from cuprobe.probes.determinism_ops import EXPECTED
 
 Op = Literal["matmul", "index_add", "triton-splitk", "unseeded"]
 DEFAULT_OPS: tuple[Op, ...] = ("matmul", "index_add")
@@ -81,10 +82,10 @@ class Determinism(Probe[DeterminismParams]):
 
     def run(self, params: DeterminismParams, tool: Tool, recorder: Recorder) -> None:
         if params.device == "cuda":
-            from probes.gpu import cuda_device_count
+            from cuprobe.probes.gpu import cuda_device_count
 
             if cuda_device_count() == 0:
-                from probes.base import ProbeUnavailable
+                from cuprobe.probes.base import ProbeUnavailable
 
                 raise ProbeUnavailable("no CUDA device: run determinism with device cuda on a GPU worker")
         with tempfile.TemporaryDirectory(prefix="cuprobe-determinism-") as tmp:
@@ -119,7 +120,7 @@ class Determinism(Probe[DeterminismParams]):
     def _child_env(params: DeterminismParams, triton_cache: Path) -> dict[str, str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")] if p
+            p for p in [str(IMPORT_ROOT), env.get("PYTHONPATH", "")] if p
         )
         env["TRITON_CACHE_DIR"] = str(triton_cache)  # private to this run: no stale autotune results leak in
         if params.autotune_cache == "shared":
@@ -130,7 +131,7 @@ class Determinism(Probe[DeterminismParams]):
 
     @staticmethod
     def _spawn(spec: dict[str, Any], out: Path, env: dict[str, str], timeout_s: float) -> None:
-        cmd = [sys.executable, "-m", "probes.determinism_ops", json.dumps(spec), str(out)]
+        cmd = [sys.executable, "-m", "cuprobe.probes.determinism_ops", json.dumps(spec), str(out)]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0:
             raise RuntimeError(

@@ -49,7 +49,7 @@ def run_op(op: str, spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         fresh.seed()  # from OS entropy, unlike torch's fixed default seed
         return torch.randn(size, generator=fresh).numpy(), {}
     if op == "triton-splitk":
-        from probes.triton_splitk import splitk_matmul
+        from cuprobe.probes.triton_splitk import splitk_matmul
 
         return splitk_matmul(spec["triton_shape"], spec["seed"], spec["autotune_cache"] == "shared")
     raise ValueError(f"unknown op {op!r}")
@@ -57,8 +57,8 @@ def run_op(op: str, spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 def _set_up_allocator(requested: Any) -> dict[str, Any]:
     """The child's torch allocator as the probe's params ask (set before its first CUDA allocation)."""
-    from probes.allocator import activate, prepare
-    from probes.contract import Tool
+    from cuprobe.probes.allocator import activate, prepare
+    from cuprobe.probes.contract import Tool
 
     state = prepare(requested, Tool.NONE)
     import torch
@@ -67,7 +67,7 @@ def _set_up_allocator(requested: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Child: `python -m probes.determinism_ops SPEC_JSON OUT_DIR`; writes OP.npy and choices.json."""
+    """Child: `python -m cuprobe.probes.determinism_ops SPEC_JSON OUT_DIR`; writes OP.npy and choices.json."""
     import numpy as np
 
     spec, out_dir = json.loads(argv[0]), Path(argv[1])

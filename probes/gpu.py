@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from probes.base import ProbeUnavailable, Recorder
+from cuprobe.probes.base import ProbeUnavailable, Recorder
 
 # How a probe's host thread waits for the GPU (the primary context's scheduling flag, cuDevicePrimaryCtxSetFlags):
 # unset or `auto`, the driver's own choice, which spins a core while it waits where a process has fewer contexts

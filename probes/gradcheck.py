@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.base import Probe, Recorder
-from probes.contract import CaseResult, Tool
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import CaseResult, Tool
 
 Op = Literal["linear", "attention", "planted-linear"]
 Reference = Literal["dtype", "float64"]
@@ -106,7 +106,7 @@ class Gradcheck(Probe[GradcheckParams]):
         return params.device == "cuda"
 
     def run(self, params: GradcheckParams, tool: Tool, recorder: Recorder) -> None:
-        from probes.torch_env import import_torch, record_tensors
+        from cuprobe.probes.torch_env import import_torch, record_tensors
 
         torch = import_torch(params.device, tool, recorder)
         tol = params.tol or DEFAULT_TOL[params.dtype]

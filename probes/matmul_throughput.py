@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from probes.base import Probe, Recorder
-from probes.contract import Tool
-from probes.throughput_verdict import Measurement, ceiling, violations
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.throughput_verdict import Measurement, ceiling, violations
 
 DType = Literal["fp32", "tf32", "fp16", "bf16"]
 ALL_DTYPES: tuple[DType, ...] = ("fp32", "tf32", "fp16", "bf16")
@@ -82,7 +82,7 @@ class MatmulThroughput(Probe[MatmulThroughputParams]):
     bare_only = True
 
     def run(self, params: MatmulThroughputParams, tool: Tool, recorder: Recorder) -> None:
-        from probes.torch_env import import_torch
+        from cuprobe.probes.torch_env import import_torch
 
         torch = import_torch("cuda", tool, recorder)
         recorder.result.context["gpu"] = torch.cuda.get_device_name()

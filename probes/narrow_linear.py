@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from probes.allocator import FIELD_DESCRIPTION, Allocator
-from probes.base import Probe, Recorder
-from probes.contract import Tool
+from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import Tool
 
 DType = Literal["float32", "bfloat16"]
 DTYPES: tuple[DType, ...] = ("float32", "bfloat16")
@@ -48,7 +48,7 @@ class NarrowLinear(Probe[NarrowLinearParams]):
         return True
 
     def run(self, params: NarrowLinearParams, tool: Tool, recorder: Recorder) -> None:
-        from probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
+        from cuprobe.probes.torch_env import import_torch, record_tensors, tensor_bytes, tensor_values
 
         torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False

@@ -10,10 +10,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from probes.allocator import FIELD_DESCRIPTION, Allocator
-from probes.base import Probe, Recorder
-from probes.contract import CaseResult, Expectation, Tool
-from probes.kinds import UNINITIALIZED_GLOBAL_READ
+from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import CaseResult, Expectation, Tool
+from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 Variant = Literal["unguarded", "guarded", "torch"]
 DType = Literal["float32", "float64"]
@@ -209,8 +209,8 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         alive: list[Any] = []
         with ExitStack() as stack:
             if kernels:
-                from kernels import load_module
-                from probes.gpu import cuda_context
+                from cuprobe.kernels import load_module
+                from cuprobe.probes.gpu import cuda_context
 
                 cuda = stack.enter_context(cuda_context())
                 stack.callback(lambda: [buf.free() for buf in alive if hasattr(buf, "free")])
@@ -232,7 +232,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         ns: list[int],
         alive: list[Any],
     ) -> None:
-        from probes.torch_env import import_torch, record_tensors, tensor_values
+        from cuprobe.probes.torch_env import import_torch, record_tensors, tensor_values
 
         torch = import_torch("cuda", tool, recorder, params.allocator)
         torch.backends.cuda.matmul.allow_tf32 = False  # exact-dtype cuBLAS, comparable to the kernel
@@ -276,7 +276,7 @@ class NarrowMatmul(Probe[NarrowMatmulParams]):
         case: CaseResult,
         alive: list[Any],
     ) -> np.ndarray[Any, Any]:
-        from probes.gpu import device_alloc, device_reader
+        from cuprobe.probes.gpu import device_alloc, device_reader
 
         x_host, w_host = (a.astype(params.dtype) for a in operands)
         n, item = w_host.shape[0], x_host.itemsize

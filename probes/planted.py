@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.base import Probe, Recorder
-from probes.contract import Expectation, Tool
-from probes.kinds import INVALID_GLOBAL_WRITE, SHARED_MEMORY_HAZARD, SYNC_INVALID_ARGUMENT
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import Expectation, Tool
+from cuprobe.probes.kinds import INVALID_GLOBAL_WRITE, SHARED_MEMORY_HAZARD, SYNC_INVALID_ARGUMENT
 
 Defect = Literal["oob", "race", "syncwarp", "sound"]
 # Which tool each planted defect is for, and the finding kind it must produce there.
@@ -49,8 +49,8 @@ class Planted(Probe[PlantedParams]):
     def run(self, params: PlantedParams, tool: Tool, recorder: Recorder) -> None:
         import numpy as np
 
-        from kernels import load_module
-        from probes.gpu import cuda_context
+        from cuprobe.kernels import load_module
+        from cuprobe.probes.gpu import cuda_context
 
         defect = self.defect_for(params, tool)
         case = recorder.case(defect, self.expectation(params, tool), defect=defect)

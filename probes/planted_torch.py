@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.allocator import FIELD_DESCRIPTION, Allocator
-from probes.base import Probe, Recorder
-from probes.contract import CaseResult, Expectation, Tool
-from probes.kinds import INVALID_GLOBAL_WRITE, UNINITIALIZED_GLOBAL_READ
+from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import CaseResult, Expectation, Tool
+from cuprobe.probes.kinds import INVALID_GLOBAL_WRITE, UNINITIALIZED_GLOBAL_READ
 
 Defect = Literal["overrun", "stale-read", "sound"]
 CONTROLS: dict[str, tuple[Tool, str]] = {
@@ -49,14 +49,14 @@ class PlantedTorch(Probe[PlantedTorchParams]):
         return Expectation.positive_control(*control) if control and control[0] is tool else Expectation()
 
     def run(self, params: PlantedTorchParams, tool: Tool, recorder: Recorder) -> None:
-        from probes.torch_env import import_torch
+        from cuprobe.probes.torch_env import import_torch
 
         defect = self.defect_for(params, tool)
         torch = import_torch("cuda", tool, recorder, params.allocator)
         case = recorder.case(defect, self.expectation(params, tool), defect=defect, n=params.n)
         case.observations["past_end_in_block_rounding"] = (params.n * 4) % 512 != 0
-        from kernels import load_module
-        from probes.gpu import cuda_context
+        from cuprobe.kernels import load_module
+        from cuprobe.probes.gpu import cuda_context
 
         with cuda_context() as cuda:
             module = load_module("planted_torch")

@@ -6,7 +6,7 @@ import importlib
 from importlib.metadata import entry_points
 from typing import Any
 
-from probes.base import Probe
+from cuprobe.probes.base import Probe
 
 ENTRY_POINT_GROUP = "cuprobe.probes"
 BUILTIN: dict[str, str] = {

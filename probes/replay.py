@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from probes.base import Probe, ProbeUnavailable, Recorder
-from probes.command import child_env
-from probes.contract import CaseResult, Tool
+from cuprobe import IMPORT_ROOT
+from cuprobe.probes.base import Probe, ProbeUnavailable, Recorder
+from cuprobe.probes.command import child_env
+from cuprobe.probes.contract import CaseResult, Tool
 
 ENTRY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 PLOT_NAME = "replay-growth.svg"
@@ -22,7 +23,7 @@ PLOT_NAME = "replay-growth.svg"
 
 def step() -> None:
     """Mark a step boundary (for programs without an optimizer); does nothing outside a replay process."""
-    from probes import replay_tape
+    from cuprobe.probes import replay_tape
 
     if replay_tape.ACTIVE is not None:
         replay_tape.ACTIVE.mark_step()
@@ -89,7 +90,7 @@ class Replay(Probe[ReplayParams]):
 
     def run(self, params: ReplayParams, tool: Tool, recorder: Recorder) -> None:
         if params.device == "cuda":
-            from probes.gpu import cuda_device_count
+            from cuprobe.probes.gpu import cuda_device_count
 
             if cuda_device_count() == 0:
                 raise ProbeUnavailable("no CUDA device: run replay with device cuda on a GPU worker")
@@ -104,7 +105,7 @@ class Replay(Probe[ReplayParams]):
             except ReplayError as exc:
                 if unwritable is None:
                     raise
-                from probes.replay_judge import judge_unwritable_cache
+                from cuprobe.probes.replay_judge import judge_unwritable_cache
 
                 judge_unwritable_cache(case, cache, unwritable, str(exc))  # the cause of the failure, found
                 return
@@ -120,7 +121,7 @@ class Replay(Probe[ReplayParams]):
         reports = []
         for i in range(count or params.processes):
             out = work / f"p{i}"
-            cmd = [sys.executable, "-m", "probes.replay_child", json.dumps(spec), str(out)]
+            cmd = [sys.executable, "-m", "cuprobe.probes.replay_child", json.dumps(spec), str(out)]
             try:
                 proc = subprocess.run(
                     cmd, env=env, cwd=program_dir(params), capture_output=True, text=True, timeout=params.timeout_s
@@ -146,7 +147,7 @@ class Replay(Probe[ReplayParams]):
 
     def _judge(self, params: ReplayParams, case: CaseResult, reports: list[dict[str, Any]], work: Path,
                cache: Path, unwritable: str | None) -> None:
-        from probes.replay_judge import (
+        from cuprobe.probes.replay_judge import (
             judge_autotune,
             judge_digest_paths,
             judge_divergence,
@@ -178,7 +179,7 @@ class Replay(Probe[ReplayParams]):
         """Two fresh processes keep tensor `index` in full: elements differing, max abs and relative diff."""
         import torch
 
-        from probes.replay_judge import tensor_diff
+        from cuprobe.probes.replay_judge import tensor_diff
 
         pair = self._replay(params, work / "capture", cache, params.deterministic_algorithms, index, 2)
         tensors = [torch.load(r["capture"]) for r in pair if r["capture"] is not None]
@@ -203,7 +204,7 @@ class Replay(Probe[ReplayParams]):
 
     def _second_opinion(self, params: ReplayParams, case: CaseResult, work: Path, cache: Path) -> None:
         """Replay with torch.use_deterministic_algorithms(True): a divergence that goes away is labelled so."""
-        from probes.replay_compare import first_divergence
+        from cuprobe.probes.replay_compare import first_divergence
 
         try:
             again = self._replay(params, work / "deterministic", cache, True)
@@ -241,7 +242,7 @@ def program_dir(params: ReplayParams) -> str:
 
 def _child_env(params: ReplayParams, cache: Path, deterministic: bool) -> dict[str, str]:
     env, _ = child_env(dict(os.environ))  # the user's program never sees the service's credentials
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(IMPORT_ROOT)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [program_dir(params), root, env.get("PYTHONPATH", "")] if p)
     env["PYTHONHASHSEED"] = str(params.seed)  # same str hashes, so the same set and dict iteration order
     env["TRITON_CACHE_DIR"] = str(cache)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from probes import replay_triton
-from probes.replay_digest import FLOATS, ROW, flat, row_weights, rows_of, word_weights
+from cuprobe.probes import replay_triton
+from cuprobe.probes.replay_digest import FLOATS, ROW, flat, row_weights, rows_of, word_weights
 
 PLAIN = {torch.bool, torch.complex32, torch.complex64, torch.complex128}  # dtypes `flat` reinterprets
 LAYOUTS_KEPT = 8

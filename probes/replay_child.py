@@ -1,4 +1,4 @@
-"""One replay process (`python -m probes.replay_child SPEC_JSON OUT_DIR`): seed, hook, run the program, report."""
+"""One replay process (`python -m cuprobe.probes.replay_child SPEC OUT_DIR`): seed, hook, run the program, report."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from probes import replay_autotune, replay_batch, replay_tape, replay_triton
-from probes.replay_tape import Tape
+from cuprobe.probes import replay_autotune, replay_batch, replay_tape, replay_triton
+from cuprobe.probes.replay_tape import Tape
 
 REPORT_NAME, CAPTURE_NAME = "report.json", "capture.pt"
 
@@ -61,7 +61,7 @@ def run_target(spec: dict[str, Any]) -> None:
         sys.path.insert(0, str(Path(path).resolve().parent))
         runpy.run_path(path, run_name="__main__")
     else:
-        from probes.replay_example import train
+        from cuprobe.probes.replay_example import train
 
         train(spec["device"], spec["example_steps"], spec["example_plant"])
 

@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from probes.contract import CaseResult, ObservedFinding
-from probes.replay_compare import (
+from cuprobe.probes.contract import CaseResult, ObservedFinding
+from cuprobe.probes.replay_compare import (
     Divergence,
     autotune_cache_problem,
     autotune_diff,
@@ -18,7 +18,7 @@ from probes.replay_compare import (
     growth_rows,
     key,
 )
-from probes.replay_digest import BITS
+from cuprobe.probes.replay_digest import BITS
 
 Report = dict[str, Any]
 

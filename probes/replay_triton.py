@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from probes.replay_digest import FLOATS, ROW, flat, word_weights
+from cuprobe.probes.replay_digest import FLOATS, ROW, flat, word_weights
 
 INTEGERS = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
 KERNEL_DTYPES = frozenset(FLOATS + INTEGERS)

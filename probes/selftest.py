@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.base import Probe, ProbeUnavailable, Recorder
-from probes.contract import Tool
+from cuprobe.probes.base import Probe, ProbeUnavailable, Recorder
+from cuprobe.probes.contract import Tool
 
 Behaviour = Literal["ok", "sleep", "hang", "kill", "segv", "raise", "exit0-no-sentinel", "violate", "stall-once"]
 # `stall-once`: the first run in a folder hangs after its case started (leaving this file there), the next completes.
@@ -43,7 +43,7 @@ class Selftest(Probe[SelftestParams]):
         case = recorder.case(params.behaviour, self.expectation(params, tool), behaviour=params.behaviour)
         case.observations["pid"] = os.getpid()
         if params.cuda_init:
-            from probes.gpu import cuda_device_count
+            from cuprobe.probes.gpu import cuda_device_count
 
             case.observations["cuda_devices"] = cuda_device_count()
             if not case.observations["cuda_devices"]:  # asked to be a CUDA program and could not be: not clean

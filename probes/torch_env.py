@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.allocator import Allocator, activate, prepare
-from probes.base import ProbeUnavailable, Recorder
-from probes.contract import CaseResult, Tool
-from probes.prefetch import wait_for_import
+from cuprobe.probes.allocator import Allocator, activate, prepare
+from cuprobe.probes.base import ProbeUnavailable, Recorder
+from cuprobe.probes.contract import CaseResult, Tool
+from cuprobe.probes.prefetch import wait_for_import
 
 
 def import_torch(device: str, tool: Tool, recorder: Recorder, allocator: Allocator | None = None) -> Any:
@@ -50,7 +50,7 @@ def _poison_torch(torch: Any, recorder: Recorder) -> None:
     """
     import ctypes
 
-    from kernels.poison_alloc import FREE, MALLOC, AllocatorBuildError, build
+    from cuprobe.kernels.poison_alloc import FREE, MALLOC, AllocatorBuildError, build
 
     fill = recorder.poison.plan.fill
     if "library" not in _installed:

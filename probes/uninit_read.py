@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from probes.base import Probe, Recorder
-from probes.contract import Expectation, Tool
-from probes.kinds import UNINITIALIZED_GLOBAL_READ
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import Expectation, Tool
+from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 BYTES_PER_FLOAT = 4
 
@@ -44,8 +44,8 @@ class UninitRead(Probe[UninitReadParams]):
     def run(self, params: UninitReadParams, tool: Tool, recorder: Recorder) -> None:
         import numpy as np
 
-        from kernels import load_module
-        from probes.gpu import cuda_context, device_alloc, device_reader
+        from cuprobe.kernels import load_module
+        from cuprobe.probes.gpu import cuda_context, device_alloc, device_reader
 
         case_id = f"n={params.n},k={params.k}"
         case = recorder.case(case_id, self.expectation(params, tool), n=params.n, k=params.k)

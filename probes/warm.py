@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from probes.gpu import SCHEDULE_ENV, set_schedule
+from cuprobe.probes.gpu import SCHEDULE_ENV, set_schedule
 
 # What a spare does before its parameters come: import the probe only; also create the CUDA primary context;
 # also import torch (probes whose parameters use it).

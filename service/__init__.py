@@ -1,3 +1,1 @@
-"""cuprobe: a sanitizer-driven correctness service for GPU kernels."""
-
-__version__ = "0.1.0"  # the one place: pyproject.toml reads it (dynamic version)
+"""The core of cuprobe: models, settings, sanitizer runner and parser, store, queue, API, CLI, gate, sweep, reports."""

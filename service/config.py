@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.models import Backtrace
+from cuprobe.service.models import Backtrace
 
 ENV_PREFIX = "CUPROBE_"
 

@@ -6,9 +6,15 @@ from typing import Any
 
 from celery import bootsteps
 
-from service.config import get_settings
-from service.queue.celery_app import TASK_RECONCILE, TASK_RESUME_SWEEP, TASK_RUN_PROBE, TASK_RUN_SWEEP, make_celery
-from service.queue.registry import WorkerHeartbeat
+from cuprobe.service.config import get_settings
+from cuprobe.service.queue.celery_app import (
+    TASK_RECONCILE,
+    TASK_RESUME_SWEEP,
+    TASK_RUN_PROBE,
+    TASK_RUN_SWEEP,
+    make_celery,
+)
+from cuprobe.service.queue.registry import WorkerHeartbeat
 
 __all__ = ["TASK_RECONCILE", "TASK_RESUME_SWEEP", "TASK_RUN_PROBE", "TASK_RUN_SWEEP", "app"]
 
@@ -36,5 +42,5 @@ class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
 
 
 app = make_celery(get_settings())
-app.conf.include = ["tasks.probe", "tasks.maintenance", "tasks.sweep"]
+app.conf.include = ["cuprobe.tasks.probe", "cuprobe.tasks.maintenance", "cuprobe.tasks.sweep"]
 app.steps["worker"].add(RegistryHeartbeat)

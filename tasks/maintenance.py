@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.config import get_settings
-from service.db.artifacts import prune
-from service.db.sweeps import SweepStore
-from service.models.queues import CPU
-from service.queue.reconciler import reconcile_once
-from tasks.app import TASK_RECONCILE, TASK_RESUME_SWEEP, app
-from tasks.probe import _store
+from cuprobe.service.config import get_settings
+from cuprobe.service.db.artifacts import prune
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models.queues import CPU
+from cuprobe.service.queue.reconciler import reconcile_once
+from cuprobe.tasks.app import TASK_RECONCILE, TASK_RESUME_SWEEP, app
+from cuprobe.tasks.probe import _store
 
 
 @app.task(name=TASK_RECONCILE, acks_late=False, ignore_result=True)  # type: ignore[untyped-decorator]

@@ -7,12 +7,12 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from service.config import get_settings
-from service.db.store import Store
-from service.queue.ended import EndAnnouncer
-from service.worker.execute import execute_job
-from service.worker.stopping import sigterm_deferred
-from tasks.app import TASK_RUN_PROBE, app
+from cuprobe.service.config import get_settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.queue.ended import EndAnnouncer
+from cuprobe.service.worker.execute import execute_job
+from cuprobe.service.worker.stopping import sigterm_deferred
+from cuprobe.tasks.app import TASK_RUN_PROBE, app
 
 
 @cache

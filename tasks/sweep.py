@@ -9,15 +9,15 @@ from typing import Any
 
 import redis
 
-from service.config import get_settings
-from service.db.store import Store, utcnow
-from service.queue.broker import enqueue
-from service.queue.registry import WorkerRegistry
-from service.sweep.definition import load_definition
-from service.sweep.schedule import start_once
-from service.sweep.scheduled import resume, run_and_store, scheduled_runner
-from service.worker.gpu_slots import service_slots
-from tasks.app import TASK_RESUME_SWEEP, TASK_RUN_SWEEP, app
+from cuprobe.service.config import get_settings
+from cuprobe.service.db.store import Store, utcnow
+from cuprobe.service.queue.broker import enqueue
+from cuprobe.service.queue.registry import WorkerRegistry
+from cuprobe.service.sweep.definition import load_definition
+from cuprobe.service.sweep.schedule import start_once
+from cuprobe.service.sweep.scheduled import resume, run_and_store, scheduled_runner
+from cuprobe.service.worker.gpu_slots import service_slots
+from cuprobe.tasks.app import TASK_RESUME_SWEEP, TASK_RUN_SWEEP, app
 
 __all__ = ["resume_sweep", "run_and_store", "scheduled_sweep"]
 

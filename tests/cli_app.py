@@ -10,9 +10,9 @@ import typer
 
 def cli_app() -> typer.Typer:
     try:
-        from service.cli.main import app
+        from cuprobe.service.cli.main import app
     except ImportError:
-        from service.cli.jobs import register
+        from cuprobe.service.cli.jobs import register
 
         app = typer.Typer()
         register(app)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
+from cuprobe.service.config import Settings
 
 DATA = Path(__file__).parent / "data"
 CAPTURES = DATA / "captures"
@@ -69,12 +69,12 @@ def previous_parser_cases() -> list[Path]:
 def replaying(monkeypatch: pytest.MonkeyPatch, case: Path, *, target: bool) -> None:
     """Runs here replay `case` (captured on the H200, whose GPU facts they report; the only mock), running the
     target program itself when `target`."""
-    from service.probing import runner
-    from service.probing.environment import GpuFacts
-    from service.sanitizer.locate import _version
+    from cuprobe.service.probing import runner
+    from cuprobe.service.probing.environment import GpuFacts
+    from cuprobe.service.sanitizer.locate import _version
 
     monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
-    from service.sanitizer.options import installed_options
+    from cuprobe.service.sanitizer.options import installed_options
 
     _version.cache_clear()  # one stand-in binary answers with each capture's version
     installed_options.cache_clear()  # and with its help text

@@ -18,11 +18,11 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from service.db.store import FindingRow, Job, Run, Store
-from service.db.sweeps import SweepStore
-from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, Tool, signature_key
-from service.models.queues import gate_label
-from service.models.sweep import ProcessRecord, Sweep, SweepCase
+from cuprobe.service.db.store import FindingRow, Job, Run, Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, Tool, signature_key
+from cuprobe.service.models.queues import gate_label
+from cuprobe.service.models.sweep import ProcessRecord, Sweep, SweepCase
 
 ENVIRONMENT = {
     "gpu": "NVIDIA H200",
@@ -305,8 +305,8 @@ def _job_row(
             "sanitizer_version": ENVIRONMENT["sanitizer"] if tool is not Tool.NONE else None,
             "environment": ENVIRONMENT if gpu else {k: ENVIRONMENT[k] for k in ("python", "torch", "cuprobe")},
             "command": ["compute-sanitizer", "--tool", tool.value, "--xml", "--save", "run.xml", "--", "python3",
-                        "-m", "probes", name, "--params", json.dumps(params)] if tool is not Tool.NONE
-            else ["python3", "-m", "probes", name, "--params", json.dumps(params)],
+                        "-m", "cuprobe.probes", name, "--params", json.dumps(params)] if tool is not Tool.NONE
+            else ["python3", "-m", "cuprobe.probes", name, "--params", json.dumps(params)],
             "duration_s": took.total_seconds(),
         }
     row = {

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from bench.previous_parser.records import UNUSED_MEMORY, Location, RawRecord
-from probes.contract import Allocation, Tool
-from service.models import Finding
+from cuprobe.probes.contract import Allocation, Tool
+from cuprobe.service.models import Finding
 
 MAX_ADDRESSES = 3
 MAX_FRAMES = 6

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.contract import Tool
-from probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ
 
 MAX_FRAMES = 6
 UNUSED_MEMORY = "unused-memory"

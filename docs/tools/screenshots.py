@@ -26,10 +26,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from service.api import create_app  # noqa: E402
-from service.cli.embedded import embedded_broker, free_port  # noqa: E402
-from service.config import Settings  # noqa: E402
-from service.queue.registry import WorkerBeat, publish, withdraw  # noqa: E402
+from cuprobe.service.api import create_app  # noqa: E402
+from cuprobe.service.cli.embedded import embedded_broker, free_port  # noqa: E402
+from cuprobe.service.config import Settings  # noqa: E402
+from cuprobe.service.queue.registry import WorkerBeat, publish, withdraw  # noqa: E402
 from tests.browser import chrome  # noqa: E402
 from tests.seed_store import ENVIRONMENT, seed_jobs, seed_sweeps  # noqa: E402
 
@@ -83,7 +83,7 @@ def main() -> int:
         settings = Settings(broker_url=broker, data_dir=data, api_token=TOKEN, registry_refresh_s=0.5)
         url, server = _serve(settings)
         store_url = settings.database
-        from service.db.store import Store
+        from cuprobe.service.db.store import Store
 
         store = Store(store_url)
         seeded = seed_jobs(store, jobs=400, active=4, gate_runs=3, artifacts=data / "artifacts")

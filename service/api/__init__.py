@@ -1,5 +1,5 @@
 """The HTTP API (FastAPI): submit jobs, read results and findings, cancel, download artifacts."""
 
-from service.api.app import create_app
+from cuprobe.service.api.app import create_app
 
 __all__ = ["create_app"]

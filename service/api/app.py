@@ -14,21 +14,21 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-import service
-from service.api.limits import BodySizeLimit
-from service.api.routes import findings, health, jobs, probes, sweeps
-from service.api.routes.health import HealthCache
-from service.api.schemas import ErrorBody
-from service.api.timing import ServerTiming
-from service.api.token_gate import TokenGate
-from service.config import Settings, get_settings
-from service.db.store import Store
-from service.queue.celery_app import make_celery
-from service.queue.ended import EndAnnouncer, EndListener
-from service.queue.reconciler import ReconcilerThread
-from service.queue.registry import WorkerRegistry
-from service.queue.served import ServedQueues, after_grace, served_reader
-from service.web import install as install_dashboard
+import cuprobe
+from cuprobe.service.api.limits import BodySizeLimit
+from cuprobe.service.api.routes import findings, health, jobs, probes, sweeps
+from cuprobe.service.api.routes.health import HealthCache
+from cuprobe.service.api.schemas import ErrorBody
+from cuprobe.service.api.timing import ServerTiming
+from cuprobe.service.api.token_gate import TokenGate
+from cuprobe.service.config import Settings, get_settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.queue.celery_app import make_celery
+from cuprobe.service.queue.ended import EndAnnouncer, EndListener
+from cuprobe.service.queue.reconciler import ReconcilerThread
+from cuprobe.service.queue.registry import WorkerRegistry
+from cuprobe.service.queue.served import ServedQueues, after_grace, served_reader
+from cuprobe.service.web import install as install_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def create_app(
 
     app = FastAPI(
         title="cuprobe",
-        version=service.__version__,
+        version=cuprobe.__version__,
         lifespan=lifespan,
         description="Sanitizer-driven correctness service for GPU kernels",
     )

@@ -8,9 +8,9 @@ from celery import Celery
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.config import Settings
-from service.db.store import Store
-from service.web.auth import bearer_refusal
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.web.auth import bearer_refusal
 
 bearer = HTTPBearer(auto_error=False)
 

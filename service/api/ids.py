@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from fastapi import HTTPException, status
 
-from service.db.id_prefix import Ambiguous, by_id_prefix
+from cuprobe.service.db.id_prefix import Ambiguous, by_id_prefix
 
 Found = TypeVar("Found")
 

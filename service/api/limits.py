@@ -6,7 +6,7 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.models import SCHEMA_VERSION
+from cuprobe.service.models import SCHEMA_VERSION
 
 
 class BodySizeLimit:

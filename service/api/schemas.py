@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.client import MAX_WAIT_S, MAX_WAITED_JOBS
-from service.db.store import Job, JobState, as_utc
-from service.models import SCHEMA_VERSION, Finding, Tool
+from cuprobe.service.client import MAX_WAIT_S, MAX_WAITED_JOBS
+from cuprobe.service.db.store import Job, JobState, as_utc
+from cuprobe.service.models import SCHEMA_VERSION, Finding, Tool
 
 
 class Versioned(BaseModel):
@@ -46,7 +46,7 @@ class JobView(Versioned):
 
     @classmethod
     def of(cls, job: Job, findings: int | None = None, *, full: bool = True) -> JobView:
-        from service.models import Outcome
+        from cuprobe.service.models import Outcome
 
         # A job cancelled before it ran (or before a record was read) is stored with its state and no outcome; it
         # is shown with the outcome `cancelled`, as the outcomes table and the `outcome=cancelled` filter have it.

@@ -7,8 +7,8 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.api.schemas import ErrorBody
-from service.web.auth import bearer_refusal
+from cuprobe.service.api.schemas import ErrorBody
+from cuprobe.service.web.auth import bearer_refusal
 
 # The API's routes that need the token (the dashboard has its own login: service/web/auth.py; /health answers
 # anyone, with less for those without the token).

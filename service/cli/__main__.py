@@ -1,5 +1,5 @@
-"""`python -m service.cli`."""
+"""`python -m cuprobe.service.cli`."""
 
-from service.cli.main import main
+from cuprobe.service.cli.main import main
 
 main()

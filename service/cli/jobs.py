@@ -13,12 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from service.cli.options import SanitizerOpt, parse_options
-from service.cli.render import findings_table
-from service.client import ApiError, Client
-from service.config import get_settings
-from service.models import ExitCode, Finding
-from service.queue.waiting import ended, poll
+from cuprobe.service.cli.options import SanitizerOpt, parse_options
+from cuprobe.service.cli.render import findings_table
+from cuprobe.service.client import ApiError, Client
+from cuprobe.service.config import get_settings
+from cuprobe.service.models import ExitCode, Finding
+from cuprobe.service.queue.waiting import ended, poll
 
 out = Console()
 err = Console(stderr=True)
@@ -263,7 +263,7 @@ def serve(
     """Serve the HTTP API (store and broker from CUPROBE_DATABASE_URL / CUPROBE_BROKER_URL)."""
     import uvicorn
 
-    from service.api import create_app
+    from cuprobe.service.api import create_app
 
     settings = get_settings()
     uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
@@ -279,10 +279,10 @@ def worker(
     ] = False,
 ) -> None:
     """Start one Celery worker per visible GPU (pinned with CUDA_VISIBLE_DEVICES) and a CPU worker."""
-    from service.probing.gpus import visible_gpus
-    from service.worker.commands import run_workers, worker_commands
-    from service.worker.gpu_slots import located_version, slots_for
-    from service.worker.warm import warm_line
+    from cuprobe.service.probing.gpus import visible_gpus
+    from cuprobe.service.worker.commands import run_workers, worker_commands
+    from cuprobe.service.worker.gpu_slots import located_version, slots_for
+    from cuprobe.service.worker.warm import warm_line
 
     settings = get_settings()
     devices = visible_gpus() if gpus else []
@@ -320,7 +320,7 @@ def beat(loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO
         "-m",
         "celery",
         "-A",
-        "tasks.app",
+        "cuprobe.tasks.app",
         "beat",
         "--loglevel",
         loglevel,
@@ -336,7 +336,7 @@ def up(
     cpu_concurrency: Annotated[int, typer.Option(help="processes of the CPU worker (0: one per core)")] = 0,
 ) -> None:
     """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
-    from service.cli.embedded import up as run_up
+    from cuprobe.service.cli.embedded import up as run_up
 
     raise typer.Exit(run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
 

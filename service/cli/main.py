@@ -15,31 +15,38 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probes import registry
-from probes.command import is_sanitizer
-from probes.contract import Tool
-from service import __version__
-from service.cli import gate as cli_gate
-from service.cli import jobs as cli_jobs
-from service.cli.check import check_local, check_service
-from service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
-from service.cli.render import parameter_rows, print_result
-from service.config import ENV_PREFIX, Settings, get_settings
-from service.models import ExitCode, Outcome, ProbeRequest, RunResult, Severity, exit_code_for
-from service.models.problems import describe
-from service.models.reasons import ALSO, by_reason, names_line
-from service.probing.admission import BadRequest, needs_gpu_by_default
-from service.probing.environment import gpu_facts
-from service.probing.gpus import visible_gpus
-from service.probing.runner import run_probe
-from service.sanitizer.classify import RunEvidence, classify
-from service.sanitizer.launches import discount, nothing_checked
-from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
-from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import DEFAULT_PREFIX, is_text_log, other_prefix, read_log, read_summary, unprefixed
-from service.sanitizer.user_line import NotALine, read_line
-from service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
-from service.worker.warm import warm_line
+from cuprobe import __version__
+from cuprobe.probes import registry
+from cuprobe.probes.command import is_sanitizer
+from cuprobe.probes.contract import Tool
+from cuprobe.service.cli import gate as cli_gate
+from cuprobe.service.cli import jobs as cli_jobs
+from cuprobe.service.cli.check import check_local, check_service
+from cuprobe.service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
+from cuprobe.service.cli.render import parameter_rows, print_result
+from cuprobe.service.config import ENV_PREFIX, Settings, get_settings
+from cuprobe.service.models import ExitCode, Outcome, ProbeRequest, RunResult, Severity, exit_code_for
+from cuprobe.service.models.problems import describe
+from cuprobe.service.models.reasons import ALSO, by_reason, names_line
+from cuprobe.service.probing.admission import BadRequest, needs_gpu_by_default
+from cuprobe.service.probing.environment import gpu_facts
+from cuprobe.service.probing.gpus import visible_gpus
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.sanitizer.classify import RunEvidence, classify
+from cuprobe.service.sanitizer.launches import discount, nothing_checked
+from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
+from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.summary import (
+    DEFAULT_PREFIX,
+    is_text_log,
+    other_prefix,
+    read_log,
+    read_summary,
+    unprefixed,
+)
+from cuprobe.service.sanitizer.user_line import NotALine, read_line
+from cuprobe.service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
+from cuprobe.service.worker.warm import warm_line
 
 app = typer.Typer(
     help="cuprobe: run GPU kernel probes under compute-sanitizer and report honest outcomes.",
@@ -518,7 +525,7 @@ cli_jobs.register(app)  # the service commands: submit, status, results, cancel,
 cli_gate.register(app)  # cuprobe gate SUITE
 
 
-from service.cli import sweep as cli_sweep  # noqa: E402  # the sub-app registers after every top-level command
+from cuprobe.service.cli import sweep as cli_sweep  # noqa: E402  # the sub-app registers after every top-level command
 
 app.add_typer(cli_sweep.app, name="sweep")
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from service.models import SanitizerOptions, Severity
-from service.models.options import NOT_PASSED, SHORT_NAMES
+from cuprobe.service.models import SanitizerOptions, Severity
+from cuprobe.service.models.options import NOT_PASSED, SHORT_NAMES
 
 SanitizerOpt = Annotated[
     list[str] | None,

@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from service.models import Finding, Outcome, RunResult
-from service.models.problems import SpellingDeprecated
-from service.sanitizer.classify import PAST_THE_CAP
+from cuprobe.service.models import Finding, Outcome, RunResult
+from cuprobe.service.models.problems import SpellingDeprecated
+from cuprobe.service.sanitizer.classify import PAST_THE_CAP
 
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 

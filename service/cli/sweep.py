@@ -13,24 +13,24 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
-from service.cli.interrupt import sigterm_as_interrupt
-from service.cli.options import unwritable
-from service.cli.render import spelling_warnings
-from service.config import Settings, get_settings
-from service.db.id_prefix import Ambiguous, by_id_prefix
-from service.db.store import Store
-from service.db.sweeps import SweepStore
-from service.models import ExitCode
-from service.models.sweep import Sweep
-from service.reports.html import html
-from service.reports.markdown import markdown
-from service.sweep.compare import changes as changes_of
-from service.sweep.definition import DefinitionError, load_definition
-from service.sweep.diff import diff
-from service.sweep.execute import LocalRunner, run_sweep
-from service.sweep.notify import notify, webhook_problem
-from service.sweep.plan import plan
-from service.worker.gpu_slots import host_slots
+from cuprobe.service.cli.interrupt import sigterm_as_interrupt
+from cuprobe.service.cli.options import unwritable
+from cuprobe.service.cli.render import spelling_warnings
+from cuprobe.service.config import Settings, get_settings
+from cuprobe.service.db.id_prefix import Ambiguous, by_id_prefix
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import ExitCode
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.reports.html import html
+from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.sweep.compare import changes as changes_of
+from cuprobe.service.sweep.definition import DefinitionError, load_definition
+from cuprobe.service.sweep.diff import diff
+from cuprobe.service.sweep.execute import LocalRunner, run_sweep
+from cuprobe.service.sweep.notify import notify, webhook_problem
+from cuprobe.service.sweep.plan import plan
+from cuprobe.service.worker.gpu_slots import host_slots
 
 app = typer.Typer(help="Sweeps: many probes x parameters x tools, stored and diffed against the last one.")
 console = Console()

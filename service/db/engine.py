@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import CursorResult, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.db.migrations import upgrade
+from cuprobe.service.db.migrations import upgrade
 
 
 def changed_rows(session: Session, statement: Any) -> int:

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from service.db.engine import changed_rows
-from service.db.jobs import JobQueries
-from service.db.tables import Job, JobState, utcnow
-from service.models import Outcome
+from cuprobe.service.db.engine import changed_rows
+from cuprobe.service.db.jobs import JobQueries
+from cuprobe.service.db.tables import Job, JobState, utcnow
+from cuprobe.service.models import Outcome
 
 
 class JobExpiry(JobQueries):

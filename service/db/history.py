@@ -8,9 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
-from service.db.store import Store
-from service.db.tables import FindingRow, Job, SweepCaseRow, SweepFindingRow, SweepRow, as_utc
-from service.models import SCHEMA_VERSION, Finding
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.tables import FindingRow, Job, SweepCaseRow, SweepFindingRow, SweepRow, as_utc
+from cuprobe.service.models import SCHEMA_VERSION, Finding
 
 
 class Occurrence(BaseModel):

@@ -7,9 +7,9 @@ from datetime import datetime
 
 from sqlalchemy import func, or_, select, update
 
-from service.db.engine import Database
-from service.db.tables import FindingRow, Job, JobState, Run, in_utc, utcnow
-from service.models import Finding
+from cuprobe.service.db.engine import Database
+from cuprobe.service.db.tables import FindingRow, Job, JobState, Run, in_utc, utcnow
+from cuprobe.service.models import Finding
 
 
 class JobQueries(Database):

@@ -11,10 +11,10 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from service.db.engine import changed_rows
-from service.db.expiry import JobExpiry
-from service.db.tables import FindingRow, Job, JobState, Run, as_utc, utcnow
-from service.models import Outcome, RunResult
+from cuprobe.service.db.engine import changed_rows
+from cuprobe.service.db.expiry import JobExpiry
+from cuprobe.service.db.tables import FindingRow, Job, JobState, Run, as_utc, utcnow
+from cuprobe.service.models import Outcome, RunResult
 
 
 def worker_identity() -> str:

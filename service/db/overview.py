@@ -8,9 +8,9 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
-from service.db.store import Store
-from service.db.tables import Job, JobState, as_utc
-from service.models.queues import GATE_LABEL
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.tables import Job, JobState, as_utc
+from cuprobe.service.models.queues import GATE_LABEL
 
 # The string just past every `gate:` label: a range on the label index instead of a LIKE it may not use.
 _PAST_GATE = "gate;"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from service.db.artifacts import read_regular, write_artifact
-from service.models import RunResult
+from cuprobe.service.db.artifacts import read_regular, write_artifact
+from cuprobe.service.models import RunResult
 
 PENDING_NAME = "pending-result.json"
 

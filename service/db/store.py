@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from service.db.engine import changed_rows
-from service.db.lifecycle import Claim, ClaimVerdict, JobLifecycle, worker_identity
-from service.db.tables import Base, FindingRow, Job, JobState, Run, as_utc, utcnow
+from cuprobe.service.db.engine import changed_rows
+from cuprobe.service.db.lifecycle import Claim, ClaimVerdict, JobLifecycle, worker_identity
+from cuprobe.service.db.tables import Base, FindingRow, Job, JobState, Run, as_utc, utcnow
 
 __all__ = [
     "Base",

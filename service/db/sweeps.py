@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from service.db.owner import BEAT_S, gone, this_process
-from service.db.store import Store
-from service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, in_utc, utcnow
-from service.models import Outcome
-from service.models.sweep import Sweep, SweepCase, SweepSeen, complete
+from cuprobe.service.db.owner import BEAT_S, gone, this_process
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.tables import SweepCaseRow, SweepFindingRow, SweepRow, as_utc, in_utc, utcnow
+from cuprobe.service.models import Outcome
+from cuprobe.service.models.sweep import Sweep, SweepCase, SweepSeen, complete
 
 log = logging.getLogger(__name__)
 

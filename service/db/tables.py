@@ -11,7 +11,7 @@ from sqlalchemy import false as sa_false
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from service.models import signature_key
+from cuprobe.service.models import signature_key
 
 
 def utcnow() -> datetime:

@@ -9,8 +9,8 @@ from typing import Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.contract import Tool
-from service.models.files import load_toml
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models.files import load_toml
 
 BASELINE_VERSION: Literal[1] = 1
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from probes.contract import Tool
-from service.models import SanitizerOptions, Severity
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models import SanitizerOptions, Severity
 
 TestKind = Literal["pytest", "ctest", "gtest", "command"]
 DISCOVERY_TIMEOUT_S = 600.0

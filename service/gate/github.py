@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.gate.verdict import GateReport
+from cuprobe.service.gate.verdict import GateReport
 
 
 def _data(text: str) -> str:

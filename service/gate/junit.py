@@ -8,8 +8,8 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 from junitparser.junitparser import FinalResult
 
-from service.gate.verdict import GateFinding, GateReport, Status
-from service.models import Confirmation
+from cuprobe.service.gate.verdict import GateFinding, GateReport, Status
+from cuprobe.service.models import Confirmation
 
 # Characters XML 1.0 cannot hold (a test's coloured or binary output: ESC, BEL, NUL), shown escaped instead.
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from service.gate.verdict import GateReport, Status
-from service.models import Confirmation
-from service.reports.table import table
+from cuprobe.service.gate.verdict import GateReport, Status
+from cuprobe.service.models import Confirmation
+from cuprobe.service.reports.table import table
 
 
 def render(report: GateReport) -> str:

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.client import MAX_WAIT_S, ApiError, Client
-from service.config import Settings
-from service.gate.suite import Suite, SuiteEntry
-from service.models import Outcome, RunResult
-from service.models.queues import gate_label
-from service.probing.runner import run_probe
-from service.queue.waiting import ended_jobs, result_of_job
+from cuprobe.service.client import MAX_WAIT_S, ApiError, Client
+from cuprobe.service.config import Settings
+from cuprobe.service.gate.suite import Suite, SuiteEntry
+from cuprobe.service.models import Outcome, RunResult
+from cuprobe.service.models.queues import gate_label
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.queue.waiting import ended_jobs, result_of_job
 
 # Called after each run finishes: (entry, repeat index, result).
 OnResult = Callable[[SuiteEntry, int, RunResult], None]

@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from service import __version__
-from service.gate.verdict import GateFinding, GateReport, Status
-from service.models import ExitCode
+from cuprobe import __version__
+from cuprobe.service.gate.verdict import GateFinding, GateReport, Status
+from cuprobe.service.models import ExitCode
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "cuprobeSignature/v1"

@@ -7,15 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from probes.contract import Tool
-from service.config import get_settings
-from service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
-from service.models import ProbeRequest, SanitizerOptions, Severity
-from service.models.files import load_toml
-from service.models.options import OPTION_TOOL
-from service.models.problems import respell
-from service.probing.admission import BadRequest, admit
-from service.probing.confirm import refuse_unconfirmable
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import get_settings
+from cuprobe.service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
+from cuprobe.service.models import ProbeRequest, SanitizerOptions, Severity
+from cuprobe.service.models.files import load_toml
+from cuprobe.service.models.options import OPTION_TOOL
+from cuprobe.service.models.problems import respell
+from cuprobe.service.probing.admission import BadRequest, admit
+from cuprobe.service.probing.confirm import refuse_unconfirmable
 
 # What to add when a suite uses a tool without a control: the catalog's control for each tool.
 CONTROL_HINTS: dict[Tool, str] = {

@@ -8,10 +8,18 @@ from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
 
-from service.gate.baseline import Baseline, BaselineEntry
-from service.gate.runs import EntryRuns
-from service.gate.suite import Suite
-from service.models import CaseVerdict, Confirmation, Evidence, ExitCode, Finding, RunResult, strongest_confirmation
+from cuprobe.service.gate.baseline import Baseline, BaselineEntry
+from cuprobe.service.gate.runs import EntryRuns
+from cuprobe.service.gate.suite import Suite
+from cuprobe.service.models import (
+    CaseVerdict,
+    Confirmation,
+    Evidence,
+    ExitCode,
+    Finding,
+    RunResult,
+    strongest_confirmation,
+)
 
 
 class Status(StrEnum):

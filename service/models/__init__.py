@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from probes.contract import Expectation, Tool
-from service.models.options import SanitizerOptions
+from cuprobe.probes.contract import Expectation, Tool
+from cuprobe.service.models.options import SanitizerOptions
 
 SCHEMA_VERSION = 1
 # compute-sanitizer --show-backtrace values.

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from service.models.problems import describe
+from cuprobe.service.models.problems import describe
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from probes.contract import Tool
-from service.models.problems import bool_for_number
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models.problems import bool_for_number
 
 # The tool whose section of `compute-sanitizer --help` lists each option (None: "General options", every tool).
 # From the help text captured from 2025.3.1.0 and 2026.4.0.0 (tests/data/captures/*/help.txt); the binary's own

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from service.models import Finding, Outcome, Tool
+from cuprobe.service.models import Finding, Outcome, Tool
 
 
 class CaseRepeat(BaseModel):

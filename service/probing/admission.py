@@ -11,16 +11,16 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from probes import registry
-from probes.allocator import default_allocator
-from probes.base import Probe
-from probes.contract import Tool
-from service.config import Settings
-from service.models import ProbeRequest
-from service.models.options import SanitizerOptions
-from service.models.problems import bool_for_number, describe
-from service.models.queues import Lane, queue_for
-from service.sanitizer.options import OptionRefused, check_options
+from cuprobe.probes import registry
+from cuprobe.probes.allocator import default_allocator
+from cuprobe.probes.base import Probe
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.models.options import SanitizerOptions
+from cuprobe.service.models.problems import bool_for_number, describe
+from cuprobe.service.models.queues import Lane, queue_for
+from cuprobe.service.sanitizer.options import OptionRefused, check_options
 
 COMMAND_PROBE = "command"
 # A service job names a suppressions file in the operator's directory by a bare name, never a path.

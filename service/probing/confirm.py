@@ -11,28 +11,28 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from probes import registry
-from probes.base import Probe
-from probes.confirm_control import CASES as CONTROL_CASES
-from probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
-from probes.contract import ProbeResult, Tool, is_confirm_control
-from probes.kinds import HOST_API_UNINITIALIZED
-from service.config import Settings
-from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
-from service.probing.admission import BadRequest
-from service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
-from service.probing.environment import PROJECT_ROOT
-from service.probing.launch import read_probe_result
-from service.probing.secrets import probe_environment, untimed_schedule
-from service.probing.spares import hand_over, move_artifacts
-from service.sanitizer.command import probe_command
-from service.sanitizer.flagged import FlaggedMemory
-from service.sanitizer.parse import ParseResult
-from service.sanitizer.supervise import Supervised, supervise
-from service.sanitizer.supervise import watch as watch_started
+from cuprobe.probes import registry
+from cuprobe.probes.base import Probe
+from cuprobe.probes.confirm_control import CASES as CONTROL_CASES
+from cuprobe.probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
+from cuprobe.probes.contract import ProbeResult, Tool, is_confirm_control
+from cuprobe.probes.kinds import HOST_API_UNINITIALIZED
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
+from cuprobe.service.probing.environment import PROJECT_ROOT
+from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.probing.secrets import probe_environment, untimed_schedule
+from cuprobe.service.probing.spares import hand_over, move_artifacts
+from cuprobe.service.sanitizer.command import probe_command
+from cuprobe.service.sanitizer.flagged import FlaggedMemory
+from cuprobe.service.sanitizer.parse import ParseResult
+from cuprobe.service.sanitizer.supervise import Supervised, supervise
+from cuprobe.service.sanitizer.supervise import watch as watch_started
 
 if TYPE_CHECKING:
-    from service.probing.warm_reruns import RerunPool  # which imports this module's re-run command
+    from cuprobe.service.probing.warm_reruns import RerunPool  # which imports this module's re-run command
 
 CONFIRM_DIR = "confirm"
 LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left out (the cases that import torch)

@@ -30,14 +30,14 @@ import time
 import uuid
 from pathlib import Path
 
-from probes import registry
-from service.config import Settings
-from service.models import ProbeRequest, Tool
-from service.models.confirm_share import ConfirmShare
-from service.probing.confirm import Reruns, confirming, early_params
-from service.probing.confirm_shared import sharing
-from service.probing.confirmation import POISON_RUNS, BareRun, load_bare_run
-from service.probing.launch import read_probe_result
+from cuprobe.probes import registry
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest, Tool
+from cuprobe.service.models.confirm_share import ConfirmShare
+from cuprobe.service.probing.confirm import Reruns, confirming, early_params
+from cuprobe.service.probing.confirm_shared import sharing
+from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, load_bare_run
+from cuprobe.service.probing.launch import read_probe_result
 
 log = logging.getLogger(__name__)
 SHARE_DIR = "shared-confirm"

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probes import registry
-from service.config import Settings
-from service.models import ProbeRequest, Tool
-from service.probing.confirm import Reruns, confirming, early_params
-from service.probing.confirmation import BareRun
-from service.probing.warm_reruns import RerunPool
+from cuprobe.probes import registry
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest, Tool
+from cuprobe.service.probing.confirm import Reruns, confirming, early_params
+from cuprobe.service.probing.confirmation import BareRun
+from cuprobe.service.probing.warm_reruns import RerunPool
 
 
 def sharing(settings: Settings) -> bool:

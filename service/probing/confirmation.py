@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from probes.contract import ProbeResult
-from probes.poison import FILL, SENTINEL_BYTE
-from service.models import Confirmation, ConfirmationEvidence, Finding, RangeSurvival
-from service.sanitizer.flagged import FlaggedMemory, Range
+from cuprobe.probes.contract import ProbeResult
+from cuprobe.probes.poison import FILL, SENTINEL_BYTE
+from cuprobe.service.models import Confirmation, ConfirmationEvidence, Finding, RangeSurvival
+from cuprobe.service.sanitizer.flagged import FlaggedMemory, Range
 
 Arrays = dict[str, np.ndarray[Any, Any]]
 # The bare re-runs, in order: two with the same poison (is the case deterministic?), one with another poison

@@ -22,10 +22,10 @@ import mmap
 import re
 from pathlib import Path
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Backtrace
-from service.sanitizer.options import installed_options
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Backtrace
+from cuprobe.service.sanitizer.options import installed_options
 
 NO_DEMANGLING = ["--demangle", "no"]
 # A function element whose name starts as the Itanium C++ ABI's mangled names do.

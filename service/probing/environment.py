@@ -11,9 +11,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NamedTuple
 
-from service import __version__
-from service.models import Environment
-from service.probing.gpus import inventory, visible
+from cuprobe import __version__
+from cuprobe.service.models import Environment
+from cuprobe.service.probing.gpus import inventory, visible
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes.contract import ProbeResult
-from service.db.artifacts import read_regular
+from cuprobe.probes.contract import ProbeResult
+from cuprobe.service.db.artifacts import read_regular
 
 
 def read_probe_result(path: Path) -> tuple[ProbeResult | None, str | None]:

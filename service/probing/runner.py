@@ -12,8 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from probes.allocator import needs_nvtx
-from probes.contract import (
+from cuprobe.probes.allocator import needs_nvtx
+from cuprobe.probes.contract import (
     HEARTBEAT_ENV,
     PREFETCH_TORCH_FLAG,
     QUICK_EXIT_FLAG,
@@ -22,13 +22,13 @@ from probes.contract import (
     Tool,
     is_confirm_control,
 )
-from service.config import Settings, get_settings
-from service.db.artifacts import read_regular, write_artifact
-from service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
-from service.models.reasons import ALSO
-from service.models.timing import Stages
-from service.probing.admission import Admission, admit, sanitizer_fields, suppressions_file
-from service.probing.confirm import (
+from cuprobe.service.config import Settings, get_settings
+from cuprobe.service.db.artifacts import read_regular, write_artifact
+from cuprobe.service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult
+from cuprobe.service.models.reasons import ALSO
+from cuprobe.service.models.timing import Stages
+from cuprobe.service.probing.admission import Admission, admit, sanitizer_fields, suppressions_file
+from cuprobe.service.probing.confirm import (
     EarlyReruns,
     confirm_findings,
     confirming,
@@ -37,11 +37,11 @@ from service.probing.confirm import (
     start_early,
     user_filters,
 )
-from service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
-from service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
-from service.probing.launch import read_probe_result
-from service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
-from service.probing.spares import (
+from cuprobe.service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
+from cuprobe.service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
+from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
+from cuprobe.service.probing.spares import (
     FIFO_NAME,
     Spare,
     Spares,
@@ -51,19 +51,19 @@ from service.probing.spares import (
     spare_command,
     warm_key,
 )
-from service.sanitizer.chunks import Context
-from service.sanitizer.classify import Classification, RunEvidence, classify
-from service.sanitizer.command import passed_anyway, probe_command, sanitizer_command
-from service.sanitizer.findings import bounded
-from service.sanitizer.launches import DUMP_FLAG, Launches, checked_note, discount, nothing_checked
-from service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
-from service.sanitizer.options import OptionRefused, check_options, installed_options
-from service.sanitizer.parse import ParseResult, parse_xml
-from service.sanitizer.pool import ChildParser
-from service.sanitizer.ports import PortLease
-from service.sanitizer.ports import lease as lease_ports
-from service.sanitizer.summary import read_summary
-from service.sanitizer.supervise import Supervised, start, watch
+from cuprobe.service.sanitizer.chunks import Context
+from cuprobe.service.sanitizer.classify import Classification, RunEvidence, classify
+from cuprobe.service.sanitizer.command import passed_anyway, probe_command, sanitizer_command
+from cuprobe.service.sanitizer.findings import bounded
+from cuprobe.service.sanitizer.launches import DUMP_FLAG, Launches, checked_note, discount, nothing_checked
+from cuprobe.service.sanitizer.locate import SanitizerMissing, find_sanitizer, sanitizer_version
+from cuprobe.service.sanitizer.options import OptionRefused, check_options, installed_options
+from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
+from cuprobe.service.sanitizer.pool import ChildParser
+from cuprobe.service.sanitizer.ports import PortLease
+from cuprobe.service.sanitizer.ports import lease as lease_ports
+from cuprobe.service.sanitizer.summary import read_summary
+from cuprobe.service.sanitizer.supervise import Supervised, start, watch
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME, HEARTBEAT_NAME = "exit_code", "heartbeat"

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from kernels.poison_alloc import cache_dir
-from probes.allowed_env import SECRET_NAME, allowlisted
-from probes.contract import Tool
-from probes.gpu import SCHEDULE_ENV
-from service.config import Settings
-from service.models import RunResult
-from service.probing.environment import PROJECT_ROOT
+from cuprobe import IMPORT_ROOT
+from cuprobe.kernels.poison_alloc import cache_dir
+from cuprobe.probes.allowed_env import SECRET_NAME, allowlisted
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.gpu import SCHEDULE_ENV
+from cuprobe.service.config import Settings
+from cuprobe.service.models import RunResult
 
 REDACTED = "[redacted by cuprobe]"
 # What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
@@ -39,7 +39,7 @@ def probe_environment(
         if settings.command_enabled:  # the probe reads the switch itself; the setting may have come by its old name
             env["CUPROBE_COMMAND_ENABLED"] = "1"
     env[EXTENSION_DIR_ENV] = source.get(EXTENSION_DIR_ENV) or str((settings.data_dir / "extensions").resolve())
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(IMPORT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
     env.pop(SCHEDULE_ENV, None)

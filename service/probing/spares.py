@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probes.warm import READY_NAME, WarmLevel
-from service.sanitizer.supervise import Started
+from cuprobe.probes.warm import READY_NAME, WarmLevel
+from cuprobe.service.sanitizer.supervise import Started
 
 if TYPE_CHECKING:
-    from probes.base import Probe
-    from service.probing.runner import PlannedRun
+    from cuprobe.probes.base import Probe
+    from cuprobe.service.probing.runner import PlannedRun
 
 FIFO_NAME = "params.fifo"
 # How long a spare waits for its run's first case before it starts anyway.
@@ -111,7 +111,7 @@ def waiting_for_params(cmd: list[str], fifo: Path, level: WarmLevel) -> list[str
 def _params_at(cmd: list[str]) -> int:
     """Index of the probe's --params value in a `... -m probes NAME --params JSON ...` command."""
     for i in range(len(cmd) - 3):
-        if cmd[i : i + 2] == ["-m", "probes"] and cmd[i + 3] == "--params":
+        if cmd[i : i + 2] == ["-m", "cuprobe.probes"] and cmd[i + 3] == "--params":
             return i + 4
     raise ValueError("not a probe command: no `-m probes NAME --params`")
 

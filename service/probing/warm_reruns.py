@@ -29,13 +29,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.warm import READY_NAME
-from service.config import Settings
-from service.probing.confirm import rerun_command, rerun_environment
-from service.probing.confirmation import POISON_RUNS
-from service.probing.environment import PROJECT_ROOT
-from service.probing.spares import FIFO_NAME, waiting_for_params
-from service.sanitizer.supervise import Started, start
+from cuprobe.probes.warm import READY_NAME
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.confirm import rerun_command, rerun_environment
+from cuprobe.service.probing.confirmation import POISON_RUNS
+from cuprobe.service.probing.environment import PROJECT_ROOT
+from cuprobe.service.probing.spares import FIFO_NAME, waiting_for_params
+from cuprobe.service.sanitizer.supervise import Started, start
 
 RESULT_NAME = "result.json"
 

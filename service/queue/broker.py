@@ -9,8 +9,8 @@ from typing import Any
 import redis
 from celery import Celery
 
-from service.db.store import Job
-from service.queue.celery_app import TASK_RUN_PROBE
+from cuprobe.service.db.store import Job
+from cuprobe.service.queue.celery_app import TASK_RUN_PROBE
 
 # kombu's redis transport keeps priorities > 0 in sibling lists named queue + SEP + priority.
 _PRIORITY_SEP = "\x06\x16"

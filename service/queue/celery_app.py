@@ -10,8 +10,8 @@ from typing import Any
 from celery import Celery
 from celery.schedules import crontab
 
-from service.config import Settings
-from service.models.queues import CPU
+from cuprobe.service.config import Settings
+from cuprobe.service.models.queues import CPU
 
 TASK_RUN_PROBE = "cuprobe.run_probe"
 TASK_RECONCILE = "cuprobe.reconcile"

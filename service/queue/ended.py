@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import redis
 
-from service.config import Settings
-from service.queue.registry import client
+from cuprobe.service.config import Settings
+from cuprobe.service.queue.registry import client
 
 log = logging.getLogger(__name__)
 CHANNEL_PREFIX = "cuprobe:job-ended:"

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from service.config import Settings
-from service.db.pending import clear_pending, read_pending
-from service.db.store import Job, JobState, Store, as_utc, utcnow
+from cuprobe.service.config import Settings
+from cuprobe.service.db.pending import clear_pending, read_pending
+from cuprobe.service.db.store import Job, JobState, Store, as_utc, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,13 @@ from celery import Celery
 from redis.exceptions import LockError
 from redis.lock import Lock
 
-from service.config import Settings
-from service.db.artifacts import prune
-from service.db.store import Store, utcnow
-from service.queue.broker import enqueue, held_jobs
-from service.queue.reconcile import ReconcileReport, reconcile
-from service.queue.registry import WorkerRegistry
-from service.queue.served import served_reader
+from cuprobe.service.config import Settings
+from cuprobe.service.db.artifacts import prune
+from cuprobe.service.db.store import Store, utcnow
+from cuprobe.service.queue.broker import enqueue, held_jobs
+from cuprobe.service.queue.reconcile import ReconcileReport, reconcile
+from cuprobe.service.queue.registry import WorkerRegistry
+from cuprobe.service.queue.served import served_reader
 
 log = logging.getLogger(__name__)
 LOCK_KEY = "cuprobe:reconcile-lock"

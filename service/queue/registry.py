@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import redis
 from pydantic import BaseModel, ValidationError
 
-from probes.proctree import children
-from service.config import Settings
+from cuprobe.probes.proctree import children
+from cuprobe.service.config import Settings
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "cuprobe:worker:"

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from service.queue.registry import WorkerRegistry
+from cuprobe.service.queue.registry import WorkerRegistry
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from pydantic import Field
 
-from service.config import Settings
-from service.db.store import Job, JobState, Store, utcnow
-from service.models import ProbeRequest
-from service.models.confirm_share import ConfirmShare
-from service.models.queues import LABEL_PATTERN, Lane
-from service.probing.admission import (
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, JobState, Store, utcnow
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.models.confirm_share import ConfirmShare
+from cuprobe.service.models.queues import LABEL_PATTERN, Lane
+from cuprobe.service.probing.admission import (
     COMMAND_PROBE,
     SUPPRESSIONS_NAME,
     BadRequest,
@@ -23,9 +23,9 @@ from service.probing.admission import (
     sanitizer_fields,
     suppressions_file,
 )
-from service.probing.confirm import refuse_unconfirmable
-from service.probing.confirm_host import misfit
-from service.queue.served import ServedQueues
+from cuprobe.service.probing.confirm import refuse_unconfirmable
+from cuprobe.service.probing.confirm_host import misfit
+from cuprobe.service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
 REPLAY_PROBE = "replay"

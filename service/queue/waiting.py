@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from service.client import MAX_WAIT_S, MAX_WAITED_JOBS, ApiError, Client
-from service.db.store import Job, JobState
-from service.models import Finding, Outcome, RunResult, Tool
+from cuprobe.service.client import MAX_WAIT_S, MAX_WAITED_JOBS, ApiError, Client
+from cuprobe.service.db.store import Job, JobState
+from cuprobe.service.models import Finding, Outcome, RunResult, Tool
 
 K = TypeVar("K")
 J = TypeVar("J")

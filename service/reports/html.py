@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from html import escape
 
-from service.models.sweep import Sweep
-from service.reports.plots import findings_by_out_features, throughput_by_dtype
-from service.sweep.diff import SweepDiff
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.reports.plots import findings_by_out_features, throughput_by_dtype
+from cuprobe.service.sweep.diff import SweepDiff
 
 _STYLE = (
     "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;font-size:13px}"

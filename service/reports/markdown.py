@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from service.models import confirmation_counts
-from service.models.reasons import by_reason, names_line
-from service.models.sweep import Sweep
-from service.reports.table import table
-from service.sweep.diff import SweepDiff
+from cuprobe.service.models import confirmation_counts
+from cuprobe.service.models.reasons import by_reason, names_line
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.reports.table import table
+from cuprobe.service.sweep.diff import SweepDiff
 
 # Distinct reasons listed under "Could not run" before a line counting the rest.
 REASONS_SHOWN = 50

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from service.models.sweep import Sweep
+from cuprobe.service.models.sweep import Sweep
 
 
 def _svg(figure: object) -> str:

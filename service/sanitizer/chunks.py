@@ -11,11 +11,11 @@ from typing import IO
 
 from lxml import etree
 
-from probes.contract import Allocation, Tool
-from service.sanitizer.findings import FindingGrouper
-from service.sanitizer.records import RawRecord, record_from_element
-from service.sanitizer.shapes import NotPlain, PieceReader
-from service.sanitizer.xmlstream import HARDENED, Prolog, refuse_dtd
+from cuprobe.probes.contract import Allocation, Tool
+from cuprobe.service.sanitizer.findings import FindingGrouper
+from cuprobe.service.sanitizer.records import RawRecord, record_from_element
+from cuprobe.service.sanitizer.shapes import NotPlain, PieceReader
+from cuprobe.service.sanitizer.xmlstream import HARDENED, Prolog, refuse_dtd
 
 CHUNK_BYTES = 4 << 20
 _END = b"</record>"

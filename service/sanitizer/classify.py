@@ -5,11 +5,11 @@ from __future__ import annotations
 import signal as signals
 from dataclasses import dataclass, field
 
-from probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
-from service.models import CaseVerdict, Finding, Outcome
-from service.sanitizer.launches import Launches, unchecked_note, unfired_controls
-from service.sanitizer.parse import ParseResult
-from service.sanitizer.summary import SanitizerSummary
+from cuprobe.probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
+from cuprobe.service.models import CaseVerdict, Finding, Outcome
+from cuprobe.service.sanitizer.launches import Launches, unchecked_note, unfired_controls
+from cuprobe.service.sanitizer.parse import ParseResult
+from cuprobe.service.sanitizer.summary import SanitizerSummary
 
 
 @dataclass

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from probes.contract import Tool
-from service.models import kernel_name
-from service.models.options import SanitizerOptions
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models import kernel_name
+from cuprobe.service.models.options import SanitizerOptions
 
 # Options cuprobe passes for a tool unless the request sets them itself.
 TOOL_DEFAULTS: dict[Tool, SanitizerOptions] = {
@@ -25,11 +25,11 @@ def passed_anyway(tool: Tool) -> SanitizerOptions:
 
 
 def probe_command(probe: str, params: dict[str, Any], out: Path, tool: Tool, python: str | None = None) -> list[str]:
-    """`python -m probes NAME --params JSON --out FILE --tool T`."""
+    """`python -m cuprobe.probes NAME --params JSON --out FILE --tool T`."""
     return [
         python or sys.executable,
         "-m",
-        "probes",
+        "cuprobe.probes",
         probe,
         "--params",
         json.dumps(params, sort_keys=True),

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from probes.contract import Allocation, Tool, is_confirm_control, is_control_kernel
-from probes.kinds import HOST_API_UNINITIALIZED
-from service.models import Finding
-from service.sanitizer.flagged import AllocationIndex, FlaggedMemory
-from service.sanitizer.launches import Launches
-from service.sanitizer.records import UNUSED_MEMORY, Location, RawRecord
+from cuprobe.probes.contract import Allocation, Tool, is_confirm_control, is_control_kernel
+from cuprobe.probes.kinds import HOST_API_UNINITIALIZED
+from cuprobe.service.models import Finding
+from cuprobe.service.sanitizer.flagged import AllocationIndex, FlaggedMemory
+from cuprobe.service.sanitizer.launches import Launches
+from cuprobe.service.sanitizer.records import UNUSED_MEMORY, Location, RawRecord
 
 MAX_ADDRESSES = 3
 MAX_FRAMES = 6

@@ -1,12 +1,13 @@
 """Chunk parser children forked from a server that imported the parser once, instead of each importing it.
 
 A local sweep with K slots parses each run's XML in a child process (service/sanitizer/pool.py: K parses in threads
-of one process would take turns on its interpreter lock). A `python -m service.sanitizer.pool` child spends its
+of one process would take turns on its interpreter lock). A `python -m cuprobe.service.sanitizer.pool` child spends its
 first 0.4-0.5 s importing cuprobe's parser, after the run it parses: on the H200 the slowest of eight processes spent
 0.7-1.0 s in its parse stage for a 6.4 MB XML. Started ahead instead, eight such children took their imports' CPU
 from the sanitizer runs at a time when the host's cores are the limit, and the sweep was no faster (docs/sweep.md,
-"Session 14"). So a sweep starts one server (`python -m service.sanitizer.forked`) when it starts: it imports the
-parser once, then forks one child per connection on a Unix socket; a parse connects, and its child costs a fork.
+"Session 14"). So a sweep starts one server (`python -m cuprobe.service.sanitizer.forked`) when it starts: it
+imports the parser once, then forks one child per connection on a Unix socket; a parse connects, and its child
+costs a fork.
 
 multiprocessing's forkserver would do the same, but it imports the caller's main script in the server (a script
 without a `__main__` guard would run again there), so this is its own small server. It ends when the sweep closes
@@ -26,8 +27,8 @@ import sys
 import tempfile
 import time
 
-from service.sanitizer.chunks import Chunk, ChunkResult, Context
-from service.sanitizer.pool import ChildParser, ChunkWorker, WorkerFailed, answer, checked, child_environment
+from cuprobe.service.sanitizer.chunks import Chunk, ChunkResult, Context
+from cuprobe.service.sanitizer.pool import ChildParser, ChunkWorker, WorkerFailed, answer, checked, child_environment
 
 # How long a parse waits for its forked child's first word (the server may still be importing the parser, on a busy
 # host); past it the parse starts a child of its own.
@@ -47,7 +48,7 @@ class ParserServer:
         fd = self._listener.fileno()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "service.sanitizer.forked", str(fd)],
+                [sys.executable, "-m", "cuprobe.service.sanitizer.forked", str(fd)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from probes.contract import is_control_kernel
-from service.sanitizer.summary import SanitizerSummary
+from cuprobe.probes.contract import is_control_kernel
+from cuprobe.service.sanitizer.summary import SanitizerSummary
 
 DUMP_FLAG = "--dump-kernel-launches"
 EXAMPLES = 3  # kernel names kept per side, in launch order

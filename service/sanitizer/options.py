@@ -8,8 +8,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probes.contract import Tool
-from service.models.options import OPTION_TOOL, SanitizerOptions
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models.options import OPTION_TOOL, SanitizerOptions
 
 _SECTION = re.compile(r"^(\w+)(?:-specific)? options:\s*$")
 # An option line: two spaces, optional short form, then the long name (`-c [ --launch-count ] arg`, `--padding arg`).

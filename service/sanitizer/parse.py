@@ -6,13 +6,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from probes.contract import Allocation, Tool, is_control_kernel
-from service.models import Finding
-from service.sanitizer.chunks import Context, Unsplittable, plan
-from service.sanitizer.findings import FindingGrouper
-from service.sanitizer.flagged import FlaggedMemory
-from service.sanitizer.launches import Launches
-from service.sanitizer.pool import (
+from cuprobe.probes.contract import Allocation, Tool, is_control_kernel
+from cuprobe.service.models import Finding
+from cuprobe.service.sanitizer.chunks import Context, Unsplittable, plan
+from cuprobe.service.sanitizer.findings import FindingGrouper
+from cuprobe.service.sanitizer.flagged import FlaggedMemory
+from cuprobe.service.sanitizer.launches import Launches
+from cuprobe.service.sanitizer.pool import (
     PARALLEL_MIN_BYTES,
     ChildParser,
     WorkerFailed,
@@ -20,8 +20,8 @@ from service.sanitizer.pool import (
     merge_in_order,
     worth_children,
 )
-from service.sanitizer.records import record_from_element
-from service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, check_prolog, iter_records
+from cuprobe.service.sanitizer.records import record_from_element
+from cuprobe.service.sanitizer.xmlstream import BrokenXML, HostileXML, StreamState, check_prolog, iter_records
 
 
 @dataclass

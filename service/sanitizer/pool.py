@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from service.sanitizer.chunks import Chunk, ChunkResult, Context, Unsplittable, parse_chunk
-from service.sanitizer.findings import FindingGrouper
-from service.sanitizer.flagged import AllocationIndex
-from service.sanitizer.xmlstream import HostileXML
+from cuprobe import IMPORT_ROOT
+from cuprobe.service.sanitizer.chunks import Chunk, ChunkResult, Context, Unsplittable, parse_chunk
+from cuprobe.service.sanitizer.findings import FindingGrouper
+from cuprobe.service.sanitizer.flagged import AllocationIndex
+from cuprobe.service.sanitizer.xmlstream import HostileXML
 
 # Below this the whole parse (about 110 MB per CPU second) takes little longer than a child's start-up (about 0.3 s
 # of imports): one process.
@@ -32,12 +33,11 @@ CHILDREN_MIN_RECORD_TURNS = 13_000
 # A file whose first SAMPLE_BYTES hold no whole record (huge records, or none) goes by size: from this many bytes.
 CHILDREN_MIN_BYTES = 16 << 20
 SAMPLE_BYTES = 1 << 20
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def child_environment() -> dict[str, str]:
     """The environment of a parser process cuprobe starts: this one's, with cuprobe's package importable."""
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(IMPORT_ROOT), os.environ.get("PYTHONPATH")])))
 
 
 def estimated_records(path: Path, size: int) -> float | None:
@@ -100,12 +100,12 @@ def checked(reply: object) -> ChunkResult:
 
 
 class ChunkWorker:
-    """One `python -m service.sanitizer.pool` child: it reads chunks of the same file and sends back their groups."""
+    """One `python -m cuprobe.service.sanitizer.pool` child: it reads chunks of one file and sends back their groups."""
 
     def __init__(self, ctx: Context) -> None:
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "service.sanitizer.pool"],
+                [sys.executable, "-m", "cuprobe.service.sanitizer.pool"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

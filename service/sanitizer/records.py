@@ -10,9 +10,9 @@ from typing import Any
 
 from lxml import etree
 
-from probes.contract import Tool
-from probes.kinds import HOST_API_UNINITIALIZED, SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ, slug
-from service.sanitizer.xmlstream import HARDENED
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.kinds import HOST_API_UNINITIALIZED, SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ, slug
+from cuprobe.service.sanitizer.xmlstream import HARDENED
 
 UNUSED_MEMORY = "unused-memory"
 _SIZE_SUFFIX = re.compile(r"\s+of size \d+ bytes?.*$")

@@ -24,8 +24,8 @@ from typing import Any
 
 from lxml import etree
 
-from service.sanitizer.records import Location, RawRecord, Varying, device_stack_of, fill, read_record
-from service.sanitizer.xmlstream import HARDENED, HostileXML
+from cuprobe.service.sanitizer.records import Location, RawRecord, Varying, device_stack_of, fill, read_record
+from cuprobe.service.sanitizer.xmlstream import HARDENED, HostileXML
 
 SLOT_TAGS = ("x", "y", "z", "address", "errorAddress")
 # A slot: the start tag <x>, <y>, <z>, <address> or <errorAddress> and the text after it. split() gives

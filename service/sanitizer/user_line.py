@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from service.models.options import SHORT_NAMES, SWITCHES
+from cuprobe.service.models.options import SHORT_NAMES, SWITCHES
 
 # Options that take no value, as `compute-sanitizer --help` lists them (2025.3 and 2026.4; tests/data/captures):
 # the switches cuprobe passes, and those of the options it does not pass.

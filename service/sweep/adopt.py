@@ -8,11 +8,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.config import Settings
-from service.db.store import Store
-from service.probing.admission import BadRequest
-from service.queue.submit import JobSpec, check
-from service.queue.waiting import ended
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.queue.submit import JobSpec, check
+from cuprobe.service.queue.waiting import ended
 
 log = logging.getLogger(__name__)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from service.models import Outcome, RunResult
-from service.models.sweep import CaseRepeat
-from service.sweep.plan import PlannedCase, Process
+from cuprobe.service.models import Outcome, RunResult
+from cuprobe.service.models.sweep import CaseRepeat
+from cuprobe.service.sweep.plan import PlannedCase, Process
 
 
 def control_fired(process: Process, result: RunResult) -> bool:

@@ -3,9 +3,9 @@ the previous sweep could not run against the last sweep in which it ran."""
 
 from __future__ import annotations
 
-from service.db.sweeps import SweepChanges, SweepStore
-from service.models.sweep import Sweep
-from service.sweep.diff import SweepDiff, diff
+from cuprobe.service.db.sweeps import SweepChanges, SweepStore
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.sweep.diff import SweepDiff, diff
 
 
 class NotAResult(ValueError):

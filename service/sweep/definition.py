@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from probes.contract import Tool
-from service.models import SanitizerOptions
-from service.models.files import load_toml, parse_toml
-from service.models.problems import respell
-from service.probing.admission import BadRequest, options_for, probe_named, tool_for
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models import SanitizerOptions
+from cuprobe.service.models.files import load_toml, parse_toml
+from cuprobe.service.models.problems import respell
+from cuprobe.service.probing.admission import BadRequest, options_for, probe_named, tool_for
 
 
 class DefinitionError(ValueError):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from service.models.sweep import CaseSeen, SweepSeen, complete
+from cuprobe.service.models.sweep import CaseSeen, SweepSeen, complete
 
 
 class DiffItem(BaseModel):

@@ -12,27 +12,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from service.config import Settings, get_settings
-from service.db.store import Job, Store, utcnow
-from service.models import Backtrace, ProbeRequest, RunResult, Tool
-from service.models.confirm_share import ConfirmShare
-from service.models.queues import Lane
-from service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
-from service.probing.admission import BadRequest, admit
-from service.probing.confirm_shared import SharedReruns, share_groups
-from service.probing.runner import run_probe
-from service.probing.spares import Spares
-from service.probing.warm_reruns import RerunPool
-from service.queue.served import ServedQueues
-from service.queue.submit import JobSpec, submit
-from service.queue.waiting import ended, job_fields, poll, result_of_job
-from service.sanitizer.forked import start_server
-from service.sweep.adopt import Labelled, labelled
-from service.sweep.attribute import attribute, control_fired, unattributed
-from service.sweep.definition import SweepDefinition
-from service.sweep.flaky import merge_findings, merge_outcome
-from service.sweep.plan import Process, plan
-from service.sweep.warm_plan import warm_followed
+from cuprobe.service.config import Settings, get_settings
+from cuprobe.service.db.store import Job, Store, utcnow
+from cuprobe.service.models import Backtrace, ProbeRequest, RunResult, Tool
+from cuprobe.service.models.confirm_share import ConfirmShare
+from cuprobe.service.models.queues import Lane
+from cuprobe.service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
+from cuprobe.service.probing.admission import BadRequest, admit
+from cuprobe.service.probing.confirm_shared import SharedReruns, share_groups
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.probing.spares import Spares
+from cuprobe.service.probing.warm_reruns import RerunPool
+from cuprobe.service.queue.served import ServedQueues
+from cuprobe.service.queue.submit import JobSpec, submit
+from cuprobe.service.queue.waiting import ended, job_fields, poll, result_of_job
+from cuprobe.service.sanitizer.forked import start_server
+from cuprobe.service.sweep.adopt import Labelled, labelled
+from cuprobe.service.sweep.attribute import attribute, control_fired, unattributed
+from cuprobe.service.sweep.definition import SweepDefinition
+from cuprobe.service.sweep.flaky import merge_findings, merge_outcome
+from cuprobe.service.sweep.plan import Process, plan
+from cuprobe.service.sweep.warm_plan import warm_followed
 
 Progress = Callable[[int, int, str], None]
 

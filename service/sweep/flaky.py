@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from service.models import Evidence, Finding, Outcome, strongest_confirmation
-from service.models.sweep import CaseRepeat
+from cuprobe.service.models import Evidence, Finding, Outcome, strongest_confirmation
+from cuprobe.service.models.sweep import CaseRepeat
 
 
 def merge_findings(repeats: list[CaseRepeat]) -> list[Finding]:

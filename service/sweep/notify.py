@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from service.sweep.diff import SweepDiff
+from cuprobe.service.sweep.diff import SweepDiff
 
 log = logging.getLogger(__name__)
 

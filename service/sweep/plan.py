@@ -10,15 +10,15 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from probes.contract import Tool
-from probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads, part_of_product
-from service.config import get_settings
-from service.models import ProbeRequest, SanitizerOptions
-from service.models.problems import describe
-from service.probing.admission import BadRequest, admit
-from service.probing.confirm import refuse_unconfirmable
-from service.sweep.definition import DefinitionError, Entry, SweepDefinition
-from service.sweep.packing import packed
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads, part_of_product
+from cuprobe.service.config import get_settings
+from cuprobe.service.models import ProbeRequest, SanitizerOptions
+from cuprobe.service.models.problems import describe
+from cuprobe.service.probing.admission import BadRequest, admit
+from cuprobe.service.probing.confirm import refuse_unconfirmable
+from cuprobe.service.sweep.definition import DefinitionError, Entry, SweepDefinition
+from cuprobe.service.sweep.packing import packed
 
 Point = dict[str, Any]
 

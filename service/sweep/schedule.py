@@ -16,7 +16,7 @@ from datetime import datetime
 import redis
 from redis.exceptions import LockError
 
-from service.models.sweep import Sweep
+from cuprobe.service.models.sweep import Sweep
 
 log = logging.getLogger(__name__)
 

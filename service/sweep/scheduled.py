@@ -22,16 +22,16 @@ from typing import Any
 import redis
 from redis.exceptions import LockError
 
-from service.config import Settings
-from service.db.store import Job, Store
-from service.db.sweeps import SweepStore
-from service.models.sweep import Sweep
-from service.sweep.adopt import sweep_label
-from service.sweep.compare import changes
-from service.sweep.definition import load_definition
-from service.sweep.execute import ProcessRunner, ServiceRunner, run_sweep
-from service.sweep.notify import notify
-from service.sweep.schedule import running_key
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.sweep.adopt import sweep_label
+from cuprobe.service.sweep.compare import changes
+from cuprobe.service.sweep.definition import load_definition
+from cuprobe.service.sweep.execute import ProcessRunner, ServiceRunner, run_sweep
+from cuprobe.service.sweep.notify import notify
+from cuprobe.service.sweep.schedule import running_key
 
 log = logging.getLogger(__name__)
 

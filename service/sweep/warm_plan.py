@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from service.models import ProbeRequest, Tool
-from service.probing.admission import BadRequest, admit
-from service.probing.spares import level_of
+from cuprobe.service.models import ProbeRequest, Tool
+from cuprobe.service.probing.admission import BadRequest, admit
+from cuprobe.service.probing.spares import level_of
 
 
 def warm_followed(requests: list[ProbeRequest], slots: int) -> set[int]:

@@ -6,14 +6,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from service.web.auth import LoginRequired, login_page
-from service.web.auth import router as auth_router
-from service.web.pages import PageNotFound
-from service.web.render import STATIC, page
-from service.web.routes import findings, jobs, now, sweeps
-from service.web.routes.now import DiffCounts
-from service.web.routes.sweeps import PlotCache
-from service.web.workers import Roster
+from cuprobe.service.web.auth import LoginRequired, login_page
+from cuprobe.service.web.auth import router as auth_router
+from cuprobe.service.web.pages import PageNotFound
+from cuprobe.service.web.render import STATIC, page
+from cuprobe.service.web.routes import findings, jobs, now, sweeps
+from cuprobe.service.web.routes.now import DiffCounts
+from cuprobe.service.web.routes.sweeps import PlotCache
+from cuprobe.service.web.workers import Roster
 
 __all__ = ["install"]
 

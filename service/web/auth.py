@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from service.config import Settings
-from service.web.render import page
+from cuprobe.service.config import Settings
+from cuprobe.service.web.render import page
 
 COOKIE = "cuprobe_session"
 # What the cookie is an HMAC of, keyed by the token: changing the token logs every browser out.

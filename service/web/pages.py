@@ -7,11 +7,11 @@ from typing import TypeVar
 
 from fastapi import Request
 
-from service.config import Settings
-from service.db.id_prefix import Ambiguous, by_id_prefix
-from service.db.store import Job, Store
-from service.db.sweeps import SweepStore
-from service.models.sweep import Sweep
+from cuprobe.service.config import Settings
+from cuprobe.service.db.id_prefix import Ambiguous, by_id_prefix
+from cuprobe.service.db.store import Job, Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models.sweep import Sweep
 
 Found = TypeVar("Found")
 

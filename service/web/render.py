@@ -12,9 +12,9 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from service import __version__
-from service.db.tables import as_utc
-from service.models import Outcome, signature_key
+from cuprobe import __version__
+from cuprobe.service.db.tables import as_utc
+from cuprobe.service.models import Outcome, signature_key
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.config import Settings
-from service.probing.environment import PROJECT_ROOT
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.environment import PROJECT_ROOT
 
 CONTEXT = 4
 MAX_BYTES = 4 * 1024 * 1024

@@ -6,7 +6,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from service.queue.registry import WorkerBeat, WorkerRegistry
+from cuprobe.service.queue.registry import WorkerBeat, WorkerRegistry
 
 # A worker gone longer than this is no longer listed.
 FORGET_AFTER_S = 24 * 3600.0

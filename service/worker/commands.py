@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
-from service.models.queues import CPU, gpu_queue, lane_queues
-from service.probing.gpus import GpuDevice
-from service.worker.gpu_slots import slots_for
+from cuprobe.service.models.queues import CPU, gpu_queue, lane_queues
+from cuprobe.service.probing.gpus import GpuDevice
+from cuprobe.service.worker.gpu_slots import slots_for
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def _celery_worker(python: str, name: str, queues: list[str], concurrency: int, 
         "-m",
         "celery",
         "-A",
-        "tasks.app",
+        "cuprobe.tasks.app",
         "worker",
         "-n",
         f"{name}@%h",

@@ -14,20 +14,20 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from probes import registry
-from service.config import Settings
-from service.db.errors import transient
-from service.db.pending import clear_pending, write_pending
-from service.db.store import ClaimVerdict, Store, utcnow, worker_identity
-from service.models import Outcome, RunResult, Tool
-from service.models.queues import Lane
-from service.models.timing import Stages
-from service.probing import runner
-from service.probing.confirm_host import join
-from service.queue.submit import JobSpec
-from service.worker.gpu_slots import gpu_held
-from service.worker.stopping import hand_back
-from service.worker.warm import worker_spares
+from cuprobe.probes import registry
+from cuprobe.service.config import Settings
+from cuprobe.service.db.errors import transient
+from cuprobe.service.db.pending import clear_pending, write_pending
+from cuprobe.service.db.store import ClaimVerdict, Store, utcnow, worker_identity
+from cuprobe.service.models import Outcome, RunResult, Tool
+from cuprobe.service.models.queues import Lane
+from cuprobe.service.models.timing import Stages
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.confirm_host import join
+from cuprobe.service.queue.submit import JobSpec
+from cuprobe.service.worker.gpu_slots import gpu_held
+from cuprobe.service.worker.stopping import hand_back
+from cuprobe.service.worker.warm import worker_spares
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from service.config import Settings
-from service.probing.confirm_shared import sharing
-from service.probing.gpus import GpuDevice, visible_gpus
-from service.queue.registry import WorkerBeat
-from service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
-from service.worker.spare_registry import end_spares
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.confirm_shared import sharing
+from cuprobe.service.probing.gpus import GpuDevice, visible_gpus
+from cuprobe.service.queue.registry import WorkerBeat
+from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
+from cuprobe.service.worker.spare_registry import end_spares
 
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.

@@ -12,8 +12,8 @@ import logging
 import time
 from pathlib import Path
 
-from probes.proctree import group_alive, stop_run
-from service.probing.spares import Spare
+from cuprobe.probes.proctree import group_alive, stop_run
+from cuprobe.service.probing.spares import Spare
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from types import FrameType
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from service.config import Settings
-from service.db.artifacts import write_artifact
-from service.db.store import Store, utcnow
+from cuprobe.service.config import Settings
+from cuprobe.service.db.artifacts import write_artifact
+from cuprobe.service.db.store import Store, utcnow
 
 log = logging.getLogger(__name__)
 # Written into a handed-back attempt's directory: its files are those of a stopped run, not a result.

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from service.config import Settings
-from service.probing.spares import Spare, Spares
-from service.worker.gpu_slots import gpu_held, spares_folder
-from service.worker.spare_registry import register
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.spares import Spare, Spares
+from cuprobe.service.worker.gpu_slots import gpu_held, spares_folder
+from cuprobe.service.worker.spare_registry import register
 
 # How long a job waits for the spare its pool process's last job asked for to be started (a process started, not
 # ready: the job then waits on it as it would on its own start-up). Its last job asks once it has begun its cases;

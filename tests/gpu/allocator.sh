@@ -33,7 +33,7 @@ left() { echo $((HARD_S - SECONDS)); }
 echo "== 1. build the extension (fresh cache), then load it again (cached)"
 python3 - <<'PY' | tee "$OUT/build.json"
 import json, time
-from kernels import extension
+from cuprobe.kernels import extension
 rows = []
 for attempt in ("fresh", "cached"):
     t0 = time.perf_counter()
@@ -55,7 +55,7 @@ run() {
   if (( $(left) < 20 )); then echo "== $name: skipped, time budget spent"; return; fi
   (( limit > $(left) )) && limit=$(left)
   echo "== $name (limit ${limit}s): $probe --tool $tool $*"
-  timeout -k 5 "$limit" python3 -m service.cli run "$probe" --tool "$tool" "$@" --timeout "$limit" \
+  timeout -k 5 "$limit" python3 -m cuprobe.service.cli run "$probe" --tool "$tool" "$@" --timeout "$limit" \
     --workdir "$work/runs/$name" --json > "$work/runs/$name.json" 2> "$work/runs/$name.stderr"
   echo "   exit $?; $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); c=r["probe_context"]; print(r["outcome"], "|", r["message"][:160], "|", r["duration_s"], "s |", c.get("allocator"), c.get("allocator_fallback", ""), "| nvtx:", c.get("allocator_nvtx_counts"))' "$work/runs/$name.json" 2>&1 | tail -1)"
 }

@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sweep import GRID  # noqa: E402
 
-from probes.contract import Tool  # noqa: E402
-from service.config import get_settings  # noqa: E402
-from service.probing.secrets import probe_environment  # noqa: E402
-from service.sweep.definition import parse_definition  # noqa: E402
-from service.sweep.execute import requests_of  # noqa: E402
-from service.sweep.plan import plan  # noqa: E402
+from cuprobe.probes.contract import Tool  # noqa: E402
+from cuprobe.service.config import get_settings  # noqa: E402
+from cuprobe.service.probing.secrets import probe_environment  # noqa: E402
+from cuprobe.service.sweep.definition import parse_definition  # noqa: E402
+from cuprobe.service.sweep.execute import requests_of  # noqa: E402
+from cuprobe.service.sweep.plan import plan  # noqa: E402
 
 
 def command(params: dict[str, object], out: Path, mode: str = "ff") -> list[str]:

@@ -53,16 +53,16 @@ for san in "${sanitizers[@]}"; do
   run_case memcheck_abort memcheck "$P0" /tmp/harness abort
   run_case memcheck_exit3 memcheck "$P0" /tmp/harness exit3
   run_case initcheck_filtered initcheck "$P0 --kernel-name kns=double_all" /tmp/harness uninit 1024 1000
-  # the probes themselves, through pycuda (python -m probes), as cuprobe runs them
+  # the probes themselves, through pycuda (python -m cuprobe.probes), as cuprobe runs them
   for tool in initcheck memcheck racecheck synccheck; do
-    run_case "probe_uninit-read_$tool" $tool "$P0" python3 -m probes uninit-read --tool $tool \
+    run_case "probe_uninit-read_$tool" $tool "$P0" python3 -m cuprobe.probes uninit-read --tool $tool \
       --params '{"n":1024,"k":1000}' --out "$work/$ver/uninit_$tool.json"
     for defect in oob race syncwarp sound; do
-      run_case "probe_planted-${defect}_$tool" $tool "$P0" python3 -m probes planted --tool $tool \
+      run_case "probe_planted-${defect}_$tool" $tool "$P0" python3 -m cuprobe.probes planted --tool $tool \
         --params "{\"defect\":\"$defect\"}" --out "$work/$ver/planted_${defect}_$tool.json"
     done
   done
 done
-echo "== bare probe"; python3 -m probes uninit-read --out /tmp/bare.json; echo "exit=$?"; cat /tmp/bare.json | head -40
+echo "== bare probe"; python3 -m cuprobe.probes uninit-read --out /tmp/bare.json; echo "exit=$?"; cat /tmp/bare.json | head -40
 tar -C "$work" -czf "$OUT/captures.tgz" .
 ls -la "$OUT"

@@ -31,8 +31,8 @@ for san in /usr/local/cuda/bin/compute-sanitizer /tmp/site/nvidia/cu13/bin/compu
     python3 - "$ENV_BIN" > "$OUT/env-cuprobe-$v.json" <<'PY'
 import sys, tempfile
 from pathlib import Path
-from service.models import ProbeRequest, Tool
-from service.probing.runner import run_probe
+from cuprobe.service.models import ProbeRequest, Tool
+from cuprobe.service.probing.runner import run_probe
 params = {"argv": ["sh", "-c", f"/tmp/harness ok >/dev/null; {sys.argv[1]}"], "expect_exit": None}
 with tempfile.TemporaryDirectory() as tmp:  # trusted=False: exactly what a worker runs for a job
     result = run_probe(ProbeRequest(probe="command", tool=Tool.MEMCHECK, params=params), workdir=Path(tmp))
@@ -41,7 +41,7 @@ PY
   echo "exit=$?"
   python3 - "$OUT/env-cuprobe-$v.json" "$OUT/injected-$v.txt" <<'PY'
 import json, re, sys
-from probes.allowed_env import allowed_name
+from cuprobe.probes.allowed_env import allowed_name
 result = json.load(open(sys.argv[1]))
 lines = result["cases"][0]["observations"]["stdout_tail"].splitlines()
 seen = {line.split("=", 1)[0] for line in lines if re.match(r"^[A-Za-z_][A-Za-z0-9_-]*=", line)}

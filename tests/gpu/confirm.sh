@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1
 echo "== versions"
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
-python3 -m service.cli doctor 2>&1 | tail -12
+python3 -m cuprobe.service.cli doctor 2>&1 | tail -12
 cc --version | head -1 || echo "no cc: torch probes cannot be poisoned (their findings stay unconfirmed)"
 
 # step NAME LIMIT_S cuprobe-run-arguments...: one `cuprobe run --json`, its workdir kept (run.xml gzipped).
@@ -28,7 +28,7 @@ step() {
   ((limit > left)) && limit=$left
   echo "== $name (limit ${limit}s): cuprobe run $*"
   local t0=$SECONDS
-  timeout -k 10 "$limit" python3 -m service.cli run "$@" --json --workdir "$OUT/$name" >"$OUT/$name.json" 2>"$OUT/$name.err"
+  timeout -k 10 "$limit" python3 -m cuprobe.service.cli run "$@" --json --workdir "$OUT/$name" >"$OUT/$name.json" 2>"$OUT/$name.err"
   local rc=$?
   echo $((SECONDS - t0)) >"$OUT/$name.wall_s"
   python3 - "$OUT/$name.json" "$rc" "$((SECONDS - t0))" <<'PY' || tail -5 "$OUT/$name.err"

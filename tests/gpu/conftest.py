@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.probing.environment import gpu_facts
-from service.sanitizer.locate import candidates
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.environment import gpu_facts
+from cuprobe.service.sanitizer.locate import candidates
 
 
 def _sanitizers() -> list[Path]:

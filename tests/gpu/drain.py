@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from service.client import Client
+from cuprobe.service.client import Client
 
 
 def main(argv: list[str] | None = None) -> int:

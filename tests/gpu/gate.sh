@@ -11,7 +11,7 @@ OUT=${OUT:-/tmp/out}
 G="$OUT/gate"; mkdir -p "$G"
 exec > >(tee "$G/gate.log") 2>&1
 export PYTHONUNBUFFERED=1 COLUMNS=160
-if command -v cuprobe >/dev/null; then CUPROBE=(cuprobe); else CUPROBE=(python3 -m service.cli); fi
+if command -v cuprobe >/dev/null; then CUPROBE=(cuprobe); else CUPROBE=(python3 -m cuprobe.service.cli); fi
 rows=()
 
 echo "== banner"

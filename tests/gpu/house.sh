@@ -22,8 +22,8 @@ for setting in UNSET "" 0 "0,7" "7,0" "-1" "$uuid" "${uuid:0:12}" "${uuid#GPU-}"
   if [ "$setting" = UNSET ]; then unset CUDA_VISIBLE_DEVICES; else export CUDA_VISIBLE_DEVICES="$setting"; fi
   python3 - "$setting" <<'PY' || fail=1
 import sys
-from probes.gpu import cuda_devices
-from service.probing.gpus import inventory, visible_gpus
+from cuprobe.probes.gpu import cuda_devices
+from cuprobe.service.probing.gpus import inventory, visible_gpus
 ours = [d.uuid for d in visible_gpus()]
 cuda = cuda_devices()["uuids"]
 print(f"{sys.argv[1]!r:>48}  cuprobe {ours}  CUDA {cuda}  source {'nvml' if inventory().driver else '?'}")
@@ -35,7 +35,7 @@ done
 unset CUDA_VISIBLE_DEVICES
 
 step "2. cuprobe check through the embedded service"
-timeout 560 python3 -m service.cli check --timeout 300 > "$out/check.txt" 2>&1
+timeout 560 python3 -m cuprobe.service.cli check --timeout 300 > "$out/check.txt" 2>&1
 echo "check rc=$?"
 cat "$out/check.txt"
 if grep -q "could not run here (unavailable)" "$out/check.txt"; then  # command is "not run", never unavailable

@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 COLUMNS=200
 ROOT=$(pwd)
 SOURCE=$(readlink -f "${SAMPLES:-.samples}")
 SAMPLES=/tmp/own-code-samples
-if command -v cuprobe >/dev/null; then CUPROBE=(cuprobe); else CUPROBE=(python3 -m service.cli.main); fi
+if command -v cuprobe >/dev/null; then CUPROBE=(cuprobe); else CUPROBE=(python3 -m cuprobe.service.cli.main); fi
 CS=${CS:-/usr/local/cuda/bin/compute-sanitizer}
 T0=$SECONDS
 

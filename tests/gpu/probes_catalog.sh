@@ -34,7 +34,7 @@ step() {
   fi
   ((limit > left)) && limit=$left
   local dir="$work/$name"; mkdir -p "$dir"
-  local cmd=(python3 -m probes "$probe" --tool "$tool" --params "$params" --out "$dir/result.json")
+  local cmd=(python3 -m cuprobe.probes "$probe" --tool "$tool" --params "$params" --out "$dir/result.json")
   if [ "$tool" != none ]; then
     cmd=("$san" --tool "$tool" --print-limit 0 --xml --save "$dir/run.xml" --error-exitcode 86 -- "${cmd[@]}")
   fi

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.sweep import exit_s  # noqa: E402
-from probes.contract import Tool  # noqa: E402
-from service.probing.launch import read_probe_result  # noqa: E402
-from service.probing.runner import allocations_of  # noqa: E402
-from service.sanitizer.parse import parse_xml  # noqa: E402
+from cuprobe.probes.contract import Tool  # noqa: E402
+from cuprobe.service.probing.launch import read_probe_result  # noqa: E402
+from cuprobe.service.probing.runner import allocations_of  # noqa: E402
+from cuprobe.service.sanitizer.parse import parse_xml  # noqa: E402
 
 # --set options: the first session-13 candidates, each added to the sweep's options of that time.
 OPTIONS: dict[str, list[str]] = {
@@ -75,7 +75,7 @@ def run(sanitizer: str, extra: list[str], n: list[int], out: Path) -> tuple[floa
     cmd = [sanitizer, "--tool", "initcheck", "--print-limit", "0", "--error-exitcode", "86", "--xml",
            "--save", str(out / "run.xml"), "--show-backtrace", "device",
            *(part.format(out=out) for part in extra), "--",
-           sys.executable, "-m", "probes", "narrow-matmul", "--tool", "initcheck", "--params", params,
+           sys.executable, "-m", "cuprobe.probes", "narrow-matmul", "--tool", "initcheck", "--params", params,
            "--out", str(out / "result.json"), *target]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}

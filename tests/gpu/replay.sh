@@ -36,7 +36,7 @@ run() {
   if ! left 20; then summary+=("$(printf '%-26s %s' "$name" "skipped: time budget spent")"); return; fi
   local rest=$((HARD_S - SECONDS)); ((limit > rest)) && limit=$rest
   local dir="$work/$name"; mkdir -p "$dir"
-  local cmd=(python3 -m probes replay --tool none --params "$params" --out "$dir/result.json")
+  local cmd=(python3 -m cuprobe.probes replay --tool none --params "$params" --out "$dir/result.json")
   printf '%q ' env "$@" "${cmd[@]}" > "$dir/cmd.txt"; echo >> "$dir/cmd.txt"
   echo "== $name (limit ${limit}s): $(cat "$dir/cmd.txt")"
   local t0=$SECONDS

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
 
-from probes import replay_batch, replay_tape, replay_triton
-from probes.replay_example import build, train_step
-from probes.replay_tape import Tape
+from cuprobe.probes import replay_batch, replay_tape, replay_triton
+from cuprobe.probes.replay_example import build, train_step
+from cuprobe.probes.replay_tape import Tape
 
 SPENT: dict[str, float] = defaultdict(float)
 

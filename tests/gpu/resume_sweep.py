@@ -29,17 +29,17 @@ sys.path.insert(0, str(ROOT))
 
 from bench.sweep import GRID, differences, per_case  # noqa: E402
 from bench.sweep_service import wait_for_workers  # noqa: E402
-from service.cli.embedded import embedded_stack  # noqa: E402
-from service.config import get_settings  # noqa: E402
-from service.db.store import Store  # noqa: E402
-from service.db.sweeps import SweepStore  # noqa: E402
-from service.models.queues import CPU  # noqa: E402
-from service.queue.celery_app import TASK_RECONCILE, TASK_RUN_SWEEP, make_celery  # noqa: E402
-from service.queue.registry import WorkerRegistry  # noqa: E402
-from service.sweep.adopt import sweep_label  # noqa: E402
-from service.sweep.definition import load_definition  # noqa: E402
-from service.sweep.execute import LocalRunner, run_sweep  # noqa: E402
-from service.worker.gpu_slots import host_slots  # noqa: E402
+from cuprobe.service.cli.embedded import embedded_stack  # noqa: E402
+from cuprobe.service.config import get_settings  # noqa: E402
+from cuprobe.service.db.store import Store  # noqa: E402
+from cuprobe.service.db.sweeps import SweepStore  # noqa: E402
+from cuprobe.service.models.queues import CPU  # noqa: E402
+from cuprobe.service.queue.celery_app import TASK_RECONCILE, TASK_RUN_SWEEP, make_celery  # noqa: E402
+from cuprobe.service.queue.registry import WorkerRegistry  # noqa: E402
+from cuprobe.service.sweep.adopt import sweep_label  # noqa: E402
+from cuprobe.service.sweep.definition import load_definition  # noqa: E402
+from cuprobe.service.sweep.execute import LocalRunner, run_sweep  # noqa: E402
+from cuprobe.service.worker.gpu_slots import host_slots  # noqa: E402
 
 
 def until(what: str, check: Callable[[], Any], timeout_s: float) -> Any:

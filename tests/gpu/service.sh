@@ -13,7 +13,7 @@ data=/tmp/cuprobe-service; rm -rf "$data"; mkdir -p "$data"
 port=8765
 export CUPROBE_DATA_DIR="$data" CUPROBE_DATABASE_URL="sqlite:///$data/cuprobe.db"
 export CUPROBE_BROKER_URL=redis://127.0.0.1:6379/3 CUPROBE_API_URL="http://127.0.0.1:$port"
-cli() { python3 -m service.cli "$@"; }
+cli() { python3 -m cuprobe.service.cli "$@"; }
 step() { echo; echo "== $(date -u +%T) $*"; }
 echo "== $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=index,uuid,name,driver_version --format=csv,noheader

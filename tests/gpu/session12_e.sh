@@ -11,7 +11,7 @@ export PYTHONUNBUFFERED=1 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-san
 nproc; uptime
 python3 tests/gpu/cpu_sample.py "$OUT/cpu.tsv" --interval 0.5 & sampler=$!
 echo "== warm-up: the kernels compiled once, so the baseline's first process does not pay for it $(date -u +%T)"
-python3 -m probes narrow-matmul --params '{"n": [1], "tile": 32}' --out "$OUT/warm.json" --tool none > /dev/null 2>&1
+python3 -m cuprobe.probes narrow-matmul --params '{"n": [1], "tile": 32}' --out "$OUT/warm.json" --tool none > /dev/null 2>&1
 echo "rc=$?"; rm -f "$OUT/warm.json"
 echo "== bench/sweep.py --baseline-own-reruns --slots 4,8 $(date -u +%T)"
 timeout 420 python3 bench/sweep.py --baseline-own-reruns --slots 4,8 --out "$OUT/bench" > "$OUT/ratio.txt" 2> "$OUT/ratio.err"

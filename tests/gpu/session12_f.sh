@@ -9,7 +9,7 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 CUPROBE_SANITIZER_PATH=/usr/local/cuda/bin/compute-sanitizer CUPROBE_STALL_S=30
 export CUPROBE_DATA_DIR=/tmp/s12f-data; rm -rf "$CUPROBE_DATA_DIR"
-python3 -m service.cli doctor 2>&1 | grep -E "GPU:|gpu0|sweep run here|compute-sanitizer:"
+python3 -m cuprobe.service.cli doctor 2>&1 | grep -E "GPU:|gpu0|sweep run here|compute-sanitizer:"
 cat > /tmp/grid384.toml <<'TOML'
 name = "grid384"
 [[entry]]
@@ -21,15 +21,15 @@ TOML
 for r in 1 2; do
   echo "== cuprobe sweep run grid384, run $r $(date -u +%T)"
   t=$(date +%s.%N)
-  python3 -m service.cli sweep run /tmp/grid384.toml --report "$OUT/report$r" > "$OUT/sweep$r.md" 2> "$OUT/sweep$r.err"
+  python3 -m cuprobe.service.cli sweep run /tmp/grid384.toml --report "$OUT/report$r" > "$OUT/sweep$r.md" 2> "$OUT/sweep$r.err"
   rc=$?
   echo "exit=$rc wall=$(python3 -c "import time; print(round(time.time() - $t, 1))") s"
   head -12 "$OUT/sweep$r.md"
 done
 echo "== stored"
-python3 -m service.cli sweep show
-id=$(python3 -m service.cli sweep show | head -1 | cut -d' ' -f1)  # newest first
-python3 -m service.cli sweep show "$id" --json | python3 -c '
+python3 -m cuprobe.service.cli sweep show
+id=$(python3 -m cuprobe.service.cli sweep show | head -1 | cut -d' ' -f1)  # newest first
+python3 -m cuprobe.service.cli sweep show "$id" --json | python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
 c = collections.Counter(str(f.get("confirmation")) for case in s["cases"] for f in case["findings"])

@@ -27,7 +27,7 @@ capture() {  # capture NAME DEMANGLE(no|default) -- target...
 }
 P='{"m":32,"k":32,"tile":32,"n":[1,2,3,31,33],"variants":["unguarded","guarded"]}'
 for mode in no default; do
-  capture "narrow-matmul-demangle-$mode" $mode -- python3 -m probes narrow-matmul --tool initcheck --params "$P" \
+  capture "narrow-matmul-demangle-$mode" $mode -- python3 -m cuprobe.probes narrow-matmul --tool initcheck --params "$P" \
     --out "$C/narrow-matmul-demangle-$mode/result.json"
 done
 python3 - "$C" <<'PY'
@@ -47,7 +47,7 @@ nvcc -lineinfo -o /tmp/mangled_uninit tests/gpu/programs/mangled_uninit.cu && fo
 done
 tar czf "$OUT/captures.tgz" -C "$OUT" captures && rm -rf "$C"
 # compile the probe's and the confirmer's kernels first, so that no bench row below pays for it
-python3 -m probes narrow-matmul --tool none --params "$P" --confirm-control --out /tmp/warm.json > /dev/null 2>&1
+python3 -m cuprobe.probes narrow-matmul --tool none --params "$P" --confirm-control --out /tmp/warm.json > /dev/null 2>&1
 echo "kernels compiled: rc=$?"
 python3 tests/gpu/cpu_sample.py "$OUT/cpu.tsv" --interval 0.5 & sampler=$!
 bench() {

@@ -23,10 +23,10 @@ grid = { n = { first = 1, last = 128 }, variants = ["unguarded", "guarded", "tor
 TOML
 echo "== cuprobe sweep run grid384 $(date -u +%T)"
 t=$(date +%s.%N)
-python3 -m service.cli sweep run /tmp/grid384.toml > "$OUT/sweep.md" 2> "$OUT/sweep.err"
+python3 -m cuprobe.service.cli sweep run /tmp/grid384.toml > "$OUT/sweep.md" 2> "$OUT/sweep.err"
 echo "exit=$? wall=$(python3 -c "import time; print(round(time.time() - $t, 1))") s"; head -8 "$OUT/sweep.md"
-id=$(python3 -m service.cli sweep show | head -1 | cut -d' ' -f1)
-python3 -m service.cli sweep show "$id" --json | python3 -c '
+id=$(python3 -m cuprobe.service.cli sweep show | head -1 | cut -d' ' -f1)
+python3 -m cuprobe.service.cli sweep show "$id" --json | python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
 c = collections.Counter(str(f.get("confirmation")) for case in s["cases"] for f in case["findings"])

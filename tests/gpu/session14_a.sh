@@ -43,7 +43,7 @@ for level in fatal error; do
   run_case $level racecheck_race_analysis racecheck "--racecheck-report analysis" /tmp/harness race
   run_case $level synccheck_syncwarp synccheck "" /tmp/harness syncwarp
   run_case $level narrow_backtrace_no initcheck "--show-backtrace no --demangle no" \
-    python3 -m probes narrow-matmul --tool initcheck --params "$P" --out "$C/$level/narrow_backtrace_no/result.json"
+    python3 -m cuprobe.probes narrow-matmul --tool initcheck --params "$P" --out "$C/$level/narrow_backtrace_no/result.json"
 done
 "$CS" --version > "$C/version.txt"
 tar czf "$OUT/captures.tgz" -C "$OUT" captures && rm -rf "$C"
@@ -51,7 +51,7 @@ echo "== record_options.py --set console $(date -u +%T)"
 timeout 300 python3 tests/gpu/record_options.py --rounds 2 --set console > "$OUT/options.txt" 2> "$OUT/options.err"
 echo "rc=$?"; cat "$OUT/options.txt"; tail -3 "$OUT/options.err"
 P2='{"m":32,"k":32,"tile":32,"n":[1,33],"variants":["unguarded","guarded","torch"]}'
-python3 -m probes narrow-matmul --tool none --params "$P2" --confirm-control --out /tmp/warm.json > /dev/null 2>&1
+python3 -m cuprobe.probes narrow-matmul --tool none --params "$P2" --confirm-control --out /tmp/warm.json > /dev/null 2>&1
 echo "kernels compiled, torch imported once: rc=$?"
 B="$OUT/benches"; mkdir -p "$B"
 python3 tests/gpu/cpu_sample.py "$B/cpu.tsv" --interval 0.5 & sampler=$!

@@ -27,15 +27,15 @@ for r in 1 2; do
   ( for i in $(seq 60); do sleep 0.5; ps -eo pid,ppid,etimes,args | grep "[s]ervice.sanitizer.forked" ; done ) > "$OUT/ps-$r.txt" &
   watcher=$!
   t=$(date +%s.%N)
-  python3 -m service.cli sweep run /tmp/grid384.toml > "$OUT/sweep-$r.md" 2> "$OUT/sweep-$r.err"
+  python3 -m cuprobe.service.cli sweep run /tmp/grid384.toml > "$OUT/sweep-$r.md" 2> "$OUT/sweep-$r.err"
   echo "exit=$? wall=$(python3 -c "import time; print(round(time.time() - $t, 1))") s"; head -8 "$OUT/sweep-$r.md"
   sleep 1; echo "parser servers left after the sweep: $(ps -eo args | grep -c '[s]ervice.sanitizer.forked')"
   kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
-  echo "parser server seen during the sweep: $(grep -c 'service.sanitizer.forked' "$OUT/ps-$r.txt") ps lines"
+  echo "parser server seen during the sweep: $(grep -c 'cuprobe.service.sanitizer.forked' "$OUT/ps-$r.txt") ps lines"
   rm -f "$OUT/ps-$r.txt"
 done
-id=$(python3 -m service.cli sweep show | head -1 | cut -d' ' -f1)
-python3 -m service.cli sweep show "$id" --json | python3 -c '
+id=$(python3 -m cuprobe.service.cli sweep show | head -1 | cut -d' ' -f1)
+python3 -m cuprobe.service.cli sweep show "$id" --json | python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
 c = collections.Counter(str(f.get("confirmation")) for case in s["cases"] for f in case["findings"])

@@ -20,12 +20,12 @@ TOML
 for r in 1 2; do
   echo "== cuprobe sweep run grid384, run $r $(date -u +%T)"
   t=$(date +%s.%N)
-  python3 -m service.cli sweep run /tmp/grid384.toml > "$OUT/sweep-$r.md" 2> /dev/null
+  python3 -m cuprobe.service.cli sweep run /tmp/grid384.toml > "$OUT/sweep-$r.md" 2> /dev/null
   echo "exit=$? wall=$(python3 -c "import time; print(round(time.time() - $t, 1))") s"; sed -n 3,8p "$OUT/sweep-$r.md"
   sleep 1; echo "parser servers left after the sweep: $(ps -eo args | grep -c '[s]ervice.sanitizer.forked')"
 done
-id=$(python3 -m service.cli sweep show | head -1 | cut -d' ' -f1)
-python3 -m service.cli sweep show "$id" --json | python3 -c '
+id=$(python3 -m cuprobe.service.cli sweep show | head -1 | cut -d' ' -f1)
+python3 -m cuprobe.service.cli sweep show "$id" --json | python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
 c = collections.Counter(str(f.get("confirmation")) for case in s["cases"] for f in case["findings"])

@@ -14,7 +14,7 @@ began=$(date +%s)
 OUT=$OUT bash tests/gpu/core.sh > /dev/null 2>&1
 echo "== core.sh rc=$? ($(( $(date +%s) - began )) s)"; grep -E "passed|failed|error" "$OUT/core.log" | tail -3
 for tool in initcheck none; do
-  python3 -m service.cli run uninit-read --tool $tool --json > /tmp/flag-$tool.json 2>/dev/null
+  python3 -m cuprobe.service.cli run uninit-read --tool $tool --json > /tmp/flag-$tool.json 2>/dev/null
   echo "uninit-read --tool $tool: exit=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("outcome", r["outcome"], "cuda_schedule", r["probe_context"].get("cuda_schedule"))' /tmp/flag-$tool.json)"
 done
 export CUPROBE_DATA_DIR=/tmp/s15c-data; rm -rf "$CUPROBE_DATA_DIR"
@@ -28,12 +28,12 @@ grid = { n = { first = 1, last = 128 }, variants = ["unguarded", "guarded", "tor
 TOML
 for r in 1 2; do
   t=$(date +%s.%N)
-  python3 -m service.cli sweep run /tmp/grid384.toml > "/tmp/sweep-$r.md" 2> /dev/null
+  python3 -m cuprobe.service.cli sweep run /tmp/grid384.toml > "/tmp/sweep-$r.md" 2> /dev/null
   echo "== cuprobe sweep run grid384, run $r: exit=$? wall=$(python3 -c "import time; print(round(time.time() - $t, 1))") s"
   sed -n 3,6p "/tmp/sweep-$r.md"
 done
-id=$(python3 -m service.cli sweep show | head -1 | cut -d' ' -f1)
-python3 -m service.cli sweep show "$id" --json | python3 -c '
+id=$(python3 -m cuprobe.service.cli sweep show | head -1 | cut -d' ' -f1)
+python3 -m cuprobe.service.cli sweep show "$id" --json | python3 -c '
 import collections, json, sys
 s = json.load(sys.stdin)
 c = collections.Counter(str(f.get("confirmation")) for case in s["cases"] for f in case["findings"])

@@ -16,7 +16,7 @@ git log --oneline -1 > "$OUT/commit.txt" 2>/dev/null
 OUT=$OUT bash tests/gpu/core.sh > /dev/null 2>&1
 echo "== core.sh rc=$? ($(( $(date +%s) - began )) s)"; grep -E "passed|failed|error" "$OUT/core.log" | tail -3
 for tool in initcheck none; do
-  CUPROBE_CUDA_SCHEDULE=blocking python3 -m service.cli run uninit-read --tool $tool --json > "/tmp/flag-$tool.json" 2>/dev/null
+  CUPROBE_CUDA_SCHEDULE=blocking python3 -m cuprobe.service.cli run uninit-read --tool $tool --json > "/tmp/flag-$tool.json" 2>/dev/null
   echo "blocking, uninit-read --tool $tool: exit=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("outcome", r["outcome"], "cuda_schedule", r["probe_context"].get("cuda_schedule"))' "/tmp/flag-$tool.json")"
 done
 python3 tests/gpu/cpu_sample.py "$OUT/cpu.tsv" --interval 0.5 & sampler=$!

@@ -23,15 +23,15 @@ echo "== 1. a log written with --prefix cs:"
 "$CS" --tool memcheck --print-limit 0 --prefix cs: --xml --save "$O/prefix.xml" -- /tmp/harness oob \
   > "$O/prefix-stdout.txt" 2> "$O/prefix-stderr.txt"
 echo "sanitizer exit=$?"; head -3 "$O/prefix-stdout.txt"; tail -1 "$O/prefix-stdout.txt"
-python3 -m service.cli parse "$O/prefix.xml" --log "$O/prefix-stdout.txt" --prefix cs: --json > "$O/prefix-parse.json"
+python3 -m cuprobe.service.cli parse "$O/prefix.xml" --log "$O/prefix-stdout.txt" --prefix cs: --json > "$O/prefix-parse.json"
 echo "parse --prefix cs: exit=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["outcome"], "summary_count", r["summary_count"], "records", r["records"])' "$O/prefix-parse.json")"
-python3 -m service.cli parse "$O/prefix.xml" --log "$O/prefix-stdout.txt"; echo "parse without --prefix exit=$?"
+python3 -m cuprobe.service.cli parse "$O/prefix.xml" --log "$O/prefix-stdout.txt"; echo "parse without --prefix exit=$?"
 
 echo "== 2. options passed through (tool, harness case, option)"
 while read -r tool args option; do
   [ -z "$tool" ] && continue
   name=${option%%=*}
-  python3 -m service.cli exec -t "$tool" -S "$option" --json -- /tmp/harness ${args//,/ } > "$O/exec-$name.json" 2> "$O/exec-$name.err"
+  python3 -m cuprobe.service.cli exec -t "$tool" -S "$option" --json -- /tmp/harness ${args//,/ } > "$O/exec-$name.json" 2> "$O/exec-$name.err"
   rc=$?
   python3 - "$O/exec-$name.json" "$rc" "$option" "$tool" <<'EOF'
 import json, sys

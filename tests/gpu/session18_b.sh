@@ -7,7 +7,7 @@
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-python3 -m service.cli run replay -p device=cuda -p example_plant=index-add -p processes=3 --json > "$OUT/replay_cuda.json" 2> "$OUT/replay_cuda.err"
+python3 -m cuprobe.service.cli run replay -p device=cuda -p example_plant=index-add -p processes=3 --json > "$OUT/replay_cuda.json" 2> "$OUT/replay_cuda.err"
 echo "exit=$?"
 python3 - "$OUT/replay_cuda.json" <<'PY'
 import json, sys

@@ -26,7 +26,7 @@ show='import json,sys; r=json.load(open(sys.argv[1])); print(" ", r["outcome"], 
 step() {  # NAME SANITIZER ARGS...
   local name=$1 san=$2; shift 2
   local verb=$1; shift
-  CUPROBE_SANITIZER_PATH=$san timeout 150 python3 -m service.cli "$verb" --workdir "$OUT/$name" --json "$@" \
+  CUPROBE_SANITIZER_PATH=$san timeout 150 python3 -m cuprobe.service.cli "$verb" --workdir "$OUT/$name" --json "$@" \
     > "$OUT/$name.json" 2> "$OUT/$name.err"
   echo "== $name: exit=$? ($(basename "$(dirname "$(dirname "$san")")"))"
   python3 -c "$show" "$OUT/$name.json" 2>/dev/null || tail -3 "$OUT/$name.err"

@@ -25,7 +25,7 @@ NEW=/tmp/site/nvidia/cu13/bin/compute-sanitizer; OLD=/usr/local/cuda/bin/compute
 show='import json,sys; r=json.load(open(sys.argv[1])); print(" ", r["outcome"], "| exit_code", r["exit_code"], "| records", r["records"], "| summary", r["summary_count"], "| untrack", "--initcheck-track-filtered-global-memory" in r["command"], "| findings", [(f["kind"], f["case"], f["count"], f.get("confirmation")) for f in r["findings"]][:12]); print("  control:", [(c["case"].split("/")[-1], c["expected"], c["got"], c["ok"]) for c in r.get("confirmation_control") or []]); print("  cases:", [(c["id"], c["passed"], c["reason"][:90]) for c in r["cases"]][:12]); print("  message:", r["message"][:700])'
 step() {  # NAME SANITIZER ARGS...
   local name=$1 san=$2; shift 2
-  CUPROBE_SANITIZER_PATH=$san timeout 200 python3 -m service.cli run --workdir "$W/$name" --json "$@" \
+  CUPROBE_SANITIZER_PATH=$san timeout 200 python3 -m cuprobe.service.cli run --workdir "$W/$name" --json "$@" \
     > "$W/$name.json" 2> "$W/$name.err"
   echo "== $name: exit=$? ($("$san" --version | sed -n 's/.*Version \([0-9.]*\).*/\1/p'))"
   python3 -c "$show" "$W/$name.json" 2>/dev/null || tail -3 "$W/$name.err"

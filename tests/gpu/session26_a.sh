@@ -47,7 +47,7 @@ smoke mps
 echo "mps clients during the harness smoke: $(( $(clients) - before ))"
 echo "mps server list: $(echo get_server_list | nvidia-cuda-mps-control 2>&1 | tr '\n' ' ')"
 before=$(clients)
-timeout 180 python3 -m service.cli run uninit-read --tool initcheck --json > "$OUT/smoke/mps_uninit.json" \
+timeout 180 python3 -m cuprobe.service.cli run uninit-read --tool initcheck --json > "$OUT/smoke/mps_uninit.json" \
   2> "$OUT/smoke/mps_uninit.err"
 echo "== cuprobe run uninit-read under MPS: exit=$? clients=$(( $(clients) - before ))"
 python3 - "$OUT/smoke/mps_uninit.json" <<'EOF'

@@ -16,9 +16,9 @@ source tests/gpu/cold_round.sh  # starts the run: $OUT, the environment, the clo
 echo "tests rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -8
 for probe in narrow-linear bf16-matmul; do
   for tool in initcheck memcheck; do
-    timeout 100 python3 -m service.cli run "$probe" --tool "$tool" --json > "$OUT/$probe-$tool-early.json" 2>> "$OUT/cli.err"
+    timeout 100 python3 -m cuprobe.service.cli run "$probe" --tool "$tool" --json > "$OUT/$probe-$tool-early.json" 2>> "$OUT/cli.err"
     e=$?
-    CUPROBE_TORCH_PREFETCH=0 timeout 100 python3 -m service.cli run "$probe" --tool "$tool" --json \
+    CUPROBE_TORCH_PREFETCH=0 timeout 100 python3 -m cuprobe.service.cli run "$probe" --tool "$tool" --json \
       > "$OUT/$probe-$tool-late.json" 2>> "$OUT/cli.err"
     l=$?
     python3 - "$OUT/$probe-$tool-early.json" "$OUT/$probe-$tool-late.json" "$probe $tool exit $e/$l" <<'PY'

@@ -3,7 +3,7 @@
 # path (`cuprobe sweep run`'s: 384 cases at K = 8, nothing made before the clock) a sweep starts eight sanitizer
 # processes and four re-run processes at once, and CUDA contexts created side by side wait on each other (sessions 12
 # and 30: four processes making contexts halve a running sanitizer process's case rate for 1.1-1.5 s). With 2, each
-# process runs two re-runs one after another (`python -m probes ... --then POISON=FILE`); with 1, all four.
+# process runs two re-runs one after another (`python -m cuprobe.probes ... --then POISON=FILE`); with 1, all four.
 # 1. tests/gpu/test_confirm_processes_gpu.py on the box's sanitizers: uninit-read and narrow-matmul (with torch's
 #    cases in the early re-runs) confirmed at 4, 2 and 1 processes give the same verdicts and evidence; torch's
 #    poisoning allocator takes each run's fill in one process.

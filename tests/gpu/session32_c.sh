@@ -13,7 +13,7 @@
 COLD_SHOW="slowest process|before the first case|re-runs took|NOT RUN"
 source tests/gpu/cold_round.sh  # starts the run: $OUT, the environment, the clock
 for probe in uninit-read narrow-matmul; do
-  timeout -k 5 120 python3 -m service.cli run "$probe" --tool initcheck --timeout 110 > "$OUT/run-$probe.txt" 2>&1
+  timeout -k 5 120 python3 -m cuprobe.service.cli run "$probe" --tool initcheck --timeout 110 > "$OUT/run-$probe.txt" 2>&1
   echo "cuprobe run $probe rc=$?"; grep -iE "confirmed|outcome|control" "$OUT/run-$probe.txt" | cut -c1-300 | head -6
 done
 cold_setting() { cold_round "$1" "$2"; }

@@ -9,5 +9,5 @@ echo "== repro, $NEW ($("$NEW" --version | tail -1)), K = 2 $(date -u +%T)"
 timeout 250 python3 tests/gpu/stall_repro.py --sanitizer "$NEW" --procs 2 --rounds 5 --iters 96 --stall-s 20 \
   --limit-s 45 --out "$OUT/repro-new2" 2>&1 | tee "$OUT/repro-new2.txt"
 echo "== cuprobe doctor $(date -u +%T)"
-timeout 60 python3 -m service.cli doctor 2>&1 | tee "$OUT/doctor.txt"
+timeout 60 python3 -m cuprobe.service.cli doctor 2>&1 | tee "$OUT/doctor.txt"
 echo "== done $(date -u +%T)"

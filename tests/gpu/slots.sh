@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1
 step() { echo; echo "== $(date -u +%T) $*"; }
 echo "== $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=index,uuid,name,driver_version,memory.free --format=csv,noheader; nproc
-python3 -m service.cli doctor 2>&1 | tail -12
+python3 -m cuprobe.service.cli doctor 2>&1 | tail -12
 
 if [ -z "${SKIP_BENCH:-}" ]; then  # SKIP_BENCH=1: only the service half
 step "bench/sweep.py --full (48-case baseline + batched at each K; 384-case grid at each K)"
@@ -46,8 +46,8 @@ data=/tmp/cuprobe-slots; rm -rf "$data"; mkdir -p "$data"; port=8766
 export CUPROBE_DATA_DIR="$data" CUPROBE_DATABASE_URL="sqlite:///$data/cuprobe.db" CUPROBE_GPU_SLOTS=${SLOTS:-2}
 export CUPROBE_BROKER_URL=redis://127.0.0.1:6379/5 CUPROBE_API_URL="http://127.0.0.1:$port"
 python3 -c "import redis; redis.Redis.from_url('$CUPROBE_BROKER_URL').flushdb()"
-python3 -m service.cli worker --loglevel WARNING > "$out/worker.log" 2>&1 & worker=$!
-python3 -m service.cli serve --port $port > "$out/api.log" 2>&1 & api=$!
+python3 -m cuprobe.service.cli worker --loglevel WARNING > "$out/worker.log" 2>&1 & worker=$!
+python3 -m cuprobe.service.cli serve --port $port > "$out/api.log" 2>&1 & api=$!
 trap 'kill $worker $api 2>/dev/null; wait $worker $api 2>/dev/null' EXIT
 for _ in $(seq 90); do curl -sf "$CUPROBE_API_URL/health" | grep -q 'gpu.sm' && break; sleep 1; done
 head -3 "$out/worker.log"

@@ -23,10 +23,10 @@ for k in 4 2; do
     ps -eo pid,ppid,stat,pcpu,etimes,rss,wchan:20,args --sort=pid | grep -E 'sanitizer|probes|sweep.py' \
       | grep -v grep | cut -c1-220 > "$O/$tag-ps.txt"
     # the targets that have run longer than WATCH_S - 10 s (a healthy one ends within ~25 s), at most two
-    for p in $(ps -eo pid,etimes,args | awk -v t=$((watch_at - 10)) '$2 > t && /python3 -m probes narrow-matmul/ {print $1}' | head -2); do
+    for p in $(ps -eo pid,etimes,args | awk -v t=$((watch_at - 10)) '$2 > t && /python3 -m cuprobe.probes narrow-matmul/ {print $1}' | head -2); do
       inspect "$p" "$tag"
     done
   fi
   wait "$bench"; echo "K=$k bench rc=$? after ${SECONDS}s" | tee -a "$O/$tag-bench.txt"
-  pkill -f 'python3 -m probes narrow-matmul'; pkill -f compute-sanitizer; sleep 1
+  pkill -f 'python3 -m cuprobe.probes narrow-matmul'; pkill -f compute-sanitizer; sleep 1
 done

@@ -9,7 +9,7 @@ mkdir -p "$OUT/b48"
 log="$OUT/sweep.log"
 {
   echo "== versions"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 --version
-  python3 -m service.cli doctor 2>&1 | tail -20
+  python3 -m cuprobe.service.cli doctor 2>&1 | tail -20
 } >"$log" 2>&1
 export PYTHONUNBUFFERED=1
 echo "== full grid: bench/sweep.py --full --skip-compare" | tee -a "$log"

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sweep import differences, per_case, timed  # noqa: E402
 
-from service.config import get_settings  # noqa: E402
+from cuprobe.service.config import get_settings  # noqa: E402
 
 
 def main() -> int:

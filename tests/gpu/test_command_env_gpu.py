@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest
-from service.probing.runner import run_probe
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest
+from cuprobe.service.probing.runner import run_probe
 
 pytestmark = pytest.mark.gpu
 HARNESS = Path("/tmp/harness")  # tests/gpu/programs/harness.cu, built by tests/gpu/command_env.sh or here

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Confirmation, ProbeRequest, RunResult
-from service.probing.runner import run_probe
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, ProbeRequest, RunResult
+from cuprobe.service.probing.runner import run_probe
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,11 +57,11 @@ def test_torch_takes_each_runs_poison_in_one_process(tmp_path: Path) -> None:
     """Fresh CUDA blocks from torch hold each run's fill byte, though torch takes its allocator once a process."""
     code = textwrap.dedent(
         """
-        from probes.base import Recorder
-        from probes.contract import Tool
-        from probes.narrow_matmul import NarrowMatmulParams
-        from probes.poison import PoisonPlan
-        from probes.torch_env import import_torch
+        from cuprobe.probes.base import Recorder
+        from cuprobe.probes.contract import Tool
+        from cuprobe.probes.narrow_matmul import NarrowMatmulParams
+        from cuprobe.probes.poison import PoisonPlan
+        from cuprobe.probes.torch_env import import_torch
 
         for mode in ("ff", "zero", "sentinel", "ff"):
             recorder = Recorder("narrow-matmul", Tool.NONE, NarrowMatmulParams(), PoisonPlan(mode=mode))

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from probes import confirm_control
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
-from service.probing.runner import run_probe
+from cuprobe.probes import confirm_control
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing.runner import run_probe
 from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.gpu

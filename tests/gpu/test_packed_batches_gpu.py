@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 import bench.sweep as bench
-from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams, expected_uninit_reads
-from service.config import Settings
-from service.models import Outcome
-from service.probing.runner import RESULT_NAME, XML_NAME
-from service.sweep.definition import parse_definition
-from service.sweep.execute import LocalRunner, run_sweep
-from service.sweep.plan import plan
+from cuprobe.probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams, expected_uninit_reads
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome
+from cuprobe.service.probing.runner import RESULT_NAME, XML_NAME
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import LocalRunner, run_sweep
+from cuprobe.service.sweep.plan import plan
 
 pytestmark = pytest.mark.gpu
 GRID = bench.GRID.format(name="packed", batch="true", last=16)  # 48 cases, the bench's own grid

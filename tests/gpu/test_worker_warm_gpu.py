@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from probes.proctree import group_alive
-from service.config import Settings
-from service.db.store import Store
-from service.models import ProbeRequest, Tool
-from service.models.queues import Lane
-from service.probing.environment import gpu_facts
-from service.queue.submit import JobSpec, check, create
-from service.worker import warm
-from service.worker.execute import execute_job
-from service.worker.gpu_slots import gpu_held, spares_folder
-from service.worker.spare_registry import PGID_NAME
+from cuprobe.probes.proctree import group_alive
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import ProbeRequest, Tool
+from cuprobe.service.models.queues import Lane
+from cuprobe.service.probing.environment import gpu_facts
+from cuprobe.service.queue.submit import JobSpec, check, create
+from cuprobe.service.worker import warm
+from cuprobe.service.worker.execute import execute_job
+from cuprobe.service.worker.gpu_slots import gpu_held, spares_folder
+from cuprobe.service.worker.spare_registry import PGID_NAME
 
 pytestmark = pytest.mark.gpu
 

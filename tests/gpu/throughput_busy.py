@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from service.client import Client
+from cuprobe.service.client import Client
 
 THROUGHPUT = {"probe": "matmul-throughput", "params": {"dtypes": ["bf16"], "shapes": [[5120, 2048, 8192]]}}
 SWEEP = {"probe": "narrow-matmul", "tool": "initcheck", "lane": "sweep",

@@ -20,9 +20,9 @@ drain() {  # drain LABEL CUDA_VISIBLE_DEVICES-for-the-pool
   export CUPROBE_DATA_DIR="$data" CUPROBE_DATABASE_URL="sqlite:///$data/cuprobe.db" CUPROBE_BROKER_URL=redis://127.0.0.1:6379/5
   python3 -c "import redis; redis.Redis.from_url('$CUPROBE_BROKER_URL').flushdb()"
   echo; echo "== $(date -u +%T) $label: cuprobe worker with CUDA_VISIBLE_DEVICES=$visible"
-  CUDA_VISIBLE_DEVICES=$visible python3 -m service.cli worker --no-cpu --loglevel WARNING > "$out/worker-$label.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=$visible python3 -m cuprobe.service.cli worker --no-cpu --loglevel WARNING > "$out/worker-$label.log" 2>&1 &
   local worker=$!
-  python3 -m service.cli serve --port $port > "$out/api-$label.log" 2>&1 &
+  python3 -m cuprobe.service.cli serve --port $port > "$out/api-$label.log" 2>&1 &
   local api=$!
   for _ in $(seq 120); do
     curl -sf "$CUPROBE_API_URL/health" > "$out/health-$label.json" \

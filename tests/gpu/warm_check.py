@@ -17,11 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from probes.contract import Tool  # noqa: E402
-from service.config import get_settings  # noqa: E402
-from service.models import ProbeRequest, RunResult  # noqa: E402
-from service.probing.runner import run_probe  # noqa: E402
-from service.probing.spares import Spares  # noqa: E402
+from cuprobe.probes.contract import Tool  # noqa: E402
+from cuprobe.service.config import get_settings  # noqa: E402
+from cuprobe.service.models import ProbeRequest, RunResult  # noqa: E402
+from cuprobe.service.probing.runner import run_probe  # noqa: E402
+from cuprobe.service.probing.spares import Spares  # noqa: E402
 
 
 def seen(result: RunResult) -> tuple[str, list[tuple[str, int]]]:

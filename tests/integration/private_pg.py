@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from service.cli.embedded import free_port
+from cuprobe.service.cli.embedded import free_port
 
 PG_BIN = Path(shutil.which("pg_ctl") or "/usr/local/bin/pg_ctl").parent
 

@@ -18,13 +18,13 @@ import redis
 import uvicorn
 from starlette.responses import JSONResponse
 
-from service.api import create_app
-from service.cli.embedded import free_port
-from service.config import Settings
-from service.db.store import Store
-from service.probing.gpus import GpuDevice
-from service.queue.served import ServedQueues
-from service.worker.commands import worker_commands
+from cuprobe.service.api import create_app
+from cuprobe.service.cli.embedded import free_port
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.probing.gpus import GpuDevice
+from cuprobe.service.queue.served import ServedQueues
+from cuprobe.service.worker.commands import worker_commands
 
 REPO = Path(__file__).resolve().parents[2]
 # CUPROBE_TEST_REDIS lets parallel checkouts on one machine each use a Redis server of their own.

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from service.api import create_app
-from service.db.store import Job
+from cuprobe.service.api import create_app
+from cuprobe.service.db.store import Job
 from tests.integration.stack import Stack
 
 TOKEN = "s3cret-token"

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import Store
-from service.models import Finding, Outcome, RunResult, Tool
-from service.probing import runner
-from service.probing.environment import GpuFacts
-from service.queue.submit import JobSpec, create
-from service.sanitizer.locate import _version
-from service.worker.execute import execute_job
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import Finding, Outcome, RunResult, Tool
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
+from cuprobe.service.queue.submit import JobSpec, create
+from cuprobe.service.sanitizer.locate import _version
+from cuprobe.service.worker.execute import execute_job
 from tests.conftest import RUNS
 
 CAPTURE = RUNS / "narrow-matmul-initcheck-2026.4.0.0"

@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from service.models import signature_key
+from cuprobe.service.models import signature_key
 from tests import browser
 from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack, wait_for

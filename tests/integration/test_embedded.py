@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from service.db.store import Store
+from cuprobe.service.db.store import Store
 from tests.check_rows import expected_exit
 from tests.integration.stack import REPO, free_port, wait_for
 
@@ -78,7 +78,7 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250", "PATH": "/usr/bin:/bin"}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "service.cli", "check"],
+        [sys.executable, "-m", "cuprobe.service.cli", "check"],
         env=env,
         capture_output=True,
         text=True,

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from service.api.routes import jobs as job_routes
-from service.db.store import JobState
+from cuprobe.service.api.routes import jobs as job_routes
+from cuprobe.service.db.store import JobState
 from tests.cli_app import cli_app
 from tests.integration.stack import Stack, wait_for
 
@@ -104,8 +104,8 @@ def test_cancel_running_and_queued_jobs(stack: Stack, api: httpx.Client) -> None
 
 
 def test_redelivered_job_stores_no_second_result(stack: Stack, api: httpx.Client) -> None:
-    from service.queue.broker import enqueue
-    from service.queue.celery_app import make_celery
+    from cuprobe.service.queue.broker import enqueue
+    from cuprobe.service.queue.celery_app import make_celery
 
     job = submit(api, probe="selftest", params={"behaviour": "violate"})
     wait_for(api, job["id"])

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.db.store import Store
+from cuprobe.service.db.store import Store
 from tests.integration.stack import REPO, Stack, free_port, fresh_stack, still_running, wait_for, wait_running
 from tests.processes import processes_mentioning
 

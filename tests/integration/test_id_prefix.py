@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from service.config import Settings
-from service.db.id_prefix import MATCHES_SHOWN, Ambiguous, by_id_prefix
-from service.db.store import Job, Store
-from service.db.sweeps import SweepStore
-from service.queue.submit import JobSpec, create
+from cuprobe.service.config import Settings
+from cuprobe.service.db.id_prefix import MATCHES_SHOWN, Ambiguous, by_id_prefix
+from cuprobe.service.db.store import Job, Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.queue.submit import JobSpec, create
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from service.config import Settings
-from service.queue.ended import EndAnnouncer, EndListener
+from cuprobe.service.config import Settings
+from cuprobe.service.queue.ended import EndAnnouncer, EndListener
 from tests.integration.conftest import REDIS
 
 DB = 10  # pub/sub only: nothing is stored in it

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from service.db.store import Job, Run
+from cuprobe.service.db.store import Job, Run
 from tests.integration.conftest import Figures
 from tests.integration.stack import Stack
 

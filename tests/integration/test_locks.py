@@ -9,9 +9,9 @@ import threading
 import pytest
 import redis
 
-from service.config import Settings
-from service.queue.reconciler import LOCK_KEY, locked
-from service.sweep.schedule import running_key, start_once
+from cuprobe.service.config import Settings
+from cuprobe.service.queue.reconciler import LOCK_KEY, locked
+from cuprobe.service.sweep.schedule import running_key, start_once
 from tests.integration.conftest import REDIS
 from tests.integration.test_sweep_beat import DUE, _sweep
 

@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError
 
-from service.db.history import finding_history
-from service.db.migrations import upgrade
-from service.db.store import FindingRow, Job, Store
-from service.db.tables import SweepFindingRow
-from service.models import Finding, Tool, signature_key
+from cuprobe.service.db.history import finding_history
+from cuprobe.service.db.migrations import upgrade
+from cuprobe.service.db.store import FindingRow, Job, Store
+from cuprobe.service.db.tables import SweepFindingRow
+from cuprobe.service.models import Finding, Tool, signature_key
 
 
 def _finding(signature: str, case: str | None) -> Finding:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import redis
 
-from service.db.store import Store, utcnow
-from service.db.sweeps import SweepStore
-from service.models import Outcome
-from service.models.sweep import Sweep, SweepCase
-from service.queue.registry import WorkerRegistry
-from service.sweep.execute import ServiceRunner
-from service.sweep.schedule import running_key, start_once
+from cuprobe.service.db.store import Store, utcnow
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import Outcome
+from cuprobe.service.models.sweep import Sweep, SweepCase
+from cuprobe.service.queue.registry import WorkerRegistry
+from cuprobe.service.sweep.execute import ServiceRunner
+from cuprobe.service.sweep.schedule import running_key, start_once
 from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack
 
@@ -79,9 +79,9 @@ def test_the_scheduled_sweep_runs_its_processes_as_sweep_lane_jobs_on_a_real_wor
     stack: Stack, tmp_path: Path
 ) -> None:
     """What beat's task runs: every process a job on `cpu.sweep`, run by the stack's Celery worker, then stored."""
-    from service.queue.broker import enqueue
-    from service.queue.celery_app import make_celery
-    from tasks.sweep import run_and_store
+    from cuprobe.service.queue.broker import enqueue
+    from cuprobe.service.queue.celery_app import make_celery
+    from cuprobe.tasks.sweep import run_and_store
 
     definition = tmp_path / "lane.toml"
     definition.write_text(

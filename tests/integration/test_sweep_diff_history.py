@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.db.store import Store
-from service.db.sweeps import SweepStore
-from service.models import Finding, Outcome, Tool
-from service.models.sweep import Sweep, SweepCase
-from service.sweep.compare import NotAResult, changes
-from service.sweep.definition import parse_definition
-from service.sweep.notify import payload as notify_payload
-from service.sweep.plan import plan
+from cuprobe.service.cli.main import app
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import Finding, Outcome, Tool
+from cuprobe.service.models.sweep import Sweep, SweepCase
+from cuprobe.service.sweep.compare import NotAResult, changes
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.notify import payload as notify_payload
+from cuprobe.service.sweep.plan import plan
 
 START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
 LOAD = "initcheck|uninitialized-global-read|tile_load|kernels/narrow_matmul.cu:23|global-read-4"

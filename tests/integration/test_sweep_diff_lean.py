@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from service.db.store import Store
-from service.db.sweeps import SweepStore
-from service.sweep.diff import diff
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.sweep.diff import diff
 from tests.seed_store import seed_sweeps
 
 

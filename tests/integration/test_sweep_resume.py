@@ -15,20 +15,20 @@ from typing import Any
 import pytest
 import redis
 
-from service.db.owner import this_process
-from service.db.sweeps import SweepStore
-from service.db.tables import SweepRow
-from service.models import Outcome
-from service.models.queues import CPU
-from service.queue.broker import enqueue
-from service.queue.celery_app import TASK_RECONCILE, TASK_RUN_SWEEP, make_celery
-from service.queue.submit import submit
-from service.sweep.adopt import sweep_label
-from service.sweep.definition import load_definition
-from service.sweep.execute import requests_of
-from service.sweep.plan import plan
-from service.sweep.schedule import running_key
-from service.sweep.scheduled import resume, scheduled_runner
+from cuprobe.service.db.owner import this_process
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.db.tables import SweepRow
+from cuprobe.service.models import Outcome
+from cuprobe.service.models.queues import CPU
+from cuprobe.service.queue.broker import enqueue
+from cuprobe.service.queue.celery_app import TASK_RECONCILE, TASK_RUN_SWEEP, make_celery
+from cuprobe.service.queue.submit import submit
+from cuprobe.service.sweep.adopt import sweep_label
+from cuprobe.service.sweep.definition import load_definition
+from cuprobe.service.sweep.execute import requests_of
+from cuprobe.service.sweep.plan import plan
+from cuprobe.service.sweep.schedule import running_key
+from cuprobe.service.sweep.scheduled import resume, scheduled_runner
 from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack, fresh_stack
 

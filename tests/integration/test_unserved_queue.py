@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from service.queue.registry import WorkerRegistry
-from service.queue.served import served_reader
+from cuprobe.service.queue.registry import WorkerRegistry
+from cuprobe.service.queue.served import served_reader
 from tests.integration.stack import Stack, wait_for
 
 

@@ -13,9 +13,9 @@ import redis
 from sqlalchemy import update
 from typer.testing import CliRunner
 
-from service.config import Settings
-from service.db.tables import Job
-from service.queue.submit import JobSpec, create
+from cuprobe.service.config import Settings
+from cuprobe.service.db.tables import Job
+from cuprobe.service.queue.submit import JobSpec, create
 from tests.cli_app import cli_app
 from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack, wait_for, wait_running

@@ -15,10 +15,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from service.api.routes import jobs as job_routes
-from service.cli.check import run_checks
-from service.client import MAX_WAITED_JOBS, ApiError, Client
-from service.queue.waiting import ended_jobs
+from cuprobe.service.api.routes import jobs as job_routes
+from cuprobe.service.cli.check import run_checks
+from cuprobe.service.client import MAX_WAITED_JOBS, ApiError, Client
+from cuprobe.service.queue.waiting import ended_jobs
 from tests.cli_app import cli_app
 from tests.integration.stack import Stack, wait_for
 

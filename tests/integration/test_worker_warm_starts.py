@@ -11,14 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.models import Outcome
-from service.probing.gpus import GpuDevice
-from service.queue.broker import enqueue
-from service.queue.celery_app import make_celery
-from service.sweep.definition import parse_definition
-from service.sweep.execute import ServiceRunner, run_sweep
-from service.worker.gpu_slots import spares_folder
-from service.worker.spare_registry import PGID_NAME
+from cuprobe.service.models import Outcome
+from cuprobe.service.probing.gpus import GpuDevice
+from cuprobe.service.queue.broker import enqueue
+from cuprobe.service.queue.celery_app import make_celery
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import ServiceRunner, run_sweep
+from cuprobe.service.worker.gpu_slots import spares_folder
+from cuprobe.service.worker.spare_registry import PGID_NAME
 from tests.conftest import REPLAY, VERSIONS, capture
 from tests.integration.stack import Stack, fresh_stack
 

@@ -10,8 +10,8 @@ import sys
 
 from celery.__main__ import main
 
-from service.probing import runner
-from service.probing.environment import GpuFacts
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
 
 if __name__ == "__main__":
     runner.gpu_facts = lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0")  # type: ignore[assignment]

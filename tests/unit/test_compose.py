@@ -85,8 +85,8 @@ def test_a_wrong_command_line_is_refused(argv: list[str]) -> None:
 
 
 def test_the_compose_sweep_schedule_is_a_beat_entry_and_its_definition_is_in_the_images() -> None:
-    from service.config import Settings
-    from service.queue.celery_app import TASK_RUN_SWEEP, sweep_schedule
+    from cuprobe.service.config import Settings
+    from cuprobe.service.queue.celery_app import TASK_RUN_SWEEP, sweep_schedule
 
     env = yaml.safe_load((DOCKER / "compose.yaml").read_text())["x-cuprobe-env"]
     default = re.fullmatch(r"\$\{CUPROBE_SWEEP_SCHEDULE:-(.+)\}", env["CUPROBE_SWEEP_SCHEDULE"])

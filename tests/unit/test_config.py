@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.config import get_settings
+from cuprobe.service.config import get_settings
 
 
 def test_get_settings_is_cached_and_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
-from service.api.deps import Authorized, StoreDep
-from service.db.history import FindingHistory, finding_history
+from cuprobe.service.api.deps import Authorized, StoreDep
+from cuprobe.service.db.history import FindingHistory, finding_history
 
 router = APIRouter(prefix="/findings", tags=["findings"], dependencies=[Authorized])
 KEY = Annotated[str, Path(pattern=r"^[0-9a-f]{16}$", description="signature_key of the finding's signature")]

@@ -11,12 +11,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.security import HTTPAuthorizationCredentials
 
-from service.api.deps import SettingsDep, StoreDep, bearer
-from service.api.schemas import Health, HealthBrief
-from service.config import Settings
-from service.db.store import Store
-from service.queue.registry import WorkerRegistry
-from service.web.auth import bearer_refusal
+from cuprobe.service.api.deps import SettingsDep, StoreDep, bearer
+from cuprobe.service.api.schemas import Health, HealthBrief
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.queue.registry import WorkerRegistry
+from cuprobe.service.web.auth import bearer_refusal
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)

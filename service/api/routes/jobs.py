@@ -15,16 +15,16 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
-from service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
-from service.api.ids import named_or_error
-from service.api.schemas import FindingList, JobList, JobsToWaitFor, JobView, WaitedJobs
-from service.client import MAX_WAIT_S
-from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
-from service.db.store import Job, JobState
-from service.models import Outcome, Tool
-from service.probing.admission import BadRequest
-from service.queue import submit as job_service
-from service.queue.broker import enqueue
+from cuprobe.service.api.deps import Authorized, CeleryDep, SettingsDep, StoreDep
+from cuprobe.service.api.ids import named_or_error
+from cuprobe.service.api.schemas import FindingList, JobList, JobsToWaitFor, JobView, WaitedJobs
+from cuprobe.service.client import MAX_WAIT_S
+from cuprobe.service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
+from cuprobe.service.db.store import Job, JobState
+from cuprobe.service.models import Outcome, Tool
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.queue import submit as job_service
+from cuprobe.service.queue.broker import enqueue
 
 # How often a held GET /jobs/{id}?wait_s= or POST /jobs/wait reads the store anyway (a job ended by the reconciler,
 # or word of its end lost with Redis); it is held at most MAX_WAIT_S.

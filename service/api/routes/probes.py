@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from probes import registry
-from service.api.deps import Authorized
-from service.api.schemas import ProbeList, ProbeView
-from service.probing.admission import needs_gpu_by_default
+from cuprobe.probes import registry
+from cuprobe.service.api.deps import Authorized
+from cuprobe.service.api.schemas import ProbeList, ProbeView
+from cuprobe.service.probing.admission import needs_gpu_by_default
 
 router = APIRouter(prefix="/probes", tags=["probes"], dependencies=[Authorized])
 

@@ -7,13 +7,13 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, status
 
-from service.api.deps import Authorized, StoreDep
-from service.api.ids import named_or_error
-from service.db.sweeps import SweepStore
-from service.models import SCHEMA_VERSION
-from service.models.sweep import Sweep
-from service.sweep.compare import NotAResult, changes
-from service.sweep.diff import SweepDiff
+from cuprobe.service.api.deps import Authorized, StoreDep
+from cuprobe.service.api.ids import named_or_error
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import SCHEMA_VERSION
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.sweep.compare import NotAResult, changes
+from cuprobe.service.sweep.diff import SweepDiff
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], dependencies=[Authorized])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from service.db.store import Base
+from cuprobe.service.db.store import Base
 
 config = context.config
 engine = config.attributes.get("engine") or create_engine(config.get_main_option("sqlalchemy.url") or "")

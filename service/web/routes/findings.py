@@ -7,11 +7,11 @@ import re
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from service.db.history import finding_history
-from service.web.auth import Viewer
-from service.web.pages import PageNotFound, settings_of, store_of
-from service.web.render import page
-from service.web.source import excerpt
+from cuprobe.service.db.history import finding_history
+from cuprobe.service.web.auth import Viewer
+from cuprobe.service.web.pages import PageNotFound, settings_of, store_of
+from cuprobe.service.web.render import page
+from cuprobe.service.web.source import excerpt
 
 router = APIRouter(prefix="/ui/findings", dependencies=[Viewer], include_in_schema=False)
 KEY = re.compile(r"[0-9a-f]{16}")

@@ -11,13 +11,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
-from probes import registry
-from service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
-from service.db.store import Job, JobState, as_utc
-from service.models import Finding, Outcome, Tool, confirmation_counts
-from service.web.auth import Viewer
-from service.web.pages import PageNotFound, job_or_missing, store_of
-from service.web.render import page
+from cuprobe.probes import registry
+from cuprobe.service.db.artifacts import NAMES, artifact_path, content_type, open_artifact, read_chunks
+from cuprobe.service.db.store import Job, JobState, as_utc
+from cuprobe.service.models import Finding, Outcome, Tool, confirmation_counts
+from cuprobe.service.web.auth import Viewer
+from cuprobe.service.web.pages import PageNotFound, job_or_missing, store_of
+from cuprobe.service.web.render import page
 
 router = APIRouter(prefix="/ui/jobs", dependencies=[Viewer], include_in_schema=False)
 PAGE = 50

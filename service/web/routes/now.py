@@ -8,14 +8,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from service.db.overview import active_jobs, gate_runs, queue_loads
-from service.db.sweeps import SweepStore
-from service.db.tables import SweepRow
-from service.sweep.compare import changes
-from service.web.auth import Viewer
-from service.web.pages import store_of
-from service.web.render import page
-from service.web.workers import Roster
+from cuprobe.service.db.overview import active_jobs, gate_runs, queue_loads
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.db.tables import SweepRow
+from cuprobe.service.sweep.compare import changes
+from cuprobe.service.web.auth import Viewer
+from cuprobe.service.web.pages import store_of
+from cuprobe.service.web.render import page
+from cuprobe.service.web.workers import Roster
 
 router = APIRouter(prefix="/ui", dependencies=[Viewer], include_in_schema=False)
 DIFF_PARTS = ("new", "fixed", "persisting", "flaky", "unverified")

@@ -9,15 +9,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from service.db.sweeps import SweepStore
-from service.models import confirmation_counts
-from service.models.sweep import Sweep
-from service.reports.plots import findings_by_out_features, throughput_by_dtype
-from service.sweep.compare import changes
-from service.sweep.diff import SweepDiff
-from service.web.auth import Viewer
-from service.web.pages import store_of, sweep_or_missing
-from service.web.render import page
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import confirmation_counts
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.reports.plots import findings_by_out_features, throughput_by_dtype
+from cuprobe.service.sweep.compare import changes
+from cuprobe.service.sweep.diff import SweepDiff
+from cuprobe.service.web.auth import Viewer
+from cuprobe.service.web.pages import store_of, sweep_or_missing
+from cuprobe.service.web.render import page
 
 router = APIRouter(prefix="/ui/sweeps", dependencies=[Viewer], include_in_schema=False)
 DIFF_PARTS = ("new", "fixed", "flaky", "unverified", "persisting")

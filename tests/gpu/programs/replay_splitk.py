@@ -9,8 +9,8 @@ import torch
 from torch import nn
 from triton.runtime.cache import FileCacheManager
 
-from probes.replay import step
-from probes.triton_splitk import splitk_matmul
+from cuprobe.probes.replay import step
+from cuprobe.probes.triton_splitk import splitk_matmul
 
 
 class SplitK(nn.Module):

@@ -11,11 +11,11 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from service.api import create_app
-from service.cli.embedded import embedded_broker
-from service.config import Settings
-from service.db.store import Store
-from service.queue.broker import WAITING, held_jobs
+from cuprobe.service.api import create_app
+from cuprobe.service.cli.embedded import embedded_broker
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.queue.broker import WAITING, held_jobs
 
 
 @pytest.fixture(scope="module")

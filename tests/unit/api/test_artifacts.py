@@ -7,11 +7,11 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from service.api import create_app
-from service.config import Settings
-from service.db.store import Job, JobState, Run, utcnow
-from service.models import ProbeRequest
-from service.probing.runner import run_probe
+from cuprobe.service.api import create_app
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, JobState, Run, utcnow
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.probing.runner import run_probe
 
 
 def _job_with_workdir(settings: Settings) -> tuple[str, Path]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api import create_app
-from service.config import Settings
+from cuprobe.service.api import create_app
+from cuprobe.service.config import Settings
 
 TOKEN = "t0ken-for-tests"
 

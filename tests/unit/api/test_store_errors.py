@@ -8,9 +8,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from service.api import create_app
-from service.config import Settings
-from service.db.store import Store
+from cuprobe.service.api import create_app
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
 
 
 def test_locked_sqlite_store_is_a_json_503_within_the_bound(tmp_path: Path) -> None:

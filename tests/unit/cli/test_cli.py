@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from service.cli.main import app
+from cuprobe.service.cli.main import app
 from tests.check_rows import expected_exit
 from tests.conftest import BOX_ROOT, VERSIONS, capture, xml_of
 
@@ -105,7 +105,7 @@ def test_doctor_says_what_is_missing_here() -> None:
 
 def test_console_script_entry_point(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "service.cli", "run", "selftest", "--json", "--workdir", str(tmp_path)],
+        [sys.executable, "-m", "cuprobe.service.cli", "run", "selftest", "--json", "--workdir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,

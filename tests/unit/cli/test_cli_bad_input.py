@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from probes.gpu import cuda_device_count
-from service.cli.main import app
+from cuprobe.probes.gpu import cuda_device_count
+from cuprobe.service.cli.main import app
 from tests.conftest import VERSIONS, capture, xml_of
 
 cli = CliRunner()

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.probing import runner
-from service.probing.environment import GpuFacts
-from service.sanitizer.locate import _version
-from service.sanitizer.options import installed_options
+from cuprobe.service.cli.main import app
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
+from cuprobe.service.sanitizer.locate import _version
+from cuprobe.service.sanitizer.options import installed_options
 from tests.conftest import REPLAY, VERSIONS, capture
 
 cli = CliRunner()

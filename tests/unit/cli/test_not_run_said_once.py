@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.models import Outcome, Tool
-from service.models.sweep import Sweep, SweepCase
-from service.reports.markdown import markdown
+from cuprobe.service.cli.main import app
+from cuprobe.service.models import Outcome, Tool
+from cuprobe.service.models.sweep import Sweep, SweepCase
+from cuprobe.service.reports.markdown import markdown
 from tests.check_rows import expected_exit
 
 cli = CliRunner()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
+from cuprobe.service.cli.main import app
 from tests.conftest import VERSIONS, capture, xml_of
 
 cli = CliRunner()

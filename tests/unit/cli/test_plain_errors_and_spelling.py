@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.config import Settings
-from service.gate.suite import load_suite
-from service.models.problems import SpellingDeprecated
-from service.sweep.definition import DefinitionError, parse_definition
-from service.sweep.plan import plan
+from cuprobe.service.cli.main import app
+from cuprobe.service.config import Settings
+from cuprobe.service.gate.suite import load_suite
+from cuprobe.service.models.problems import SpellingDeprecated
+from cuprobe.service.sweep.definition import DefinitionError, parse_definition
+from cuprobe.service.sweep.plan import plan
 
 cli = CliRunner()
 
@@ -87,8 +87,8 @@ def test_one_setting_enables_the_command_probe(monkeypatch: pytest.MonkeyPatch) 
 
 def test_the_old_setting_name_reaches_the_probe_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe reads CUPROBE_COMMAND_ENABLED itself (it runs on GPU workers only): the runner hands it the switch."""
-    from service.models import Tool
-    from service.probing.secrets import probe_environment
+    from cuprobe.service.models import Tool
+    from cuprobe.service.probing.secrets import probe_environment
 
     monkeypatch.delenv("CUPROBE_COMMAND_ENABLED", raising=False)
     monkeypatch.setenv("CUPROBE_COMMAND_PROBE_ENABLED", "true")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
+from cuprobe.service.cli.main import app
 
 cli = CliRunner()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from service.cli.render import findings_table
-from service.sanitizer.parse import parse_xml
+from cuprobe.service.cli.render import findings_table
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import CAPTURES, xml_of
 
 CASES = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.client import Client
+from cuprobe.service.cli.main import app
+from cuprobe.service.client import Client
 
 cli = CliRunner()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from service import __version__
-from service.cli.main import app
+from cuprobe import __version__
+from cuprobe.service.cli.main import app
 
 cli = CliRunner()
 

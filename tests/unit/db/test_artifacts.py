@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.db.artifacts import NAMES, content_type
+from cuprobe.service.db.artifacts import NAMES, content_type
 
 
 def test_each_artifact_has_its_content_type() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import ClaimVerdict, JobState, Store, utcnow
-from service.queue.submit import JobSpec, create
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import ClaimVerdict, JobState, Store, utcnow
+from cuprobe.service.queue.submit import JobSpec, create
 
 DEAD_HERE = f"{socket.gethostname()}:999999999"  # a pid that cannot exist: a worker of this host that died
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from service.db.store import Base, Store
+from cuprobe.service.db.store import Base, Store
 
 
 def test_migrated_database_matches_the_tables(tmp_path: Path) -> None:

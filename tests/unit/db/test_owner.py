@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
-from service.db.owner import gone, this_process
+from cuprobe.service.db.owner import gone, this_process
 
 
 def test_this_process_is_not_gone() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import ClaimVerdict, JobState, Store, utcnow
-from service.models import Outcome, RunResult, Tool
-from service.queue.submit import JobSpec, create
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import ClaimVerdict, JobState, Store, utcnow
+from cuprobe.service.models import Outcome, RunResult, Tool
+from cuprobe.service.queue.submit import JobSpec, create
 
 DEAD = "nosuchhost-but-local:0"
 

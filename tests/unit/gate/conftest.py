@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from service.cli.main import app
-from service.probing import runner
-from service.sanitizer.locate import _version
+from cuprobe.service.cli.main import app
+from cuprobe.service.probing import runner
+from cuprobe.service.sanitizer.locate import _version
 from tests.conftest import BOX_ROOT, REPLAY, RUNS, VERSIONS, capture
 
 # The initcheck positive control as the H200 ran it (uninit-read, 24 records at kernels/uninit_read.cu:6).

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probes.contract import Tool
-from service.cli.main import app
-from service.gate.discover import DiscoveryError, TestEntry, discover
+from cuprobe.probes.contract import Tool
+from cuprobe.service.cli.main import app
+from cuprobe.service.gate.discover import DiscoveryError, TestEntry, discover
 from tests.unit.gate.conftest import BASE_SUITE, Gate
 
 

@@ -13,16 +13,16 @@ import jsonschema
 import pytest
 from junitparser import Failure, JUnitXml
 
-from probes.contract import Tool
-from service.gate import junit, markdown, sarif
-from service.gate.baseline import Baseline, BaselineEntry
-from service.gate.runs import EntryRuns
-from service.gate.suite import Suite, SuiteEntry
-from service.gate.verdict import GateReport, judge
-from service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, RunResult
-from service.models.sweep import Sweep, SweepCase
-from service.reports.markdown import markdown as sweep_markdown
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.contract import Tool
+from cuprobe.service.gate import junit, markdown, sarif
+from cuprobe.service.gate.baseline import Baseline, BaselineEntry
+from cuprobe.service.gate.runs import EntryRuns
+from cuprobe.service.gate.suite import Suite, SuiteEntry
+from cuprobe.service.gate.verdict import GateReport, judge
+from cuprobe.service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, RunResult
+from cuprobe.service.models.sweep import Sweep, SweepCase
+from cuprobe.service.reports.markdown import markdown as sweep_markdown
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import BOX_ROOT, DATA, RUNS, VERSIONS
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-from service.gate.baseline import load_baseline, write_baseline
+from cuprobe.service.gate.baseline import load_baseline, write_baseline
 from tests.unit.gate.conftest import (
     BASE_SUITE,
     PRODUCT,

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.gate import sarif
-from service.gate.discover import TestEntry, command_params, discover, with_xfail_report
-from service.gate.github import workflow_commands
-from service.gate.markdown import render
-from service.gate.runs import run_local
-from service.gate.suite import Suite, expand
-from service.gate.verdict import judge
-from service.models import Outcome
-from service.probing import runner
-from service.probing.environment import GpuFacts
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.gate import sarif
+from cuprobe.service.gate.discover import TestEntry, command_params, discover, with_xfail_report
+from cuprobe.service.gate.github import workflow_commands
+from cuprobe.service.gate.markdown import render
+from cuprobe.service.gate.runs import run_local
+from cuprobe.service.gate.suite import Suite, expand
+from cuprobe.service.gate.verdict import judge
+from cuprobe.service.models import Outcome
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
 from tests.conftest import VERSIONS, capture
 from tests.unit.gate.conftest import built_gtest
 

@@ -14,13 +14,13 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 from typer.testing import Result
 
-from service.config import Settings
-from service.gate import junit
-from service.gate.runs import run_local
-from service.gate.suite import Suite, expand
-from service.gate.verdict import judge
-from service.probing import runner
-from service.probing.environment import GpuFacts
+from cuprobe.service.config import Settings
+from cuprobe.service.gate import junit
+from cuprobe.service.gate.runs import run_local
+from cuprobe.service.gate.suite import Suite, expand
+from cuprobe.service.gate.verdict import judge
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
 from tests.conftest import DATA, VERSIONS, capture
 from tests.unit.gate.conftest import (
     BASE_SUITE,

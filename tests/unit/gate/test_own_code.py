@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.gate.discover import DiscoveryError, TestEntry, discover
-from service.gate.runs import EntryRuns, run_local
-from service.gate.suite import Suite, SuiteError, expand, load_suite
-from service.gate.verdict import Status, judge
-from service.models import Finding, Outcome, RunResult
-from service.probing import runner
-from service.probing.environment import GpuFacts
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.gate.discover import DiscoveryError, TestEntry, discover
+from cuprobe.service.gate.runs import EntryRuns, run_local
+from cuprobe.service.gate.suite import Suite, SuiteError, expand, load_suite
+from cuprobe.service.gate.verdict import Status, judge
+from cuprobe.service.models import Finding, Outcome, RunResult
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
 from tests.conftest import VERSIONS, capture
 from tests.unit.gate.conftest import built_gtest
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from service.gate.baseline import Baseline, BaselineEntry
-from service.gate.markdown import render
-from service.gate.runs import EntryRuns
-from service.gate.suite import SuiteError, load_suite
-from service.gate.verdict import judge
-from service.models import ProbeRequest
-from service.probing.runner import run_probe
+from cuprobe.service.gate.baseline import Baseline, BaselineEntry
+from cuprobe.service.gate.markdown import render
+from cuprobe.service.gate.runs import EntryRuns
+from cuprobe.service.gate.suite import SuiteError, load_suite
+from cuprobe.service.gate.verdict import judge
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.probing.runner import run_probe
 from tests.unit.gate.conftest import BASE_SUITE, VIOLATE, VIOLATION_SIGNATURE, Gate, summary
 
 REPO = Path(__file__).resolve().parents[3]

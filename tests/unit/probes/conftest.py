@@ -1,4 +1,4 @@
-"""Helpers for probe tests: run `python -m probes` as the service does and read its result.json."""
+"""Helpers for probe tests: run `python -m cuprobe.probes` as the service does and read its result.json."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def run_probe(tmp_path: Path) -> ProbeRun:
         out = tmp_path / f"{name}-{tool}.json"
         text = params if isinstance(params, str) else json.dumps(params)
         proc = subprocess.run(
-            [sys.executable, "-m", "probes", name, "--params", text, "--out", str(out), "--tool", tool],
+            [sys.executable, "-m", "cuprobe.probes", name, "--params", text, "--out", str(out), "--tool", tool],
             cwd=ROOT,
             env=probe_env(**(env or {})),
             capture_output=True,

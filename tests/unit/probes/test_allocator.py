@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from kernels import extension
-from probes import allocator
-from probes.allocator import NO_CACHING, parse_allocator
-from probes.command import allocator_env
-from probes.contract import Tool
-from service.config import Settings
-from service.models import ProbeRequest
-from service.probing.admission import BadRequest, admit
-from service.probing.runner import run_probe
+from cuprobe.kernels import extension
+from cuprobe.probes import allocator
+from cuprobe.probes.allocator import NO_CACHING, parse_allocator
+from cuprobe.probes.command import allocator_env
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.probing.admission import BadRequest, admit
+from cuprobe.service.probing.runner import run_probe
 from tests.conftest import RUNS, VERSIONS
 from tests.unit.probes.conftest import ROOT, ProbeRun, probe_env
 from tests.unit.probing.test_runner_replay import gpu_present, replay
@@ -124,7 +124,8 @@ def _pytest_with_plugin(tmp_path: Path, value: str) -> subprocess.CompletedProce
         "import os\n\ndef test_sees_the_flag():\n    print('FLAG', os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING'))\n"
     )
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "probes.allocator_plugin", "-s", str(test), "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "-p", "cuprobe.probes.allocator_plugin", "-s", str(test),
+         "-p", "no:cacheprovider"],
         cwd=tmp_path,
         env=probe_env(CUPROBE_ALLOCATOR=value, CUPROBE_EXTENSION_DIR=str(tmp_path / "ext"), PYTHONPATH=str(ROOT)),
         capture_output=True,

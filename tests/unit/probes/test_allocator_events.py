@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.allocator_events import NvtxCall, Registrar, load_device_traces, replay
+from cuprobe.probes.allocator_events import NvtxCall, Registrar, load_device_traces, replay
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "allocator"
 S1, S2, OLD = 0x7F0000000000, 0x7F0000200000, 0x7EFF00000000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.bf16_classify import Bf16Class, Bf16Observation, classify
+from cuprobe.probes.bf16_classify import Bf16Class, Bf16Observation, classify
 from tests.unit.probes.conftest import ProbeRun
 
 # Recorded with this probe on a dev machine (AMD EPYC, 2 threads, torch 2.13.0+cpu, 256x256x256):

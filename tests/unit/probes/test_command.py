@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.command import allowed, child_env
+from cuprobe.probes.command import allowed, child_env
 from tests.unit.probes.conftest import ProbeRun
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.contract import CaseResult
-from probes.determinism import Determinism, DeterminismParams, compare
+from cuprobe.probes.contract import CaseResult
+from cuprobe.probes.determinism import Determinism, DeterminismParams, compare
 from tests.unit.probes.conftest import ProbeRun
 
 

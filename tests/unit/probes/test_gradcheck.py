@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.gradcheck import INCONCLUSIVE, overall_verdict, reference_verdict
+from cuprobe.probes.gradcheck import INCONCLUSIVE, overall_verdict, reference_verdict
 from tests.unit.probes.conftest import ProbeRun
 
 

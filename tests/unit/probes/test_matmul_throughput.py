@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.throughput_verdict import Measurement, ceiling, violations
+from cuprobe.probes.throughput_verdict import Measurement, ceiling, violations
 from tests.unit.probes.conftest import ProbeRun
 
 SMALL, LARGE, CEIL = (5120, 768, 2048), (5120, 2048, 8192), (8192, 8192, 8192)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.contract import CaseResult, Tool
-from probes.kinds import UNINITIALIZED_GLOBAL_READ
-from probes.narrow_matmul import (
+from cuprobe.probes.contract import CaseResult, Tool
+from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
+from cuprobe.probes.narrow_matmul import (
     DEFAULT_N,
     NarrowMatmul,
     NarrowMatmulParams,

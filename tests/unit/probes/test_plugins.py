@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from probes import registry
+from cuprobe.probes import registry
 from tests.unit.probes.conftest import ROOT, ProbeRun
 
 PLUGIN = ROOT / "tests" / "plugin_example"

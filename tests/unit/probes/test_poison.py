@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels.poison_alloc import FREE, MALLOC, build
-from probes.base import Recorder
-from probes.contract import Expectation, Tool
-from probes.poison import PoisonLog, PoisonPlan, digest, dump_path
-from probes.selftest import SelftestParams
+from cuprobe.kernels.poison_alloc import FREE, MALLOC, build
+from cuprobe.probes.base import Recorder
+from cuprobe.probes.contract import Expectation, Tool
+from cuprobe.probes.poison import PoisonLog, PoisonPlan, digest, dump_path
+from cuprobe.probes.selftest import SelftestParams
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_a_probe_that_owns_no_memory_refuses_to_poison(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     done = subprocess.run(
-        [sys.executable, "-m", "probes", "selftest", "--out", str(out), "--poison", "ff"],
+        [sys.executable, "-m", "cuprobe.probes", "selftest", "--out", str(out), "--poison", "ff"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,5 +1,5 @@
-"""`python -m probes ... --then POISON=FILE`: one process runs the probe again with another poison once a run has
-completed, each run writing its own result (the confirmation's re-runs sharing a process)."""
+"""`python -m cuprobe.probes ... --then POISON=FILE`: one process runs the probe again with another poison once a
+run has completed, each run writing its own result (the confirmation's re-runs sharing a process)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ PARAMS = json.dumps({"backends": ["torch-cpu"], "m": 16, "k": 32, "n": 8})
 
 def _probe(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "probes", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=300
+        [sys.executable, "-m", "cuprobe.probes", *args],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=300,
     )
 
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import torch
 
-from probes.contract import CaseResult
-from probes.replay_compare import autotune_cache_problem, autotune_diff, first_divergence
-from probes.replay_digest import bits_hash
-from probes.replay_judge import judge_digest_paths, tensor_diff
-from service.models import Outcome, ProbeRequest, RunResult
-from service.probing.runner import run_probe
+from cuprobe.probes.contract import CaseResult
+from cuprobe.probes.replay_compare import autotune_cache_problem, autotune_diff, first_divergence
+from cuprobe.probes.replay_digest import bits_hash
+from cuprobe.probes.replay_judge import judge_digest_paths, tensor_diff
+from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing.runner import run_probe
 
 # The user's program, made here: a small net trained with SGD, with one planted layer per scenario.
 PROGRAM = '''
@@ -22,7 +22,7 @@ import os
 import torch
 from torch import nn
 
-from probes.replay import step
+from cuprobe.probes.replay import step
 
 
 class PidNoise(nn.Module):
@@ -272,8 +272,8 @@ def test_a_script_with_arguments_runs_as_main(program: Path) -> None:
 
 
 def test_at_most_one_program_and_none_means_the_built_in_example(program: Path) -> None:
-    from probes.replay import ReplayParams
-    from service.probing.admission import BadRequest
+    from cuprobe.probes.replay import ReplayParams
+    from cuprobe.service.probing.admission import BadRequest
 
     with pytest.raises(BadRequest, match="exactly one of entry, script or example"):
         replay(program, entry="tinynet:marked", example="transformer")

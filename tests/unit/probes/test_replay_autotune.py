@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from service.models import Outcome, ProbeRequest, RunResult
-from service.probing.runner import run_probe
+from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing.runner import run_probe
 
 STAND_IN = {
     "triton/__init__.py": "from triton.runtime import autotuner  # noqa: F401\n",
@@ -48,7 +48,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from probes.replay import step
+from cuprobe.probes.replay import step
 
 
 def _splitk_kernel():

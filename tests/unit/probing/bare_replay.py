@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Confirmation, Finding, ProbeRequest
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, Finding, ProbeRequest
 from tests.conftest import REPLAY_PYTHON, RUNS, replaying
 
 RUN = RUNS / "confirm-verdicts-uninit_read-2026.4.0.0"

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from service.config import Settings
-from service.db.store import Store
-from service.probing.admission import BadRequest, admit
-from service.queue.submit import JobSpec, check, create
-from service.sweep.definition import DefinitionError, parse_definition
-from service.sweep.plan import plan
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.probing.admission import BadRequest, admit
+from cuprobe.service.queue.submit import JobSpec, check, create
+from cuprobe.service.sweep.definition import DefinitionError, parse_definition
+from cuprobe.service.sweep.plan import plan
 
 SETTINGS = Settings(default_gpu_arch="sm90")
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import ProbeRequest
-from service.probing.admission import BadRequest
-from service.probing.runner import run_probe
-from service.sanitizer.command import sanitizer_command
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.sanitizer.command import sanitizer_command
 
 
 def test_builder_refuses_a_kernel_name_that_adds_options() -> None:

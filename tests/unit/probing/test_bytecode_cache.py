@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest
-from service.probing.runner import run_probe
-from service.probing.secrets import probe_environment
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.probing.secrets import probe_environment
 
 
 def test_a_probe_process_writes_its_bytecode_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

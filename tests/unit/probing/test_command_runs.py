@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
-from service.probing import runner
-from service.probing.environment import GpuFacts
-from service.probing.secrets import REDACTED
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
+from cuprobe.service.probing.secrets import REDACTED
 
 SH = str(Path(shutil.which("sh") or "/bin/sh").resolve())
 SECRETS = {

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from probes.contract import Tool
-from service.cli.render import print_result
-from service.config import Settings
-from service.models import Confirmation, Outcome, ProbeRequest
-from service.probing.runner import run_probe
-from service.probing.warm_reruns import RerunPool
-from service.sweep.execute import LocalRunner
+from cuprobe.probes.contract import Tool
+from cuprobe.service.cli.render import print_result
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.probing.warm_reruns import RerunPool
+from cuprobe.service.sweep.execute import LocalRunner
 from tests.conftest import CAPTURES, replaying
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
 
@@ -134,8 +134,8 @@ def _zombie(pid: int) -> bool:
 def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    from probes import poison
-    from probes.poison import PoisonLog, PoisonPlan
+    from cuprobe.probes import poison
+    from cuprobe.probes.poison import PoisonLog, PoisonPlan
 
     monkeypatch.setattr(poison, "WATCH_ALL_MAX_BYTES", 24)
     log = PoisonLog(PoisonPlan(mode="sentinel", watch_all=True))

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from service.config import Settings
-from service.models import Confirmation, RunResult
-from service.probing import confirm
-from service.probing.confirm_shared import SharedReruns
-from service.probing.warm_reruns import RerunPool
-from service.sweep.execute import LocalRunner
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, RunResult
+from cuprobe.service.probing import confirm
+from cuprobe.service.probing.confirm_shared import SharedReruns
+from cuprobe.service.probing.warm_reruns import RerunPool
+from cuprobe.service.sweep.execute import LocalRunner
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
 
 HELD = "handed their cases once the grid's"

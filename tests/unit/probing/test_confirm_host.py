@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from service.config import Settings
-from service.db.store import Store
-from service.models import Confirmation, Outcome, ProbeRequest, Tool
-from service.models.confirm_share import ConfirmShare
-from service.probing.admission import BadRequest
-from service.probing.confirm_host import DONE, LOCK, OWNER, SHARE_DIR, join, share_folder
-from service.probing.runner import run_probe
-from service.queue.submit import JobSpec, check, create
-from service.sweep.execute import ServiceRunner
-from service.worker.execute import execute_job
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import Confirmation, Outcome, ProbeRequest, Tool
+from cuprobe.service.models.confirm_share import ConfirmShare
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.probing.confirm_host import DONE, LOCK, OWNER, SHARE_DIR, join, share_folder
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.queue.submit import JobSpec, check, create
+from cuprobe.service.sweep.execute import ServiceRunner
+from cuprobe.service.worker.execute import execute_job
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
 
 TICKET = ConfirmShare(key="sweep1-0", params=REQUEST.params, members=2)

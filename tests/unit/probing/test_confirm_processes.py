@@ -1,5 +1,5 @@
 """The confirmation's four bare re-runs in fewer processes (Settings.confirm_processes): each process runs its
-re-runs one after another (`python -m probes ... --then POISON=FILE`), and the findings come out as with four.
+re-runs one after another (`python -m cuprobe.probes ... --then POISON=FILE`), and the findings come out as with four.
 
 The sanitizer run and its re-runs are played back (tests/unit/probing/bare_replay.py)."""
 
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.models import Confirmation, Outcome, ProbeRequest, RunResult
-from service.models.confirm_share import ConfirmShare
-from service.probing.confirm import Reruns, dealt
-from service.probing.confirm_host import join
-from service.probing.confirmation import POISON_RUNS
-from service.probing.runner import run_probe
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, Outcome, ProbeRequest, RunResult
+from cuprobe.service.models.confirm_share import ConfirmShare
+from cuprobe.service.probing.confirm import Reruns, dealt
+from cuprobe.service.probing.confirm_host import join
+from cuprobe.service.probing.confirmation import POISON_RUNS
+from cuprobe.service.probing.runner import run_probe
 from tests.conftest import RUNS, replaying
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
 

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.db.store import Store
-from service.models import Confirmation, Outcome, ProbeRequest
-from service.probing import runner
-from service.probing.admission import admit
-from service.probing.environment import GpuFacts
-from service.probing.runner import default_backtrace, run_probe
-from service.queue.submit import JobSpec, create
-from service.sanitizer.locate import _version
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.admission import admit
+from cuprobe.service.probing.environment import GpuFacts
+from cuprobe.service.probing.runner import default_backtrace, run_probe
+from cuprobe.service.queue.submit import JobSpec, create
+from cuprobe.service.sanitizer.locate import _version
 from tests.conftest import RUNS, VERSIONS, capture
 
 

@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from probes.base import Recorder
-from probes.contract import Allocation, Expectation, Tool
-from probes.narrow_matmul import padded
-from probes.poison import PoisonPlan
-from probes.uninit_read import UninitReadParams
-from service.models import Confirmation, Finding
-from service.probing.confirm import not_rerun
-from service.probing.confirmation import POISON_RUNS, BareRun, compare, decide, load_bare_run, sentinel_survival
-from service.probing.launch import read_probe_result
-from service.sanitizer.parse import ParseResult, parse_xml
+from cuprobe.probes.base import Recorder
+from cuprobe.probes.contract import Allocation, Expectation, Tool
+from cuprobe.probes.narrow_matmul import padded
+from cuprobe.probes.poison import PoisonPlan
+from cuprobe.probes.uninit_read import UninitReadParams
+from cuprobe.service.models import Confirmation, Finding
+from cuprobe.service.probing.confirm import not_rerun
+from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, compare, decide, load_bare_run, sentinel_survival
+from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
 from tests.conftest import BOX_ROOT, RUNS, VERSIONS, capture, xml_of
 
 CASE = "n=1024,k=1000"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from probes.contract import Tool
-from probes.gpu import SCHEDULE_ENV, set_schedule
-from service.config import Settings
-from service.probing.secrets import probe_environment
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.gpu import SCHEDULE_ENV, set_schedule
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.secrets import probe_environment
 
 OPERATOR = {"PATH": "/usr/bin", SCHEDULE_ENV: "spin"}
 

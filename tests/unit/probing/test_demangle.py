@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
-from service.probing.demangle import holds_mangled_names
-from service.probing.runner import PlannedRun, plan_run, run_probe
-from service.sanitizer.options import installed_options
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing.demangle import holds_mangled_names
+from cuprobe.service.probing.runner import PlannedRun, plan_run, run_probe
+from cuprobe.service.sanitizer.options import installed_options
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import CAPTURES, RUNS, replaying
 
 NO = RUNS / "narrow-matmul-initcheck-demangle-no-2025.3.1.0"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from service.probing.environment import _package
+from cuprobe.service.probing.environment import _package
 
 NAME = "cuprobe-fingerprint-example"
 

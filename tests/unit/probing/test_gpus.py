@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from service.probing import environment, gpus
-from service.probing.gpus import GpuDevice, GpuInventory, parse_nvidia_smi, visible
+from cuprobe.service.probing import environment, gpus
+from cuprobe.service.probing.gpus import GpuDevice, GpuInventory, parse_nvidia_smi, visible
 
 BANNER = (Path(__file__).parents[2] / "data" / "runs" / "nvidia-smi.txt").read_text()  # captured on the H200
 QUERY = """0, GPU-0752b642-9ed6-da10-706b-5bbce876177d, NVIDIA H200, 9.0, 143042, 580.159.04

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from probes import gpu
+from cuprobe.probes import gpu
 
 
 class CudaError(Exception):

@@ -10,22 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import QUICK_EXIT_FLAG, Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, SanitizerOptions
-from service.probing import runner
-from service.probing.environment import PROJECT_ROOT, GpuFacts
-from service.probing.runner import PlannedRun, plan_run, run_probe
-from service.sanitizer.locate import _version
+from cuprobe.probes.contract import QUICK_EXIT_FLAG, Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest, SanitizerOptions
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import PROJECT_ROOT, GpuFacts
+from cuprobe.service.probing.runner import PlannedRun, plan_run, run_probe
+from cuprobe.service.sanitizer.locate import _version
 from tests.conftest import RUNS, VERSIONS
 
-# The harness run as `python -m probes`, with an atexit hook that leaves a file: the finalizers a quick exit skips.
+# The harness run as `python -m cuprobe.probes`, with an atexit hook that leaves a file: the finalizers a quick exit
+# skips.
 HARNESS = """
 import atexit, pathlib, runpy, sys
 marker = pathlib.Path(sys.argv[1])
 atexit.register(marker.write_text, "finalized")
-sys.argv = ["probes", *sys.argv[2:]]
-runpy.run_module("probes", run_name="__main__", alter_sys=True)
+sys.argv = ["cuprobe.probes", *sys.argv[2:]]
+runpy.run_module("cuprobe.probes", run_name="__main__", alter_sys=True)
 """
 
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest
-from service.models.timing import Stages
-from service.probing import runner
-from service.probing.environment import GpuFacts
-from service.probing.runner import run_probe
-from service.sanitizer.locate import _version
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest
+from cuprobe.service.models.timing import Stages
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import GpuFacts
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.sanitizer.locate import _version
 from tests.conftest import RUNS, VERSIONS
 
 

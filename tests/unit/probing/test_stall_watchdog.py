@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from probes.selftest import STALLED_MARK
-from service.config import Settings
-from service.models import Outcome, ProbeRequest
-from service.probing.runner import run_probe
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.selftest import STALLED_MARK
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest
+from cuprobe.service.probing.runner import run_probe
 from tests.conftest import VERSIONS, capture, replaying
 
 STALL_S = 2.0
@@ -69,7 +69,7 @@ def test_a_probe_that_does_not_beat_is_never_judged_stalled(
     tmp_path: Path, sanitizer_running_target: None, replay_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The same quiet probe, had it not opted in (a user's command, one long case): only its time limit applies.
-    from probes.selftest import Selftest
+    from cuprobe.probes.selftest import Selftest
 
     monkeypatch.setattr(Selftest, "beats", False)
     settings = replay_settings.model_copy(update={"stall_s": 1.0})

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest
-from service.probing.runner import run_probe
-from service.sanitizer.classify import RunEvidence, classify
-from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import read_summary
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest
+from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.sanitizer.classify import RunEvidence, classify
+from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.summary import read_summary
 from tests.conftest import BOX_ROOT, VERSIONS, capture, replaying, xml_of
 
 SLEEPING = ProbeRequest(probe="selftest", tool=Tool.INITCHECK, params={"behaviour": "sleep", "seconds": 30})

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from probes.contract import PREFETCH_TORCH_FLAG, Tool
-from service.config import Settings
-from service.models import ProbeRequest
-from service.probing import runner
-from service.probing.environment import PROJECT_ROOT, GpuFacts
-from service.probing.runner import PlannedRun, plan_run
+from cuprobe.probes.contract import PREFETCH_TORCH_FLAG, Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import ProbeRequest
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.environment import PROJECT_ROOT, GpuFacts
+from cuprobe.service.probing.runner import PlannedRun, plan_run
 
-# The harness run as `python -m probes`, with an audit hook that writes down which thread imported torch.
+# The harness run as `python -m cuprobe.probes`, with an audit hook that writes down which thread imported torch.
 HARNESS = """
 import pathlib, runpy, sys, threading
 marker = pathlib.Path(sys.argv[1])
@@ -27,8 +27,8 @@ def hook(event, args):
         with marker.open("a") as f:
             f.write(threading.current_thread().name + "\\n")
 sys.addaudithook(hook)
-sys.argv = ["probes", *sys.argv[2:]]
-runpy.run_module("probes", run_name="__main__", alter_sys=True)
+sys.argv = ["cuprobe.probes", *sys.argv[2:]]
+runpy.run_module("cuprobe.probes", run_name="__main__", alter_sys=True)
 """
 # bf16-matmul's CPU backend: a probe that runs torch cases on this machine, without a GPU.
 CPU_TORCH = {"backends": ["torch-cpu"], "timing": False, "m": 16, "k": 16, "n": 16}
@@ -130,9 +130,9 @@ def test_the_runner_asks_for_the_early_import_under_a_sanitizer_for_probes_that_
 def test_the_probe_writes_torchs_environment_only_after_the_early_import_ended(monkeypatch: pytest.MonkeyPatch) -> None:
     """glibc's setenv beside a getenv on another thread (torch's libraries loading) is not safe: import_torch waits
     for a running early import before probes.allocator.prepare writes the environment."""
-    from probes import prefetch, torch_env
-    from probes.base import ProbeUnavailable, Recorder
-    from probes.selftest import SelftestParams
+    from cuprobe.probes import prefetch, torch_env
+    from cuprobe.probes.base import ProbeUnavailable, Recorder
+    from cuprobe.probes.selftest import SelftestParams
 
     order: list[str] = []
 

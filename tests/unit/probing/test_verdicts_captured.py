@@ -6,12 +6,12 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from probes.confirm_control import CASES as CONTROL_CASES
-from probes.contract import ProbeResult, Tool, is_confirm_control
-from service.models import Confirmation
-from service.probing.confirmation import POISON_RUNS, decide, load_bare_run
-from service.probing.runner import allocations_of
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.confirm_control import CASES as CONTROL_CASES
+from cuprobe.probes.contract import ProbeResult, Tool, is_confirm_control
+from cuprobe.service.models import Confirmation
+from cuprobe.service.probing.confirmation import POISON_RUNS, decide, load_bare_run
+from cuprobe.service.probing.runner import allocations_of
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import RUNS
 
 RUN = RUNS / "confirm-verdicts-uninit_read-2026.4.0.0"

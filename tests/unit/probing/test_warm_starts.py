@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.config import Settings
-from service.models import Outcome, ProbeRequest, RunResult
-from service.models.options import SanitizerOptions
-from service.models.sweep import Sweep
-from service.probing.runner import PlannedRun, plan_run, run_probe, start_spare
-from service.probing.spares import FIFO_NAME, Spare, Spares, warm_key
-from service.reports.html import html
-from service.sanitizer.supervise import start
-from service.sweep.definition import parse_definition
-from service.sweep.execute import LocalRunner, requests_of, run_sweep
-from service.sweep.plan import plan
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.models.options import SanitizerOptions
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.probing.runner import PlannedRun, plan_run, run_probe, start_spare
+from cuprobe.service.probing.spares import FIFO_NAME, Spare, Spares, warm_key
+from cuprobe.service.reports.html import html
+from cuprobe.service.sanitizer.supervise import start
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import LocalRunner, requests_of, run_sweep
+from cuprobe.service.sweep.plan import plan
 from tests.conftest import VERSIONS, capture, replaying
 
 

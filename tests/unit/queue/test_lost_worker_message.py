@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import ClaimVerdict, Store, utcnow
-from service.queue.reconcile import reconcile
-from service.queue.submit import JobSpec, create
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import ClaimVerdict, Store, utcnow
+from cuprobe.service.queue.reconcile import reconcile
+from cuprobe.service.queue.submit import JobSpec, create
 
 SETTINGS = Settings(max_attempts=3, stale_after_s=30)
 DEAD_HERE = f"{socket.gethostname()}:999999999"  # a pid that cannot exist: this host's worker died

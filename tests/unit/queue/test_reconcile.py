@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import Job, Store, utcnow
-from service.queue.reconcile import reconcile
-from service.queue.submit import JobSpec, create
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, Store, utcnow
+from cuprobe.service.queue.reconcile import reconcile
+from cuprobe.service.queue.submit import JobSpec, create
 
 SETTINGS = Settings(requeue_grace_s=10, stale_after_s=30)
 
@@ -102,9 +102,9 @@ def test_queued_job_on_a_queue_no_worker_serves_ends_unavailable_after_the_grace
 
 
 def test_result_left_on_disk_during_a_store_outage_is_stored_by_the_reconciler(store: Store, tmp_path: Path) -> None:
-    from service.db.pending import write_pending
-    from service.db.store import worker_identity
-    from service.models import Outcome, RunResult, Tool
+    from cuprobe.service.db.pending import write_pending
+    from cuprobe.service.db.store import worker_identity
+    from cuprobe.service.models import Outcome, RunResult, Tool
 
     job_id = create(JobSpec(probe="selftest"), store, SETTINGS).id
     claim = store.claim(job_id, worker_identity(), max_attempts=3, stale_after_s=30, job_dir=str(tmp_path / job_id))
@@ -119,7 +119,7 @@ def test_result_left_on_disk_during_a_store_outage_is_stored_by_the_reconciler(s
 
 
 def test_running_job_whose_worker_left_the_registry_is_requeued(store: Store) -> None:
-    from service.db.store import worker_identity
+    from cuprobe.service.db.store import worker_identity
 
     job_id = create(JobSpec(probe="selftest"), store, SETTINGS).id
     store.claim(job_id, worker_identity(), max_attempts=3, stale_after_s=30, job_dir="/tmp/x")

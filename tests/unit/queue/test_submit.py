@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from probes.contract import Tool
-from service.config import Settings
-from service.db.store import Job, Store
-from service.models.queues import Lane, queue_for
-from service.probing.admission import BadRequest
-from service.queue.submit import JobSpec, check, submit
+from cuprobe.probes.contract import Tool
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, Store
+from cuprobe.service.models.queues import Lane, queue_for
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.queue.submit import JobSpec, check, submit
 
 
 def _refusal(settings: Settings | None = None, **spec: object) -> BadRequest:
@@ -82,7 +82,7 @@ def test_a_failing_enqueue_is_logged_with_its_cause_and_the_job_stays_stored(
     def broker_down(job: Job) -> None:
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
 
-    with caplog.at_level(logging.WARNING, logger="service.queue.submit"):
+    with caplog.at_level(logging.WARNING, logger="cuprobe.service.queue.submit"):
         job = submit(JobSpec(probe="selftest"), store, Settings(), broker_down)
     stored = store.get(job.id)
     assert stored is not None and stored.state == "queued" and stored.enqueued_at is None  # the reconciler resends it

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.probing.admission import BadRequest
-from service.queue.submit import JobSpec, check
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.admission import BadRequest
+from cuprobe.service.queue.submit import JobSpec, check
 
 
 def test_an_option_of_another_tool_is_refused_with_422() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import JobState, Store
-from service.models import Finding, Outcome, RunResult, Tool
-from service.queue import waiting
-from service.queue.submit import JobSpec, create
-from service.queue.waiting import ended, job_fields, poll, result_of_job
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import JobState, Store
+from cuprobe.service.models import Finding, Outcome, RunResult, Tool
+from cuprobe.service.queue import waiting
+from cuprobe.service.queue.submit import JobSpec, create
+from cuprobe.service.queue.waiting import ended, job_fields, poll, result_of_job
 
 
 def test_poll_yields_each_job_once_as_it_ends() -> None:

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 from markdown_it import MarkdownIt
 
-from service.models import Finding, Outcome, Tool
-from service.models.sweep import Sweep, SweepCase
-from service.reports.markdown import markdown
-from service.sweep.diff import diff
+from cuprobe.service.models import Finding, Outcome, Tool
+from cuprobe.service.models.sweep import Sweep, SweepCase
+from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.sweep.diff import diff
 
 # A signature as the H200 sweep stored it (docs/evidence/2026-12-02-sweep/b48/summary.md).
 SIGNATURE = "initcheck|uninitialized-global-read|tiled_matmul|kernels/narrow_matmul.cu:23|global-read-4"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from probes.contract import Tool
-from service.models import Outcome
-from service.sanitizer.classify import RunEvidence, classify
-from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import read_summary
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models import Outcome
+from cuprobe.service.sanitizer.classify import RunEvidence, classify
+from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.summary import read_summary
 from tests.conftest import VERSIONS, capture, xml_of
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import ProbeResult, Tool, is_confirm_control
-from service.probing.runner import allocations_of
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.contract import ProbeResult, Tool, is_confirm_control
+from cuprobe.service.probing.runner import allocations_of
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import RUNS
 
 CONTROLS = {

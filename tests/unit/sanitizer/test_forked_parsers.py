@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-import service.sanitizer.forked as forked
-import service.sanitizer.pool as pool
-from service.sanitizer.chunks import Context
-from service.sanitizer.parse import ParseResult, parse_xml
+import cuprobe.service.sanitizer.forked as forked
+import cuprobe.service.sanitizer.pool as pool
+from cuprobe.service.sanitizer.chunks import Context
+from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
 from tests.conftest import BOX_ROOT, CAPTURES, xml_bytes
 from tests.unit.sanitizer.test_parse_split import _allocations, _not_here, view
 

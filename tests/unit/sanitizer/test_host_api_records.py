@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probes.contract import ProbeResult, Tool
-from probes.kinds import HOST_API_UNINITIALIZED
-from service.cli.main import app
-from service.config import Settings
-from service.models import Confirmation, Outcome, ProbeRequest
-from service.probing import runner
-from service.probing.confirm import HOST_API_REASON, blind_spot_planted, control_options
-from service.probing.environment import GpuFacts
-from service.probing.runner import allocations_of, run_probe
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.contract import ProbeResult, Tool
+from cuprobe.probes.kinds import HOST_API_UNINITIALIZED
+from cuprobe.service.cli.main import app
+from cuprobe.service.config import Settings
+from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.confirm import HOST_API_REASON, blind_spot_planted, control_options
+from cuprobe.service.probing.environment import GpuFacts
+from cuprobe.service.probing.runner import allocations_of, run_probe
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import REPLAY, REPLAY_PYTHON, RUNS, VERSIONS, capture, replaying, xml_bytes
 
 OLD, NEW = VERSIONS

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from service.cli.main import app
-from service.sanitizer.parse import parse_xml
+from cuprobe.service.cli.main import app
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import REPLAY, VERSIONS, capture, replaying
 
 cli = CliRunner()

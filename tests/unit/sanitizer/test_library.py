@@ -5,10 +5,10 @@ from __future__ import annotations
 import gzip
 import re
 
-from probes.contract import Tool
-from service.sanitizer.findings import is_library, user_location
-from service.sanitizer.parse import parse_xml
-from service.sanitizer.records import Location, RawRecord
+from cuprobe.probes.contract import Tool
+from cuprobe.service.sanitizer.findings import is_library, user_location
+from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.records import Location, RawRecord
 from tests.conftest import BOX_ROOT, DATA, VERSIONS, capture, xml_of
 
 BF16_STDOUT = DATA.parent.parent / "docs/evidence/2026-12-02-probes-catalog/raw/bf16_initcheck/stdout.txt.gz"

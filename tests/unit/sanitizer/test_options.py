@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from probes.contract import Tool
-from service.models import SanitizerOptions
-from service.models.options import NOT_PASSED, OPTION_TOOL
-from service.sanitizer.command import passed_anyway, sanitizer_command
-from service.sanitizer.options import HelpOptions, OptionRefused, check_options, parse_help
+from cuprobe.probes.contract import Tool
+from cuprobe.service.models import SanitizerOptions
+from cuprobe.service.models.options import NOT_PASSED, OPTION_TOOL
+from cuprobe.service.sanitizer.command import passed_anyway, sanitizer_command
+from cuprobe.service.sanitizer.options import HelpOptions, OptionRefused, check_options, parse_help
 from tests.conftest import CAPTURES, VERSIONS
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.contract import Tool
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import BOX_ROOT, VERSIONS, capture, xml_of
 
 

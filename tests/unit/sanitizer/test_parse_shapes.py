@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-import service.sanitizer.chunks as chunks
-import service.sanitizer.shapes as shapes
+import cuprobe.service.sanitizer.chunks as chunks
+import cuprobe.service.sanitizer.shapes as shapes
 from bench.previous_parser.parse import parse_xml as previous
-from probes.contract import ProbeResult
-from service.probing.runner import allocations_of
-from service.sanitizer.parse import parse_xml
+from cuprobe.probes.contract import ProbeResult
+from cuprobe.service.probing.runner import allocations_of
+from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_bytes
 from tests.unit.sanitizer.test_parse_split import view
 

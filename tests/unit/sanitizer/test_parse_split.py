@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-import service.sanitizer.chunks as chunks
-import service.sanitizer.parse as parse_module
-import service.sanitizer.pool as pool
+import cuprobe.service.sanitizer.chunks as chunks
+import cuprobe.service.sanitizer.parse as parse_module
+import cuprobe.service.sanitizer.pool as pool
 from bench.previous_parser.parse import parse_xml as previous
-from probes.contract import ProbeResult
-from service.probing.runner import allocations_of
-from service.sanitizer.parse import parse_xml
-from service.sanitizer.xmlstream import check_prolog
+from cuprobe.probes.contract import ProbeResult
+from cuprobe.service.probing.runner import allocations_of
+from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.xmlstream import check_prolog
 from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_bytes, xml_of
 
 CASES = sorted(p.parent for p in CAPTURES.glob("*/*/run.xml*"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from service.models import Outcome, RunResult, Tool, exit_code_for
-from service.sanitizer.parse import parse_xml
-from service.sanitizer.summary import read_summary
+from cuprobe.service.models import Outcome, RunResult, Tool, exit_code_for
+from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.summary import read_summary
 from tests.conftest import BOX_ROOT, VERSIONS, capture, xml_of
 
 

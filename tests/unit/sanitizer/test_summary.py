@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from service.sanitizer.summary import read_summary
+from cuprobe.service.sanitizer.summary import read_summary
 from tests.conftest import VERSIONS, capture
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.sanitizer import supervise as supervise_module
-from service.sanitizer.supervise import CappedStream, group_alive, supervise
+from cuprobe.service.sanitizer import supervise as supervise_module
+from cuprobe.service.sanitizer.supervise import CappedStream, group_alive, supervise
 
 
 def test_capped_stream_keeps_head_and_tail() -> None:

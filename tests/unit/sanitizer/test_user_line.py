@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.sanitizer.options import parse_help
-from service.sanitizer.user_line import NO_VALUE, NotALine, read_line
+from cuprobe.service.sanitizer.options import parse_help
+from cuprobe.service.sanitizer.user_line import NO_VALUE, NotALine, read_line
 from tests.conftest import CAPTURES, VERSIONS
 
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 import bench.sweep as bench
-from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams
-from service.config import Settings
-from service.sweep.definition import parse_definition
-from service.sweep.execute import requests_of
-from service.sweep.plan import BATCHING, NEED_RECORDS, plan
+from cuprobe.probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams
+from cuprobe.service.config import Settings
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import requests_of
+from cuprobe.service.sweep.plan import BATCHING, NEED_RECORDS, plan
 
 
 class Events(list[str]):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from bench.sweep import before_cases, not_run, reruns_order, reruns_split, slowest, torch_or_not
-from probes.contract import CONFIRM_CONTROL_PREFIX, Tool
-from service.models import Outcome
-from service.models.sweep import ProcessRecord, Sweep, SweepCase
-from service.probing.runner import XML_NAME
+from cuprobe.probes.contract import CONFIRM_CONTROL_PREFIX, Tool
+from cuprobe.service.models import Outcome
+from cuprobe.service.models.sweep import ProcessRecord, Sweep, SweepCase
+from cuprobe.service.probing.runner import XML_NAME
 
 
 def _case(process: int, probe_case: str, seconds: float | None) -> SweepCase:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.sweep.packing import group_cost, packed
+from cuprobe.service.sweep.packing import group_cost, packed
 
 
 def _check(plan: list[list[int]], count: int, groups: int, cap: int) -> None:

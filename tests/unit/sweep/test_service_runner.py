@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.config import Settings
-from service.db.store import Job, Store
-from service.models import Outcome
-from service.sweep.definition import parse_definition
-from service.sweep.execute import ServiceRunner, run_sweep
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, Store
+from cuprobe.service.models import Outcome
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import ServiceRunner, run_sweep
 
 GRID = 'name = "unserved"\n[[entry]]\nprobe = "uninit-read"\ntool = "initcheck"\n'
 

@@ -6,23 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams, case_id, expected_uninit_reads
-from service.config import Settings
-from service.db.store import Store, utcnow
-from service.db.sweeps import SweepStore
-from service.models import Outcome, RunResult
-from service.models.sweep import Sweep
-from service.probing import runner
-from service.probing.confirm_shared import SharedReruns
-from service.queue.celery_app import TASK_RUN_SWEEP, make_celery
-from service.reports.html import html
-from service.reports.markdown import markdown
-from service.sanitizer import forked, pool
-from service.sanitizer.locate import _version
-from service.sweep.definition import DefinitionError, load_definition, parse_definition
-from service.sweep.diff import diff
-from service.sweep.execute import LocalRunner, assemble, requests_of, run_sweep
-from service.sweep.plan import BATCHING, NEED_RECORDS, plan
+from cuprobe.probes.narrow_matmul import NarrowMatmul, NarrowMatmulParams, case_id, expected_uninit_reads
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store, utcnow
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models import Outcome, RunResult
+from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.probing import runner
+from cuprobe.service.probing.confirm_shared import SharedReruns
+from cuprobe.service.queue.celery_app import TASK_RUN_SWEEP, make_celery
+from cuprobe.service.reports.html import html
+from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.sanitizer import forked, pool
+from cuprobe.service.sanitizer.locate import _version
+from cuprobe.service.sweep.definition import DefinitionError, load_definition, parse_definition
+from cuprobe.service.sweep.diff import diff
+from cuprobe.service.sweep.execute import LocalRunner, assemble, requests_of, run_sweep
+from cuprobe.service.sweep.plan import BATCHING, NEED_RECORDS, plan
 from tests.conftest import capture
 
 NS = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128]
@@ -205,7 +205,7 @@ def test_a_result_without_its_control_is_could_not_run(on_h200: None, tmp_path: 
 
 
 def test_initcheck_processes_skip_host_backtraces_and_others_keep_them() -> None:
-    from service.sweep.execute import requests_of
+    from cuprobe.service.sweep.execute import requests_of
 
     requests = [r for _, r in requests_of(plan(load_definition(Path("suites/nightly.toml"))))]
     by_tool = {(r.tool, r.show_backtrace) for r in requests}
@@ -268,7 +268,7 @@ def test_batches_carry_even_costs_and_only_the_fewest_import_torch(slots: int) -
 
 
 def test_local_runner_with_slots_returns_every_result_to_its_request(tmp_path: Path) -> None:
-    from service.probing.runner import ProbeRequest
+    from cuprobe.service.probing.runner import ProbeRequest
 
     requests = [ProbeRequest(probe="selftest", params={"behaviour": "ok", "seconds": 0.1 * i}) for i in range(5)]
     got = dict(LocalRunner(tmp_path, slots=3).run_all(requests))
@@ -283,7 +283,7 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
     """A local sweep's K slots are threads of one process; past one slot, each run's XML is parsed in child
     processes (their parses would otherwise take turns on this process's interpreter lock) with the same findings,
     forked from one server that imported the parser (fork_parsers), and none left running after it."""
-    from service.probing.runner import ProbeRequest
+    from cuprobe.service.probing.runner import ProbeRequest
 
     monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture("2026.4.0.0", "probe_narrow-matmul_initcheck")))
     monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "0")

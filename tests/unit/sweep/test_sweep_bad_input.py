@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from service.cli.main import app
-from service.db.store import Store
-from service.db.sweeps import SweepStore
-from service.models.sweep import Sweep
+from cuprobe.service.cli.main import app
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models.sweep import Sweep
 from tests.processes import processes_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
@@ -161,7 +161,7 @@ def _slow_sweep(tmp_path: Path, last: int, **popen: Any) -> subprocess.Popen[str
     grid = f"{{ seconds = {{ first = 60, last = {last} }} }}"
     path.write_text(_entry(grid, extra='params = { behaviour = "sleep" }\n'))
     env = {**os.environ, "CUPROBE_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "service.cli", "sweep", "run", str(path), "--slots", "1"]
+    command = [sys.executable, "-m", "cuprobe.service.cli", "sweep", "run", str(path), "--slots", "1"]
     return subprocess.Popen(command, env=env, cwd=tmp_path, **popen)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.sweep.definition import DefinitionError, parse_definition
-from service.sweep.execute import requests_of
-from service.sweep.plan import plan
+from cuprobe.service.sweep.definition import DefinitionError, parse_definition
+from cuprobe.service.sweep.execute import requests_of
+from cuprobe.service.sweep.plan import plan
 
 SWEEP = """
 name = "opts"

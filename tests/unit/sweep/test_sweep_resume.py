@@ -10,18 +10,18 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from service.config import Settings
-from service.db.owner import this_process
-from service.db.store import Job, Store, utcnow
-from service.db.sweeps import SweepStore
-from service.db.tables import SweepRow, as_utc
-from service.models import ProbeRequest, RunResult, Tool
-from service.queue.submit import submit
-from service.sweep.adopt import labelled, sweep_label
-from service.sweep.definition import parse_definition
-from service.sweep.execute import LocalRunner, ServiceRunner, requests_of, run_sweep
-from service.sweep.plan import plan
-from service.sweep.scheduled import run_and_store
+from cuprobe.service.config import Settings
+from cuprobe.service.db.owner import this_process
+from cuprobe.service.db.store import Job, Store, utcnow
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.db.tables import SweepRow, as_utc
+from cuprobe.service.models import ProbeRequest, RunResult, Tool
+from cuprobe.service.queue.submit import submit
+from cuprobe.service.sweep.adopt import labelled, sweep_label
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import LocalRunner, ServiceRunner, requests_of, run_sweep
+from cuprobe.service.sweep.plan import plan
+from cuprobe.service.sweep.scheduled import run_and_store
 from tests.unit.sweep.test_sweep_webhook import Hook
 
 GRID = (

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.db.store import Store
-from service.db.sweeps import SweepStore
+from cuprobe.service.cli.main import app
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
 
 # Real CPU runs of the selftest probe: `violate` breaks its own expectation (a finding), `ok` is clean.
 DEFINITION = """

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.config import Settings
-from service.db.store import Job, Store
-from service.models import ProbeRequest, SanitizerOptions, Tool
-from service.queue.submit import submit
-from service.sweep.adopt import labelled, sweep_label
-from service.sweep.definition import parse_definition
-from service.sweep.execute import ServiceRunner, requests_of
-from service.sweep.plan import plan
-from service.sweep.warm_plan import warm_followed
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Job, Store
+from cuprobe.service.models import ProbeRequest, SanitizerOptions, Tool
+from cuprobe.service.queue.submit import submit
+from cuprobe.service.sweep.adopt import labelled, sweep_label
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import ServiceRunner, requests_of
+from cuprobe.service.sweep.plan import plan
+from cuprobe.service.sweep.warm_plan import warm_followed
 
 NARROW = {"m": 32, "k": 32, "tile": 32, "variants": ["unguarded", "guarded"]}
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api import create_app
-from service.cli.embedded import embedded_broker
-from service.config import Settings
-from service.db.store import Store
+from cuprobe.service.api import create_app
+from cuprobe.service.cli.embedded import embedded_broker
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
 from tests.seed_store import Seeded, seed_jobs, seed_sweeps
 
 TOKEN = "s3cret-token"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.config import Settings
-from service.db.store import Store
-from service.db.sweeps import SweepStore
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
 from tests.unit.web.conftest import client
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from service.web.auth import COOKIE, session_value
+from cuprobe.service.web.auth import COOKIE, session_value
 from tests.unit.web.conftest import TOKEN, Deployment, client
 
 

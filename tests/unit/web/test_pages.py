@@ -10,13 +10,13 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from service.db.overview import queue_loads
-from service.db.store import FindingRow, Job
-from service.db.sweeps import SweepStore
-from service.db.tables import SweepFindingRow, SweepRow
-from service.models import signature_key
-from service.queue.registry import WorkerBeat, publish, withdraw
-from service.sweep.compare import changes as compared
+from cuprobe.service.db.overview import queue_loads
+from cuprobe.service.db.store import FindingRow, Job
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.db.tables import SweepFindingRow, SweepRow
+from cuprobe.service.models import signature_key
+from cuprobe.service.queue.registry import WorkerBeat, publish, withdraw
+from cuprobe.service.sweep.compare import changes as compared
 from tests.unit.web.conftest import Deployment
 
 

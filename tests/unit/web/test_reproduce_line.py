@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shlex
 
-from service.cli.jobs import parse_params
-from service.cli.options import parse_options
-from service.models import SanitizerOptions
-from service.queue.submit import JobSpec
-from service.web.render import run_command
+from cuprobe.service.cli.jobs import parse_params
+from cuprobe.service.cli.options import parse_options
+from cuprobe.service.models import SanitizerOptions
+from cuprobe.service.queue.submit import JobSpec
+from cuprobe.service.web.render import run_command
 
 
 def test_every_part_of_a_request_is_in_the_line_and_reads_back_the_same() -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from service.cli.main import app
-from service.config import Settings
-from service.db.owner import this_process
-from service.db.store import Store, utcnow
-from service.db.sweeps import SweepStore
-from service.db.tables import SweepRow
-from service.models.sweep import Sweep
+from cuprobe.service.cli.main import app
+from cuprobe.service.config import Settings
+from cuprobe.service.db.owner import this_process
+from cuprobe.service.db.store import Store, utcnow
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.db.tables import SweepRow
+from cuprobe.service.models.sweep import Sweep
 from tests.unit.web.conftest import client
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.config import Settings
-from service.web.source import excerpt
+from cuprobe.service.config import Settings
+from cuprobe.service.web.source import excerpt
 
 
 def test_the_lines_around_the_finding_from_a_configured_root(tmp_path: Path) -> None:

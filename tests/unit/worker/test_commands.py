@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli import main as cli_main
-from service.config import Settings
-from service.probing.gpus import GpuDevice
-from service.sanitizer import locate
-from service.sanitizer.locate import _version
-from service.worker import gpu_slots
-from service.worker.commands import worker_commands
-from service.worker.gpu_slots import default_slots, located_version, slots_for, steadier_sanitizer
+from cuprobe.service.cli import main as cli_main
+from cuprobe.service.config import Settings
+from cuprobe.service.probing.gpus import GpuDevice
+from cuprobe.service.sanitizer import locate
+from cuprobe.service.sanitizer.locate import _version
+from cuprobe.service.worker import gpu_slots
+from cuprobe.service.worker.commands import worker_commands
+from cuprobe.service.worker.gpu_slots import default_slots, located_version, slots_for, steadier_sanitizer
 from tests.conftest import CAPTURES
 
 DEVICES = [
@@ -38,7 +38,7 @@ def test_one_pinned_worker_per_gpu_on_its_arch_queues_plus_a_cpu_worker() -> Non
     assert _option(cpu.argv, "-Q") == "cpu,cpu.sweep" and _option(cpu.argv, "--concurrency") == "3"
     assert cpu.env["CUDA_VISIBLE_DEVICES"] == ""
     for command in commands:
-        assert command.argv[:6] == ["/py", "-m", "celery", "-A", "tasks.app", "worker"]
+        assert command.argv[:6] == ["/py", "-m", "celery", "-A", "cuprobe.tasks.app", "worker"]
         assert "-E" in command.argv and _option(command.argv, "--prefetch-multiplier") == "1"
     assert len({_option(c.argv, "-n") for c in commands}) == 3
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.queue.registry import WorkerBeat
-from service.worker.gpu_slots import Cancelled, GpuLock, service_slots
+from cuprobe.service.config import Settings
+from cuprobe.service.queue.registry import WorkerBeat
+from cuprobe.service.worker.gpu_slots import Cancelled, GpuLock, service_slots
 from tests.waiting import until
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
-from service.db.store import Store
-from service.models import Outcome, ProbeRequest, Tool
-from service.models.queues import Lane
-from service.queue.submit import JobSpec, check, create
-from service.worker.execute import execute_job
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import Outcome, ProbeRequest, Tool
+from cuprobe.service.models.queues import Lane
+from cuprobe.service.queue.submit import JobSpec, check, create
+from cuprobe.service.worker.execute import execute_job
 from tests.conftest import RUNS, replaying
 from tests.unit.probing.test_record_cap_verdicts import PARAMS
 

@@ -16,19 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from probes.contract import Tool
-from probes.proctree import group_alive
-from service.config import Settings
-from service.db.store import Store
-from service.models import Outcome, ProbeRequest
-from service.models.queues import Lane
-from service.probing.runner import start_spare
-from service.probing.spares import Spare, Spares
-from service.queue.submit import JobSpec, check, create
-from service.worker import warm
-from service.worker.execute import execute_job
-from service.worker.gpu_slots import gpu_held, spares_folder
-from service.worker.spare_registry import PGID_NAME
+from cuprobe.probes.contract import Tool
+from cuprobe.probes.proctree import group_alive
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.models import Outcome, ProbeRequest
+from cuprobe.service.models.queues import Lane
+from cuprobe.service.probing.runner import start_spare
+from cuprobe.service.probing.spares import Spare, Spares
+from cuprobe.service.queue.submit import JobSpec, check, create
+from cuprobe.service.worker import warm
+from cuprobe.service.worker.execute import execute_job
+from cuprobe.service.worker.gpu_slots import gpu_held, spares_folder
+from cuprobe.service.worker.spare_registry import PGID_NAME
 from tests.conftest import VERSIONS, capture, replaying
 from tests.waiting import until
 

@@ -6,8 +6,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probes.base import Probe, Recorder
-from probes.contract import Tool
+from cuprobe.probes.base import Probe, Recorder
+from cuprobe.probes.contract import Tool
 
 
 class ExampleSumParams(BaseModel):
