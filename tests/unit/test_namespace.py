@@ -1,0 +1,34 @@
+"""cuprobe installs one import package, `cuprobe`: its code never imports the repository's folders by their bare
+names, which a user's own `service`, `probes`, `kernels` or `tasks` package would shadow."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BARE = re.compile(r"^\s*(?:from|import)\s+(service|probes|kernels|tasks)\b", re.MULTILINE)
+
+
+def test_no_module_imports_a_folder_by_its_bare_name() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        for folder in ("service", "tasks", "probes", "kernels", "tests", "bench", "docs")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for match in BARE.finditer(path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_a_project_with_its_own_probes_and_kernels_packages_does_not_shadow_cuprobe(tmp_path: Path) -> None:
+    for name in ("service", "probes", "kernels", "tasks"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('the project package, not cuprobe')\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "import cuprobe.probes.registry as r, cuprobe.service.cli.main; print(len(r.available()))"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 5
