@@ -70,7 +70,7 @@ def build(path: Path, megabytes: int) -> tuple[int, list[str]]:
 
 
 def _allocations() -> list[tuple[str, object]]:
-    from cuprobe.probes.contract import ProbeResult
+    from cuprobe.contract import ProbeResult
 
     probe = ProbeResult.model_validate_json(ALLOCATIONS.read_text())
     return [(case.id, alloc) for case in probe.cases for alloc in case.allocations]

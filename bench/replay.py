@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from cuprobe.probes import replay_batch, replay_triton
-from cuprobe.probes.replay_example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
-from cuprobe.probes.replay_tape import Tape
+from cuprobe.probes.replay import batch as replay_batch
+from cuprobe.probes.replay import triton as replay_triton
+from cuprobe.probes.replay.example import BATCH, D_MODEL, HEADS, LAYERS, SEQ, build, train_step
+from cuprobe.probes.replay.tape import Tape
 
 
 def hooks_only() -> Tape:

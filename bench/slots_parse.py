@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import cuprobe.service.sanitizer.parse as parse_module  # noqa: E402
-from cuprobe.probes.contract import ProbeResult  # noqa: E402
+from cuprobe.contract import ProbeResult  # noqa: E402
 from cuprobe.service.probing.runner import allocations_of  # noqa: E402
 from cuprobe.service.sanitizer.parse import ParseResult, parse_xml  # noqa: E402
 from cuprobe.service.sanitizer.pool import worth_children  # noqa: E402

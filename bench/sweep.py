@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cuprobe.contract import is_confirm_control  # noqa: E402
 from cuprobe.probes import registry  # noqa: E402
-from cuprobe.probes.contract import is_confirm_control  # noqa: E402
 from cuprobe.service.config import Settings, get_settings  # noqa: E402
 from cuprobe.service.models.sweep import Sweep  # noqa: E402
 from cuprobe.service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402

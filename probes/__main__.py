@@ -13,9 +13,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from cuprobe.probes import allocator, registry
-from cuprobe.probes.base import ProbeRefused, ProbeUnavailable, Recorder
-from cuprobe.probes.contract import (
+from cuprobe.contract import (
     EXIT_BAD_PARAMS,
     EXIT_ERROR,
     EXIT_OK,
@@ -26,6 +24,8 @@ from cuprobe.probes.contract import (
     ProbeResult,
     Tool,
 )
+from cuprobe.probes import allocator, registry
+from cuprobe.probes.base import ProbeRefused, ProbeUnavailable, Recorder
 from cuprobe.probes.poison import FILL, PoisonPlan
 from cuprobe.probes.prefetch import TorchPrefetch, prefetch_torch
 from cuprobe.probes.warm import WARM_LEVELS, Warmed, read_params, warm_up

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 
 Allocator = Literal["caching-nvtx", "caching", "no-caching"]
 ALLOCATORS: tuple[str, ...] = get_args(Allocator)

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from cuprobe.contract import Tool
 from cuprobe.probes.allocator import (
     ENV,
     AllocatorState,
@@ -21,7 +22,6 @@ from cuprobe.probes.allocator import (
     parse_allocator,
     prepare,
 )
-from cuprobe.probes.contract import Tool
 
 STATE_KEY = pytest.StashKey[AllocatorState]()
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from cuprobe.probes.contract import Allocation, CaseResult, Expectation, ProbeResult, Tool
+from cuprobe.contract import Allocation, CaseResult, Expectation, ProbeResult, Tool
 from cuprobe.probes.poison import PoisonLog, PoisonPlan
 
 

@@ -10,10 +10,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuprobe.contract import Tool
 from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
 from cuprobe.probes.base import Probe, Recorder
 from cuprobe.probes.bf16_classify import Bf16Class, Bf16Observation, classify
-from cuprobe.probes.contract import Tool
 
 Backend = Literal["torch-cuda", "torch-cpu", "pycuda"]
 DEFAULT_BACKENDS: tuple[Backend, ...] = ("torch-cuda",)

@@ -10,12 +10,12 @@ from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cuprobe.contract import Expectation, Tool
 from cuprobe.probes.allocator import ENV, NO_CACHING, Allocator
 from cuprobe.probes.allowed_env import allowlisted
 from cuprobe.probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
-from cuprobe.probes.contract import Expectation, Tool
 from cuprobe.probes.kinds import kind_refusal
-from cuprobe.probes.proctree import become_subreaper, kill_descendants
+from cuprobe.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cuprobe.probes.base import Recorder
-from cuprobe.probes.contract import (
+from cuprobe.contract import (
     CONFIRM_CONTROL_PREFIX,
     CONTROL_HIDDEN_WRITER,
     CONTROL_READER_PREFIX,
     Expectation,
     Tool,
 )
+from cuprobe.probes.base import Recorder
 from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 N, K, BLOCK = 256, 192, 128  # elements per buffer; the first K are written where a case writes part

@@ -14,9 +14,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cuprobe import IMPORT_ROOT
+from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import CaseResult, Tool
 from cuprobe.probes.determinism_ops import EXPECTED
 
 Op = Literal["matmul", "index_add", "triton-splitk", "unseeded"]

@@ -57,8 +57,8 @@ def run_op(op: str, spec: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 def _set_up_allocator(requested: Any) -> dict[str, Any]:
     """The child's torch allocator as the probe's params ask (set before its first CUDA allocation)."""
+    from cuprobe.contract import Tool
     from cuprobe.probes.allocator import activate, prepare
-    from cuprobe.probes.contract import Tool
 
     state = prepare(requested, Tool.NONE)
     import torch

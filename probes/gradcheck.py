@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import CaseResult, Tool
 
 Op = Literal["linear", "attention", "planted-linear"]
 Reference = Literal["dtype", "float64"]

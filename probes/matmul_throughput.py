@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cuprobe.contract import Tool
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import Tool
 from cuprobe.probes.throughput_verdict import Measurement, ceiling, violations
 
 DType = Literal["fp32", "tf32", "fp16", "bf16"]

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cuprobe.contract import Tool
 from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import Tool
 
 DType = Literal["float32", "bfloat16"]
 DTYPES: tuple[DType, ...] = ("float32", "bfloat16")

@@ -10,9 +10,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from cuprobe.contract import CaseResult, Expectation, Tool
 from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import CaseResult, Expectation, Tool
 from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 Variant = Literal["unguarded", "guarded", "torch"]

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuprobe.contract import Expectation, Tool
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import Expectation, Tool
 from cuprobe.probes.kinds import INVALID_GLOBAL_WRITE, SHARED_MEMORY_HAZARD, SYNC_INVALID_ARGUMENT
 
 Defect = Literal["oob", "race", "syncwarp", "sound"]

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuprobe.contract import CaseResult, Expectation, Tool
 from cuprobe.probes.allocator import FIELD_DESCRIPTION, Allocator
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import CaseResult, Expectation, Tool
 from cuprobe.probes.kinds import INVALID_GLOBAL_WRITE, UNINITIALIZED_GLOBAL_READ
 
 Defect = Literal["overrun", "stale-read", "sound"]

@@ -10,18 +10,18 @@ from cuprobe.probes.base import Probe
 
 ENTRY_POINT_GROUP = "cuprobe.probes"
 BUILTIN: dict[str, str] = {
-    "uninit-read": "probes.uninit_read:UninitRead",
-    "planted": "probes.planted:Planted",
-    "planted-torch": "probes.planted_torch:PlantedTorch",
-    "selftest": "probes.selftest:Selftest",
-    "narrow-matmul": "probes.narrow_matmul:NarrowMatmul",
-    "narrow-linear": "probes.narrow_linear:NarrowLinear",
-    "bf16-matmul": "probes.bf16_matmul:Bf16Matmul",
-    "determinism": "probes.determinism:Determinism",
-    "gradcheck": "probes.gradcheck:Gradcheck",
-    "matmul-throughput": "probes.matmul_throughput:MatmulThroughput",
-    "command": "probes.command:Command",
-    "replay": "probes.replay:Replay",
+    "uninit-read": "cuprobe.probes.uninit_read:UninitRead",
+    "planted": "cuprobe.probes.planted:Planted",
+    "planted-torch": "cuprobe.probes.planted_torch:PlantedTorch",
+    "selftest": "cuprobe.probes.selftest:Selftest",
+    "narrow-matmul": "cuprobe.probes.narrow_matmul:NarrowMatmul",
+    "narrow-linear": "cuprobe.probes.narrow_linear:NarrowLinear",
+    "bf16-matmul": "cuprobe.probes.bf16_matmul:Bf16Matmul",
+    "determinism": "cuprobe.probes.determinism:Determinism",
+    "gradcheck": "cuprobe.probes.gradcheck:Gradcheck",
+    "matmul-throughput": "cuprobe.probes.matmul_throughput:MatmulThroughput",
+    "command": "cuprobe.probes.command:Command",
+    "replay": "cuprobe.probes.replay.probe:Replay",
 }
 
 

@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuprobe.contract import Tool
 from cuprobe.probes.base import Probe, ProbeUnavailable, Recorder
-from cuprobe.probes.contract import Tool
 
 Behaviour = Literal["ok", "sleep", "hang", "kill", "segv", "raise", "exit0-no-sentinel", "violate", "stall-once"]
 # `stall-once`: the first run in a folder hangs after its case started (leaving this file there), the next completes.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.allocator import Allocator, activate, prepare
 from cuprobe.probes.base import ProbeUnavailable, Recorder
-from cuprobe.probes.contract import CaseResult, Tool
 from cuprobe.probes.prefetch import wait_for_import
 
 

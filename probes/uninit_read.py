@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cuprobe.contract import Expectation, Tool
 from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import Expectation, Tool
 from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 
 BYTES_PER_FLOAT = 4

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from bench.previous_parser.records import UNUSED_MEMORY, Location, RawRecord
-from cuprobe.probes.contract import Allocation, Tool
+from cuprobe.contract import Allocation, Tool
 from cuprobe.service.models import Finding
 
 MAX_ADDRESSES = 3

@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.previous_parser.findings import FindingGrouper
 from bench.previous_parser.records import record_from_element
 from bench.previous_parser.xmlstream import BrokenXML, HostileXML, StreamState, iter_records
-from cuprobe.probes.contract import Allocation, Tool
+from cuprobe.contract import Allocation, Tool
 from cuprobe.service.models import Finding
 
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.probes.kinds import SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ
 
 MAX_FRAMES = 6

@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from cuprobe import __version__
+from cuprobe.contract import Tool
 from cuprobe.probes import registry
 from cuprobe.probes.command import is_sanitizer
-from cuprobe.probes.contract import Tool
 from cuprobe.service.cli import gate as cli_gate
 from cuprobe.service.cli import jobs as cli_jobs
 from cuprobe.service.cli.check import check_local, check_service

@@ -9,7 +9,7 @@ from typing import Literal
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.models.files import load_toml
 
 BASELINE_VERSION: Literal[1] = 1

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import get_settings
 from cuprobe.service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
 from cuprobe.service.models import ProbeRequest, SanitizerOptions, Severity

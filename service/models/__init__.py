@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from cuprobe.probes.contract import Expectation, Tool
+from cuprobe.contract import Expectation, Tool
 from cuprobe.service.models.options import SanitizerOptions
 
 SCHEMA_VERSION = 1

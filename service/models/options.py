@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.models.problems import bool_for_number
 
 # The tool whose section of `compute-sanitizer --help` lists each option (None: "General options", every tool).

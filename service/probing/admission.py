@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from cuprobe.contract import Tool
 from cuprobe.probes import registry
 from cuprobe.probes.allocator import default_allocator
 from cuprobe.probes.base import Probe
-from cuprobe.probes.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest
 from cuprobe.service.models.options import SanitizerOptions

@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cuprobe.contract import ProbeResult, Tool, is_confirm_control
 from cuprobe.probes import registry
 from cuprobe.probes.base import Probe
 from cuprobe.probes.confirm_control import CASES as CONTROL_CASES
 from cuprobe.probes.confirm_control import CHECKED_READERS, HIDDEN_WRITER
-from cuprobe.probes.contract import ProbeResult, Tool, is_confirm_control
 from cuprobe.probes.kinds import HOST_API_UNINITIALIZED
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, ConfirmationEvidence, Finding, Outcome, ProbeRequest, RunResult

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from cuprobe.probes.contract import ProbeResult
+from cuprobe.contract import ProbeResult
 from cuprobe.probes.poison import FILL, SENTINEL_BYTE
 from cuprobe.service.models import Confirmation, ConfirmationEvidence, Finding, RangeSurvival
 from cuprobe.service.sanitizer.flagged import FlaggedMemory, Range

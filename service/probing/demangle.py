@@ -22,7 +22,7 @@ import mmap
 import re
 from pathlib import Path
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Backtrace
 from cuprobe.service.sanitizer.options import installed_options

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cuprobe.probes.contract import ProbeResult
+from cuprobe.contract import ProbeResult
 from cuprobe.service.db.artifacts import read_regular
 
 

@@ -12,8 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from cuprobe.probes.allocator import needs_nvtx
-from cuprobe.probes.contract import (
+from cuprobe.contract import (
     HEARTBEAT_ENV,
     PREFETCH_TORCH_FLAG,
     QUICK_EXIT_FLAG,
@@ -22,6 +21,7 @@ from cuprobe.probes.contract import (
     Tool,
     is_confirm_control,
 )
+from cuprobe.probes.allocator import needs_nvtx
 from cuprobe.service.config import Settings, get_settings
 from cuprobe.service.db.artifacts import read_regular, write_artifact
 from cuprobe.service.models import Backtrace, Evidence, Finding, Outcome, ProbeRequest, RunResult

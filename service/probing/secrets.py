@@ -9,9 +9,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from cuprobe import IMPORT_ROOT
+from cuprobe.contract import Tool
 from cuprobe.kernels.poison_alloc import cache_dir
 from cuprobe.probes.allowed_env import SECRET_NAME, allowlisted
-from cuprobe.probes.contract import Tool
 from cuprobe.probes.gpu import SCHEDULE_ENV
 from cuprobe.service.config import Settings
 from cuprobe.service.models import RunResult

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import redis
 from pydantic import BaseModel, ValidationError
 
-from cuprobe.probes.proctree import children
+from cuprobe.proctree import children
 from cuprobe.service.config import Settings
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from typing import IO
 
 from lxml import etree
 
-from cuprobe.probes.contract import Allocation, Tool
+from cuprobe.contract import Allocation, Tool
 from cuprobe.service.sanitizer.findings import FindingGrouper
 from cuprobe.service.sanitizer.records import RawRecord, record_from_element
 from cuprobe.service.sanitizer.shapes import NotPlain, PieceReader

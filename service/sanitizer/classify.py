@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal as signals
 from dataclasses import dataclass, field
 
-from cuprobe.probes.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
+from cuprobe.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
 from cuprobe.service.models import CaseVerdict, Finding, Outcome
 from cuprobe.service.sanitizer.launches import Launches, unchecked_note, unfired_controls
 from cuprobe.service.sanitizer.parse import ParseResult

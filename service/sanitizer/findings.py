@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from cuprobe.probes.contract import Allocation, Tool, is_confirm_control, is_control_kernel
+from cuprobe.contract import Allocation, Tool, is_confirm_control, is_control_kernel
 from cuprobe.probes.kinds import HOST_API_UNINITIALIZED
 from cuprobe.service.models import Finding
 from cuprobe.service.sanitizer.flagged import AllocationIndex, FlaggedMemory

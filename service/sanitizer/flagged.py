@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cuprobe.probes.contract import Allocation
+from cuprobe.contract import Allocation
 
 Range = tuple[int, int]  # [start, end) byte offsets inside one buffer
 

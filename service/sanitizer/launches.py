@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cuprobe.probes.contract import is_control_kernel
+from cuprobe.contract import is_control_kernel
 from cuprobe.service.sanitizer.summary import SanitizerSummary
 
 DUMP_FLAG = "--dump-kernel-launches"

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.models.options import OPTION_TOOL, SanitizerOptions
 
 _SECTION = re.compile(r"^(\w+)(?:-specific)? options:\s*$")

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cuprobe.probes.contract import Allocation, Tool, is_control_kernel
+from cuprobe.contract import Allocation, Tool, is_control_kernel
 from cuprobe.service.models import Finding
 from cuprobe.service.sanitizer.chunks import Context, Unsplittable, plan
 from cuprobe.service.sanitizer.findings import FindingGrouper

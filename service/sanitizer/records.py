@@ -10,7 +10,7 @@ from typing import Any
 
 from lxml import etree
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.probes.kinds import HOST_API_UNINITIALIZED, SHARED_MEMORY_HAZARD, UNINITIALIZED_GLOBAL_READ, slug
 from cuprobe.service.sanitizer.xmlstream import HARDENED
 

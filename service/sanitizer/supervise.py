@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from cuprobe.probes.proctree import Proc, alive, become_subreaper, descendants, group_alive, stop_run
+from cuprobe.proctree import Proc, alive, become_subreaper, descendants, group_alive, stop_run
 
 # How often a running command's limit, XML size and cancel flag are checked; its exit is seen at once (a pidfd).
 POLL_S = 0.05

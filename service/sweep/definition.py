@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.models import SanitizerOptions
 from cuprobe.service.models.files import load_toml, parse_toml
 from cuprobe.service.models.problems import respell

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.probes.narrow_matmul import NarrowMatmulParams, case_id, expected_uninit_reads, part_of_product
 from cuprobe.service.config import get_settings
 from cuprobe.service.models import ProbeRequest, SanitizerOptions

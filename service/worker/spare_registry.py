@@ -12,7 +12,7 @@ import logging
 import time
 from pathlib import Path
 
-from cuprobe.probes.proctree import group_alive, stop_run
+from cuprobe.proctree import group_alive, stop_run
 from cuprobe.service.probing.spares import Spare
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sweep import GRID  # noqa: E402
 
-from cuprobe.probes.contract import Tool  # noqa: E402
+from cuprobe.contract import Tool  # noqa: E402
 from cuprobe.service.config import get_settings  # noqa: E402
 from cuprobe.service.probing.secrets import probe_environment  # noqa: E402
 from cuprobe.service.sweep.definition import parse_definition  # noqa: E402

@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+from cuprobe.contract import Tool
 from cuprobe.probes.allocator import CALL_LOG_ENV, activate, final_context, prepare
 from cuprobe.probes.allocator_events import replay
-from cuprobe.probes.contract import Tool
 
 
 def workload() -> None:

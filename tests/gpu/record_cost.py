@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from cuprobe.probes.contract import Tool  # noqa: E402
+from cuprobe.contract import Tool  # noqa: E402
 from cuprobe.service.config import get_settings  # noqa: E402
 from cuprobe.service.models import ProbeRequest, RunResult  # noqa: E402
 from cuprobe.service.probing.runner import run_probe  # noqa: E402

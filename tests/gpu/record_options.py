@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.sweep import exit_s  # noqa: E402
-from cuprobe.probes.contract import Tool  # noqa: E402
+from cuprobe.contract import Tool  # noqa: E402
 from cuprobe.service.probing.launch import read_probe_result  # noqa: E402
 from cuprobe.service.probing.runner import allocations_of  # noqa: E402
 from cuprobe.service.sanitizer.parse import parse_xml  # noqa: E402

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch
 import torch.nn.modules.module as module_hooks
 
-from cuprobe.probes.replay_example import build, train_step
-from cuprobe.probes.replay_tape import Tape
+from cuprobe.probes.replay.example import build, train_step
+from cuprobe.probes.replay.tape import Tape
 
 
 class NoOp:

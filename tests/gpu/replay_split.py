@@ -23,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
 
-from cuprobe.probes import replay_batch, replay_tape, replay_triton
-from cuprobe.probes.replay_example import build, train_step
-from cuprobe.probes.replay_tape import Tape
+from cuprobe.probes.replay import batch as replay_batch
+from cuprobe.probes.replay import tape as replay_tape
+from cuprobe.probes.replay import triton as replay_triton
+from cuprobe.probes.replay.example import build, train_step
+from cuprobe.probes.replay.tape import Tape
 
 SPENT: dict[str, float] = defaultdict(float)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 8, third GPU call: replay's digests through the Triton kernel (probes/replay_triton.py). (1) the digest
+# Session 8, third GPU call: replay's digests through the Triton kernel (probes/replay/triton.py). (1) the digest
 # tests on CUDA: the kernel against the documented function, and the batched tape against the per-tensor one;
 # (2) the core's uninit-read initcheck test as corrected (the confirmer's control records counted); (3) bench/replay.py
 # twice (the kernel and the staging path side by side in each run) and replay_profile.py with output_grads none.

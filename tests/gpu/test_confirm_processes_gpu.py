@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, ProbeRequest, RunResult
 from cuprobe.service.probing.runner import run_probe
@@ -58,7 +58,7 @@ def test_torch_takes_each_runs_poison_in_one_process(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         from cuprobe.probes.base import Recorder
-        from cuprobe.probes.contract import Tool
+        from cuprobe.contract import Tool
         from cuprobe.probes.narrow_matmul import NarrowMatmulParams
         from cuprobe.probes.poison import PoisonPlan
         from cuprobe.probes.torch_env import import_torch

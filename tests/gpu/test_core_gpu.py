@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cuprobe.contract import Tool
 from cuprobe.probes import confirm_control
-from cuprobe.probes.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Outcome, ProbeRequest, RunResult
 from cuprobe.service.probing.runner import run_probe

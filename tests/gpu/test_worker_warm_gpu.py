@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.proctree import group_alive
+from cuprobe.proctree import group_alive
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.models import ProbeRequest, Tool

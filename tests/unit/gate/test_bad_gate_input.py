@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.cli.main import app
 from cuprobe.service.gate.discover import DiscoveryError, TestEntry, discover
 from tests.unit.gate.conftest import BASE_SUITE, Gate

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from junitparser import Failure, JUnitXml
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.gate import junit, markdown, sarif
 from cuprobe.service.gate.baseline import Baseline, BaselineEntry
 from cuprobe.service.gate.runs import EntryRuns

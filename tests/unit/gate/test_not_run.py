@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.gate import sarif
 from cuprobe.service.gate.discover import TestEntry, command_params, discover, with_xfail_report

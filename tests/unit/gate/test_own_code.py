@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.gate.discover import DiscoveryError, TestEntry, discover
 from cuprobe.service.gate.runs import EntryRuns, run_local

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from cuprobe.contract import Tool
 from cuprobe.kernels import extension
 from cuprobe.probes import allocator
 from cuprobe.probes.allocator import NO_CACHING, parse_allocator
 from cuprobe.probes.command import allocator_env
-from cuprobe.probes.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest
 from cuprobe.service.probing.admission import BadRequest, admit

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from cuprobe.contract import Expectation, Tool
 from cuprobe.probes import base
 from cuprobe.probes.base import Recorder
-from cuprobe.probes.contract import Expectation, Tool
 from tests.unit.probes.conftest import ProbeRun
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuprobe.probes.contract import CaseResult
+from cuprobe.contract import CaseResult
 from cuprobe.probes.determinism import Determinism, DeterminismParams, compare
 from tests.unit.probes.conftest import ProbeRun
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuprobe.probes.contract import CaseResult, Tool
+from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.kinds import UNINITIALIZED_GLOBAL_READ
 from cuprobe.probes.narrow_matmul import (
     DEFAULT_N,

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cuprobe.contract import Expectation, Tool
 from cuprobe.kernels.poison_alloc import FREE, MALLOC, build
 from cuprobe.probes.base import Recorder
-from cuprobe.probes.contract import Expectation, Tool
 from cuprobe.probes.poison import PoisonLog, PoisonPlan, digest, dump_path
 from cuprobe.probes.selftest import SelftestParams
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import torch
 
-from cuprobe.probes.contract import CaseResult
-from cuprobe.probes.replay_compare import autotune_cache_problem, autotune_diff, first_divergence
-from cuprobe.probes.replay_digest import bits_hash
-from cuprobe.probes.replay_judge import judge_digest_paths, tensor_diff
+from cuprobe.contract import CaseResult
+from cuprobe.probes.replay.compare import autotune_cache_problem, autotune_diff, first_divergence
+from cuprobe.probes.replay.digest import bits_hash
+from cuprobe.probes.replay.judge import judge_digest_paths, tensor_diff
 from cuprobe.service.models import Outcome, ProbeRequest, RunResult
 from cuprobe.service.probing.runner import run_probe
 
@@ -272,7 +272,7 @@ def test_a_script_with_arguments_runs_as_main(program: Path) -> None:
 
 
 def test_at_most_one_program_and_none_means_the_built_in_example(program: Path) -> None:
-    from cuprobe.probes.replay import ReplayParams
+    from cuprobe.probes.replay.probe import ReplayParams
     from cuprobe.service.probing.admission import BadRequest
 
     with pytest.raises(BadRequest, match="exactly one of entry, script or example"):

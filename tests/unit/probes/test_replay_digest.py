@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import torch
 
-from cuprobe.probes import replay_batch
-from cuprobe.probes.replay_digest import ROW, bits_hash, digest, max_abs, weight, words
-from cuprobe.probes.replay_tape import Tape
+from cuprobe.probes.replay import batch as replay_batch
+from cuprobe.probes.replay.digest import ROW, bits_hash, digest, max_abs, weight, words
+from cuprobe.probes.replay.tape import Tape
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 MASK = (1 << 64) - 1

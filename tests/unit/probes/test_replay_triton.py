@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from cuprobe.probes import replay_batch, replay_triton
-from cuprobe.probes.replay_digest import ROW, digest
+from cuprobe.probes.replay import batch as replay_batch
+from cuprobe.probes.replay import triton as replay_triton
+from cuprobe.probes.replay.digest import ROW, digest
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -55,8 +56,8 @@ INTERPRETED = """
 import sys, math, torch
 import triton.language as tl
 sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
-from cuprobe.probes import replay_batch, replay_triton
-from cuprobe.probes.replay_digest import ROW, digest, word_weights
+from cuprobe.probes.replay import batch as replay_batch, triton as replay_triton
+from cuprobe.probes.replay.digest import ROW, digest, word_weights
 from test_replay_triton import tensors, same
 ts = tensors("cpu")
 key, ptrs, entries = replay_triton.read(ts)

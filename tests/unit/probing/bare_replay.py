@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Finding, ProbeRequest
 from tests.conftest import REPLAY_PYTHON, RUNS, replaying

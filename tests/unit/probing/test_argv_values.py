@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest
 from cuprobe.service.probing.admission import BadRequest

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.cli.render import print_result
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cuprobe.contract import Allocation, Expectation, Tool
 from cuprobe.probes.base import Recorder
-from cuprobe.probes.contract import Allocation, Expectation, Tool
 from cuprobe.probes.narrow_matmul import padded
 from cuprobe.probes.poison import PoisonPlan
 from cuprobe.probes.uninit_read import UninitReadParams

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.probes.gpu import SCHEDULE_ENV, set_schedule
 from cuprobe.service.config import Settings
 from cuprobe.service.probing.secrets import probe_environment

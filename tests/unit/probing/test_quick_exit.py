@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import QUICK_EXIT_FLAG, Tool
+from cuprobe.contract import QUICK_EXIT_FLAG, Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Outcome, ProbeRequest, SanitizerOptions
 from cuprobe.service.probing import runner

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.probes.selftest import STALLED_MARK
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Outcome, ProbeRequest

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cuprobe.probes.contract import PREFETCH_TORCH_FLAG, Tool
+from cuprobe.contract import PREFETCH_TORCH_FLAG, Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest
 from cuprobe.service.probing import runner

@@ -6,8 +6,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from cuprobe.contract import ProbeResult, Tool, is_confirm_control
 from cuprobe.probes.confirm_control import CASES as CONTROL_CASES
-from cuprobe.probes.contract import ProbeResult, Tool, is_confirm_control
 from cuprobe.service.models import Confirmation
 from cuprobe.service.probing.confirmation import POISON_RUNS, decide, load_bare_run
 from cuprobe.service.probing.runner import allocations_of

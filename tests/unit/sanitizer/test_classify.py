@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.models import Outcome
 from cuprobe.service.sanitizer.classify import RunEvidence, classify
 from cuprobe.service.sanitizer.parse import parse_xml

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import ProbeResult, Tool, is_confirm_control
+from cuprobe.contract import ProbeResult, Tool, is_confirm_control
 from cuprobe.service.probing.runner import allocations_of
 from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import RUNS

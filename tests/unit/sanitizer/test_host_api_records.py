@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cuprobe.probes.contract import ProbeResult, Tool
+from cuprobe.contract import ProbeResult, Tool
 from cuprobe.probes.kinds import HOST_API_UNINITIALIZED
 from cuprobe.service.cli.main import app
 from cuprobe.service.config import Settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import re
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.sanitizer.findings import is_library, user_location
 from cuprobe.service.sanitizer.parse import parse_xml
 from cuprobe.service.sanitizer.records import Location, RawRecord

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.models import SanitizerOptions
 from cuprobe.service.models.options import NOT_PASSED, OPTION_TOOL
 from cuprobe.service.sanitizer.command import passed_anyway, sanitizer_command

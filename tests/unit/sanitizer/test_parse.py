@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import BOX_ROOT, VERSIONS, capture, xml_of
 

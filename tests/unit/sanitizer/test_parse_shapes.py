@@ -13,7 +13,7 @@ import pytest
 import cuprobe.service.sanitizer.chunks as chunks
 import cuprobe.service.sanitizer.shapes as shapes
 from bench.previous_parser.parse import parse_xml as previous
-from cuprobe.probes.contract import ProbeResult
+from cuprobe.contract import ProbeResult
 from cuprobe.service.probing.runner import allocations_of
 from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import BOX_ROOT, CAPTURES, previous_parser_cases, xml_bytes

@@ -13,7 +13,7 @@ import cuprobe.service.sanitizer.chunks as chunks
 import cuprobe.service.sanitizer.parse as parse_module
 import cuprobe.service.sanitizer.pool as pool
 from bench.previous_parser.parse import parse_xml as previous
-from cuprobe.probes.contract import ProbeResult
+from cuprobe.contract import ProbeResult
 from cuprobe.service.probing.runner import allocations_of
 from cuprobe.service.sanitizer.parse import parse_xml
 from cuprobe.service.sanitizer.xmlstream import check_prolog

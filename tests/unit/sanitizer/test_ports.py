@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
+from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Outcome, ProbeRequest
 from cuprobe.service.probing import runner

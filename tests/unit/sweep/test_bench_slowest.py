@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.sweep import before_cases, not_run, reruns_order, reruns_split, slowest, torch_or_not
-from cuprobe.probes.contract import CONFIRM_CONTROL_PREFIX, Tool
+from cuprobe.contract import CONFIRM_CONTROL_PREFIX, Tool
 from cuprobe.service.models import Outcome
 from cuprobe.service.models.sweep import ProcessRecord, Sweep, SweepCase
 from cuprobe.service.probing.runner import XML_NAME

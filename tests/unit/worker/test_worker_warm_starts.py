@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cuprobe.probes.contract import Tool
-from cuprobe.probes.proctree import group_alive
+from cuprobe.contract import Tool
+from cuprobe.proctree import group_alive
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.models import Outcome, ProbeRequest

@@ -6,8 +6,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cuprobe.probes.base import Probe, Recorder
-from cuprobe.probes.contract import Tool
+from cuprobe.probes import Probe, Recorder, Tool
 
 
 class ExampleSumParams(BaseModel):

@@ -13,20 +13,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cuprobe import IMPORT_ROOT
+from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.base import Probe, ProbeUnavailable, Recorder
 from cuprobe.probes.command import child_env
-from cuprobe.probes.contract import CaseResult, Tool
 
 ENTRY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 PLOT_NAME = "replay-growth.svg"
-
-
-def step() -> None:
-    """Mark a step boundary (for programs without an optimizer); does nothing outside a replay process."""
-    from cuprobe.probes import replay_tape
-
-    if replay_tape.ACTIVE is not None:
-        replay_tape.ACTIVE.mark_step()
 
 
 class ReplayError(RuntimeError):
@@ -105,7 +97,7 @@ class Replay(Probe[ReplayParams]):
             except ReplayError as exc:
                 if unwritable is None:
                     raise
-                from cuprobe.probes.replay_judge import judge_unwritable_cache
+                from cuprobe.probes.replay.judge import judge_unwritable_cache
 
                 judge_unwritable_cache(case, cache, unwritable, str(exc))  # the cause of the failure, found
                 return
@@ -121,7 +113,7 @@ class Replay(Probe[ReplayParams]):
         reports = []
         for i in range(count or params.processes):
             out = work / f"p{i}"
-            cmd = [sys.executable, "-m", "cuprobe.probes.replay_child", json.dumps(spec), str(out)]
+            cmd = [sys.executable, "-m", "cuprobe.probes.replay.child", json.dumps(spec), str(out)]
             try:
                 proc = subprocess.run(
                     cmd, env=env, cwd=program_dir(params), capture_output=True, text=True, timeout=params.timeout_s
@@ -139,7 +131,7 @@ class Replay(Probe[ReplayParams]):
             if report["steps"] == 0:
                 raise ReplayError(
                     f"process {i}: the program never reached a step boundary (no optimizer.step() and no "
-                    "probes.replay.step() call), so there is nothing to compare"
+                    "cuprobe.probes.replay.step() call), so there is nothing to compare"
                 )
             report["capture"] = out / "capture.pt" if (out / "capture.pt").exists() else None
             reports.append(report)
@@ -147,7 +139,7 @@ class Replay(Probe[ReplayParams]):
 
     def _judge(self, params: ReplayParams, case: CaseResult, reports: list[dict[str, Any]], work: Path,
                cache: Path, unwritable: str | None) -> None:
-        from cuprobe.probes.replay_judge import (
+        from cuprobe.probes.replay.judge import (
             judge_autotune,
             judge_digest_paths,
             judge_divergence,
@@ -179,7 +171,7 @@ class Replay(Probe[ReplayParams]):
         """Two fresh processes keep tensor `index` in full: elements differing, max abs and relative diff."""
         import torch
 
-        from cuprobe.probes.replay_judge import tensor_diff
+        from cuprobe.probes.replay.judge import tensor_diff
 
         pair = self._replay(params, work / "capture", cache, params.deterministic_algorithms, index, 2)
         tensors = [torch.load(r["capture"]) for r in pair if r["capture"] is not None]
@@ -204,7 +196,7 @@ class Replay(Probe[ReplayParams]):
 
     def _second_opinion(self, params: ReplayParams, case: CaseResult, work: Path, cache: Path) -> None:
         """Replay with torch.use_deterministic_algorithms(True): a divergence that goes away is labelled so."""
-        from cuprobe.probes.replay_compare import first_divergence
+        from cuprobe.probes.replay.compare import first_divergence
 
         try:
             again = self._replay(params, work / "deterministic", cache, True)

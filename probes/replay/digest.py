@@ -8,7 +8,7 @@ changes it: an odd weight times a non-zero word difference is non-zero modulo 2*
 only when their weighted differences sum to zero modulo 2**64: about 2**-(63 - v) for differences whose lowest set
 bit is bit v, so rounding-level changes (low mantissa bits) practically never cancel, while changes confined to the
 top bits of words can (two words that differ only in bit 63, e.g. the sign of the upper float32 of each, always do).
-Swapped elements change it (the weights depend on the position). probes/replay_batch.py computes the same function
+Swapped elements change it (the weights depend on the position). probes/replay/batch.py computes the same function
 for many tensors at once.
 """
 

@@ -11,8 +11,8 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.hooks import RemovableHandle
 
-from cuprobe.probes import replay_batch
-from cuprobe.probes.replay_digest import digest, dtype_name
+from cuprobe.probes.replay import batch as replay_batch
+from cuprobe.probes.replay.digest import digest, dtype_name
 
 FORWARD, BACKWARD, UPDATE = "forward", "backward", "update"
 BATCH_BYTES = 128 << 20  # tensors held before their digests are launched (a tensor larger than this: alone)
@@ -421,5 +421,5 @@ class Tape:
         return tail
 
 
-# The tape of this process while replay runs it; `probes.replay.step()` marks a step boundary on it.
+# The tape of this process while replay runs it; `cuprobe.probes.replay.step()` marks a step boundary on it.
 ACTIVE: Tape | None = None

@@ -1,6 +1,6 @@
 """Replay's digests in one Triton kernel per dtype, read straight from the tensors: no staging copy, no host fold.
 
-probes/replay_batch.py lays a batch out in rows of ROW words (each tensor starting on a row), computes per row the
+probes/replay/batch.py lays a batch out in rows of ROW words (each tensor starting on a row), computes per row the
 weighted word sum and max |x|, and folds the rows into one (hash, max |x|) per tensor on the host. On a GPU that
 costs a copy of every tensor into a staging buffer, a product of the same size, three reductions and a fold on the
 host after the copy: host time on a launch-bound step. This kernel computes the same per tensor in one pass per
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from cuprobe.probes.replay_digest import FLOATS, ROW, flat, word_weights
+from cuprobe.probes.replay.digest import FLOATS, ROW, flat, word_weights
 
 INTEGERS = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
 KERNEL_DTYPES = frozenset(FLOATS + INTEGERS)

@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cuprobe.probes.contract import CaseResult, ObservedFinding
-from cuprobe.probes.replay_compare import (
+from cuprobe.contract import CaseResult, ObservedFinding
+from cuprobe.probes.replay.compare import (
     Divergence,
     autotune_cache_problem,
     autotune_diff,
@@ -18,7 +18,7 @@ from cuprobe.probes.replay_compare import (
     growth_rows,
     key,
 )
-from cuprobe.probes.replay_digest import BITS
+from cuprobe.probes.replay.digest import BITS
 
 Report = dict[str, Any]
 
@@ -114,8 +114,8 @@ def odd_one(groups: list[list[int]]) -> str:
 
 
 def host_difference(reports: list[Report], parted: list[int]) -> str:
-    """The settings that decide a CPU result's bits (probes.replay_child.host_settings) where they differ between
-    process 0 and a process that parted from it: a cause outside the program."""
+    """The settings that decide a CPU result's bits (replay.child.host_settings) where they differ between process 0
+    and a process that parted from it: a cause outside the program."""
     reference = reports[0].get("host") or {}
     differing: dict[str, list[str]] = {}
     for i in parted:

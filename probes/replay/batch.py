@@ -1,6 +1,6 @@
 """Replay's digests of many tensors at once, for launch-bound devices: a few kernel launches per batch.
 
-The same function as probes/replay_digest.py's per-tensor `digest`: every tensor of a batch is copied into one
+The same function as probes/replay/digest.py's per-tensor `digest`: every tensor of a batch is copied into one
 zero-padded staging buffer of ROW-word rows (each tensor starts on a row), then one multiply and one row sum give
 every row's weighted word sum, and one inf-norm per float dtype every row's max |x|. The per-row results
 stay on the device until `resolve`, which copies them to the host in one transfer and folds them into one
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cuprobe.probes import replay_triton
-from cuprobe.probes.replay_digest import FLOATS, ROW, flat, row_weights, rows_of, word_weights
+from cuprobe.probes.replay import triton as replay_triton
+from cuprobe.probes.replay.digest import FLOATS, ROW, flat, row_weights, rows_of, word_weights
 
 PLAIN = {torch.bool, torch.complex32, torch.complex64, torch.complex128}  # dtypes `flat` reinterprets
 LAYOUTS_KEPT = 8

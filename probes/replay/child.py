@@ -1,4 +1,4 @@
-"""One replay process (`python -m cuprobe.probes.replay_child SPEC OUT_DIR`): seed, hook, run the program, report."""
+"""One replay process (`python -m cuprobe.probes.replay.child SPEC OUT_DIR`): seed, hook, run the program, report."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from typing import Any
 
 import torch
 
-from cuprobe.probes import replay_autotune, replay_batch, replay_tape, replay_triton
-from cuprobe.probes.replay_tape import Tape
+from cuprobe.probes.replay import autotune as replay_autotune
+from cuprobe.probes.replay import batch as replay_batch
+from cuprobe.probes.replay import tape as replay_tape
+from cuprobe.probes.replay import triton as replay_triton
+from cuprobe.probes.replay.tape import Tape
 
 REPORT_NAME, CAPTURE_NAME = "report.json", "capture.pt"
 
@@ -61,7 +64,7 @@ def run_target(spec: dict[str, Any]) -> None:
         sys.path.insert(0, str(Path(path).resolve().parent))
         runpy.run_path(path, run_name="__main__")
     else:
-        from cuprobe.probes.replay_example import train
+        from cuprobe.probes.replay.example import train
 
         train(spec["device"], spec["example_steps"], spec["example_plant"])
 
