@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cuprobe.probes import proctree
+from cuprobe import proctree
 
 
 def test_a_reaped_process_has_no_children_and_no_descendants() -> None:
