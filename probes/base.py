@@ -104,6 +104,9 @@ class Probe(ABC, Generic[P]):
     # Probes that run their cases in their own process (not the user's program): the runner may hand a run to a
     # spare process that got ready before its parameters were known (probes/warm.py, service/probing/spares.py).
     warms: ClassVar[bool] = False
+    # Probes that run the user's own program (command): bare, that program decides whether it needs a GPU, so a run
+    # here without one goes ahead (CPU tests run bare on any machine); a service job still goes to a GPU queue.
+    runs_users_program: ClassVar[bool] = False
 
     def gpu_needed(self, params: P) -> bool:
         """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""

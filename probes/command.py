@@ -6,15 +6,27 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cuprobe.contract import Expectation, Tool
-from cuprobe.probes.allocator import ENV, NO_CACHING, Allocator
+from cuprobe.contract import CaseResult, Expectation, Tool
+from cuprobe.probes.allocator import Allocator
 from cuprobe.probes.allowed_env import allowlisted
 from cuprobe.probes.base import Probe, ProbeRefused, ProbeUnavailable, Recorder
 from cuprobe.probes.kinds import kind_refusal
+from cuprobe.probes.pytest_run import (
+    PLUGIN as PLUGIN_NAME,
+)
+from cuprobe.probes.pytest_run import (
+    PluginReport,
+    plugin_env,
+    plugin_failure,
+    read_report,
+    runs_pytest,
+    without_added_path,
+)
 from cuprobe.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
@@ -105,8 +117,13 @@ class CommandParams(BaseModel):
     )
     allocator: Allocator | None = Field(
         None,
-        description="torch's allocator in the command, for a pytest run: exported as CUPROBE_ALLOCATOR; "
-        "caching-nvtx also loads the pytest plugin probes.allocator_plugin (PYTEST_PLUGINS)",
+        description="torch's allocator in a pytest command: cuprobe's pytest plugin (_cuprobe_pytest) sets it up "
+        "in the test process",
+    )
+    tests: list[str] = Field(
+        default_factory=list,
+        max_length=100_000,
+        description="pytest node ids the command runs in one process: one case each, judged from pytest's reports",
     )
 
     @field_validator("expect")
@@ -188,21 +205,6 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-def allocator_env(allocator: Allocator, env: dict[str, str]) -> dict[str, str]:
-    """Variables that give a command's torch `allocator` (the pytest plugin does the NVTX part)."""
-    out: dict[str, str] = {ENV: allocator}
-    if "CUPROBE_EXTENSION_DIR" in os.environ:  # left out with the other CUPROBE_ names; the plugin needs it
-        out["CUPROBE_EXTENSION_DIR"] = os.environ["CUPROBE_EXTENSION_DIR"]
-    if allocator == "no-caching":
-        out[NO_CACHING] = "1"
-    else:
-        env.pop(NO_CACHING, None)
-    if allocator == "caching-nvtx":
-        plugins = [p for p in env.get("PYTEST_PLUGINS", "").split(",") if p]
-        out["PYTEST_PLUGINS"] = ",".join([*plugins, "cuprobe.probes.allocator_plugin"])
-    return out
-
-
 def allowed(executable: str, allowlist: str) -> bool:
     """Whether the resolved executable path matches an allowlist entry: exact for an interpreter-like program,
     else a glob whose wildcards stay within one path segment."""
@@ -231,6 +233,7 @@ class Command(Probe[CommandParams]):
     summary = "Runs an allowlisted executable under the sanitizer (off unless CUPROBE_COMMAND_ENABLED=1)"
     Params = CommandParams
     tools = (Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
+    runs_users_program = True
 
     def expectation(self, params: CommandParams, tool: Tool) -> Expectation:
         if params.expect and tool is not Tool.NONE:
@@ -253,16 +256,36 @@ class Command(Probe[CommandParams]):
             raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}{exact}")
         if not trusted and (refused := sorted(k for k in params.env if REFUSED_ENV.match(k))):
             raise ProbeRefused(f"env: a service job may not set {', '.join(refused)}")
-        base = {k: v for k, v in os.environ.items() if k not in (TRUSTED_ENV, ENABLED_ENV)}
+        base = without_added_path({k: v for k, v in os.environ.items() if k not in (TRUSTED_ENV, ENABLED_ENV)})
         env, dropped = (base, []) if trusted else child_env(base)
-        if params.allocator is not None:
-            env.update(allocator_env(params.allocator, env))
         env.update(params.env)
         env = modified_env(env, params.env_modifications, base)
-        case = recorder.case(
-            params.case, self.expectation(params, tool), argv=params.argv, executable=executable
-        )
+        pytest = runs_pytest(params.argv)
+        if params.tests and not pytest:
+            raise ProbeRefused("tests: node ids are read only for a pytest command")
+        workdir = Path(tempfile.mkdtemp(prefix="cuprobe-pytest-")) if pytest else None
+        if workdir is not None:  # the plugin merged into the test's own environment, after what the test set
+            env = plugin_env(env, params.allocator, workdir / "report.jsonl")
+        cases = [
+            recorder.case(test, Expectation(), argv=params.argv, executable=executable) for test in params.tests
+        ] or [recorder.case(params.case, self.expectation(params, tool), argv=params.argv, executable=executable)]
+        case = cases[0]
         case.observations["env_dropped"] = dropped
+        try:
+            self._run(params, path, env, case, cases, workdir)
+        finally:
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run(
+        self,
+        params: CommandParams,
+        path: str,
+        env: dict[str, str],
+        case: CaseResult,
+        cases: list[CaseResult],
+        workdir: Path | None,
+    ) -> None:
         # Orphans of the command are re-parented to this probe, so every process it started can be found.
         become_subreaper()
         # Same process group as the probe (no new session): the supervisor's group kill on cancel reaches it.
@@ -292,6 +315,14 @@ class Command(Probe[CommandParams]):
             stderr_tail=_tail(err),
             leftover_processes_killed=left,
         )
+        report = read_report(workdir / "report.jsonl") if workdir is not None else None
+        if report is not None and not report.loaded and _plugin_to_blame(proc.returncode, params, err, out):
+            raise RuntimeError(
+                f"cuprobe's pytest plugin ({PLUGIN_NAME}) did not load in the test's interpreter, so the run is not "
+                f"judged (cuprobe's failure, not the test's): {plugin_failure(_tail(err), _tail(out))}"
+            )
+        if report is not None and report.allocator:
+            case.observations["allocator"] = report.allocator
         if (meaning := params.not_run_exits.get(proc.returncode)) is not None:
             raise RuntimeError(f"the command exited {proc.returncode} ({meaning}): the test did not run")
         said = _plain(_tail(out) + "\n" + _tail(err))  # ctest's skip pattern reads both, as the summaries are on stdout
@@ -304,10 +335,34 @@ class Command(Probe[CommandParams]):
             if not re.search(params.pass_output, output, re.M):
                 case.violations.append(f"the output never matched the pass pattern {params.pass_output!r}")
             return  # the pattern decides, not the exit status (ctest's PASS_REGULAR_EXPRESSION)
+        if params.tests and report is not None:
+            _judge_tests(report, cases)
+            return
         if params.expect_exit is not None and proc.returncode != params.expect_exit:
             lines = [line.strip() for line in _tail(err).splitlines() if line.strip()]
             last = f" (its last line on stderr: {lines[-1][:200]})" if lines else ""
             case.violations.append(f"command exited {proc.returncode}, expected {params.expect_exit}{last}")
+
+
+def _plugin_to_blame(returncode: int, params: CommandParams, err: bytes, out: bytes) -> bool:
+    """Whether a pytest process whose plugin never reported loading failed because of the plugin: pytest said it could
+    not import it, or pytest ended normally without calling it. A process killed by a signal, or one that stopped at
+    its own usage error before plugins are configured, is judged as any other."""
+    if plugin_failure(_tail(err), _tail(out), strict=True):
+        return True
+    return returncode >= 0 and returncode not in params.not_run_exits
+
+
+def _judge_tests(report: PluginReport, cases: list[CaseResult]) -> None:
+    """Each test of a process that ran several, as pytest reported it: a failed test is a violation of its own case;
+    one that did not run, or that the process never reported, is said so in its observations."""
+    for case in cases:
+        verdict = report.verdict(case.id)
+        case.observations.update(pytest=verdict.verdict, pytest_seconds=verdict.seconds)
+        if verdict.message:
+            case.observations["pytest_message"] = verdict.message
+        if verdict.verdict == "failed":
+            case.violations.append(f"pytest reported the test failed ({verdict.message})")
 
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colour and cursor codes (pytest --color=yes, GTEST_COLOR)

@@ -27,6 +27,7 @@ from cuprobe.service.gate.suite import Suite, SuiteEntry, SuiteError, expand, lo
 from cuprobe.service.gate.verdict import GateReport, judge, updated_baseline
 from cuprobe.service.models import ExitCode, RunResult
 from cuprobe.service.models.reasons import by_reason, names_line
+from cuprobe.service.worker.gpu_slots import host_slots
 
 out = Console()
 err = Console(stderr=True)
@@ -91,16 +92,26 @@ def _run(
             )
             progress.advance(task)
 
+        def on_file(entry: SuiteEntry, repeat: int, result: RunResult) -> None:
+            file = f"{entry.case} ({len(entry.params.get('tests', []))} tests in one process) [{entry.tool.value}]"
+            if result.outcome.ran and not result.records:
+                said = "[green]ran[/]: each test judged from pytest's report"
+            else:
+                said = f"[yellow]running each test alone[/]: {escape(result.message)}"
+            progress.console.print(f"{escape(file)} {repeat + 1}/{entry.repeats}: {said}")
+
         if not local:
             client = Client(url or get_settings().api_url, token)
             try:
-                return run_remote(suite, client, hold_s=hold_s, on_result=on_result)
+                return run_remote(suite, client, hold_s=hold_s, on_result=on_result, on_file=on_file)
             except ServiceRefused as exc:
                 raise _refuse(f"{exc} (nothing of this gate runs: the jobs already submitted were cancelled)") from exc
+        settings = get_settings()
+        slots = host_slots(settings)
         if workdir is not None:
-            return run_local(suite, workdir, get_settings(), on_result)
+            return run_local(suite, workdir, settings, on_result, slots, on_file)
         with tempfile.TemporaryDirectory(prefix="cuprobe-gate-") as tmp:
-            return run_local(suite, Path(tmp), get_settings(), on_result)
+            return run_local(suite, Path(tmp), settings, on_result, slots, on_file)
 
 
 def _show(report: GateReport) -> None:

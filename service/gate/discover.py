@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +22,8 @@ TestKind = Literal["pytest", "ctest", "gtest", "command"]
 DISCOVERY_TIMEOUT_S = 600.0
 # Time the sanitizer needs around a command's own limit (its start-up and the XML) before cuprobe kills it all.
 SANITIZER_MARGIN_S = 60.0
+# A run's limit is a day, the sanitizer's margin included.
+MAX_TIMEOUT_S = 24 * 3600 - SANITIZER_MARGIN_S
 
 
 class DiscoveryError(ValueError):
@@ -30,7 +33,7 @@ class DiscoveryError(ValueError):
 # The keys only some kinds read: any other kind refuses them rather than ignoring them (a ctest entry given gtest's
 # `filter` would otherwise run every test).
 KIND_KEYS: dict[str, set[str]] = {
-    "pytest": {"paths", "markers", "python"},
+    "pytest": {"paths", "markers", "python", "per"},
     "ctest": {"build_dir", "regex", "per"},
     "gtest": {"binary", "filter", "per"},
     "command": {"argv"},
@@ -49,7 +52,10 @@ class TestEntry(BaseModel):
     cwd: str | None = Field(None, description="working directory; relative to where cuprobe gate runs")
     env: dict[str, str] = Field(default_factory=dict, description="added to every test process's environment")
     timeout_s: float = Field(
-        600, gt=0, le=24 * 3600 - SANITIZER_MARGIN_S, description="per test (per process); the sanitizer gets 60 s more"
+        600,
+        gt=0,
+        le=MAX_TIMEOUT_S,
+        description="per test (a file's process: its tests' sum); the sanitizer gets 60 s more",
     )
     repeats: int = Field(1, ge=1, le=50)
     fail_on: Severity | None = Field(None, description="error (default) or warning: what fails the gate")
@@ -59,12 +65,18 @@ class TestEntry(BaseModel):
     expect_exit: Annotated[StrictInt, Field(ge=0, le=255)] | Literal["any"] = Field(
         0, description='exit status each process must end with (0-255), or "any"'
     )
-    per: Literal["test", "binary"] = Field("test", description="ctest/gtest: one process per test or per binary")
+    per: Literal["file", "test", "binary"] | None = Field(
+        None,
+        description='pytest: "file" (default: each file in one process, its tests run alone only where it shows '
+        'anything) or "test"; ctest/gtest: "test" (default) or "binary"',
+    )
     args: list[str] = Field(default_factory=list, description="extra arguments for every test process")
     # pytest
     paths: list[str] = Field(default_factory=list, description="pytest: files or directories to collect")
     markers: str | None = Field(None, description="pytest: -m expression")
-    python: str | None = Field(None, description="pytest: the interpreter (default: cuprobe's)")
+    python: str | None = Field(
+        None, description="pytest: the interpreter (default: the project's .venv or venv, $VIRTUAL_ENV's, cuprobe's)"
+    )
     # ctest
     build_dir: str | None = Field(None, description="ctest: the CMake build directory")
     regex: str | None = Field(None, description="ctest: -R regular expression")
@@ -86,6 +98,11 @@ class TestEntry(BaseModel):
         )
         if others:
             raise ValueError(f"a {self.kind} entry does not use {', '.join(others)}: those keys belong to other kinds")
+        if self.per is None:
+            self.per = "file" if self.kind == "pytest" else "test"
+        allowed = ("file", "test") if self.kind == "pytest" else ("test", "binary")
+        if self.per not in allowed:
+            raise ValueError(f"per = {self.per!r}: a {self.kind} entry runs per {' or per '.join(allowed)}")
         if self.control and not self.expect:
             raise ValueError("control = true needs `expect`: the finding kind the tool must report")
         if self.expect and not self.control:
@@ -186,8 +203,27 @@ def _from_cwd(node: str, rootdir: Path | None, cwd: str) -> str:
     return os.path.relpath(rootdir / path, cwd) + sep + rest
 
 
+VENV_NAMES = (".venv", "venv")
+
+
+def project_python(cwd: str, environ: Mapping[str, str] = os.environ) -> str:
+    """The interpreter a project's tests run with when its entry names none: a virtual environment in `cwd` or a
+    folder above it (up to the repository's root: `.venv`, `venv`), else the active one ($VIRTUAL_ENV), else the
+    interpreter cuprobe runs in."""
+    here = Path(cwd).resolve()
+    for folder in (here, *here.parents):
+        for name in VENV_NAMES:
+            if (folder / name / "bin" / "python").is_file():
+                return str(folder / name / "bin" / "python")
+        if (folder / ".git").exists():
+            break
+    if (active := environ.get("VIRTUAL_ENV")) and (Path(active) / "bin" / "python").is_file():
+        return str(Path(active) / "bin" / "python")
+    return sys.executable
+
+
 def _pytest(entry: TestEntry, cwd: str) -> list[TestCommand]:
-    python = entry.python or sys.executable
+    python = entry.python or project_python(cwd)
     base = [python, "-m", "pytest", "-p", "no:cacheprovider"]
     collect = [*base, "--collect-only", "-q", *entry.paths, *(["-m", entry.markers] if entry.markers else [])]
     with tempfile.TemporaryDirectory(prefix="cuprobe-collect-") as tmp:

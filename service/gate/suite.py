@@ -9,7 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cuprobe.contract import Tool
 from cuprobe.service.config import get_settings
-from cuprobe.service.gate.discover import SANITIZER_MARGIN_S, TestEntry, command_params, discover
+from cuprobe.service.gate.discover import (
+    MAX_TIMEOUT_S,
+    SANITIZER_MARGIN_S,
+    TestCommand,
+    TestEntry,
+    command_params,
+    discover,
+)
 from cuprobe.service.models import ProbeRequest, SanitizerOptions, Severity
 from cuprobe.service.models.files import load_toml
 from cuprobe.service.models.options import OPTION_TOOL
@@ -63,6 +70,17 @@ class SuiteEntry(BaseModel):
         )
 
 
+class FileRun(BaseModel):
+    """One pytest file's tests run in one sanitized process first (`per = "file"`): `entry` is that process, `tests`
+    the entries of its tests as `per = "test"` runs them, in order (service/gate/files.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    entry: SuiteEntry
+    tests: list[SuiteEntry]
+
+
 class Suite(BaseModel):
     """A whole suite as written in its TOML file."""
 
@@ -77,6 +95,7 @@ class Suite(BaseModel):
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="options for every entry")
     probe: list[SuiteEntry] = Field(default_factory=list)
     test: list[TestEntry] = Field(default_factory=list, description="the user's tests: pytest, ctest, gtest, command")
+    files: list[FileRun] = Field(default_factory=list, exclude=True, description="discovered: files run as one process")
     path: Path = Field(Path("suite.toml"), exclude=True)
 
     @property
@@ -167,17 +186,50 @@ def expand(suite: Suite, here: str | None = None) -> Suite:
     """The suite with every [[test]] entry discovered into one command-probe entry per process (per test, or per
     binary); DiscoveryError says which entry could not list its tests, SuiteError which generated name (TEST.0000)
     a [[probe]] entry already has."""
-    generated = []
+    generated, files = [], []
     for test in suite.test:
-        for index, found in enumerate(discover(test, here)):
-            entry = test_entry(test, found.case, command_params(test, found), index)
+        found = discover(test, here)
+        mine = []
+        for index, command in enumerate(found):
+            entry = test_entry(test, command.case, command_params(test, command), index)
             # What discovery made goes through admission too, before anything runs: refused, it is exit 2 naming the
             # entry, never a traceback half-way through the suite.
-            generated.append(_check_entry(suite.path, entry, f"{suite.path}: [[test]] {test.name} ({found.case})"))
+            mine.append(_check_entry(suite.path, entry, f"{suite.path}: [[test]] {test.name} ({command.case})"))
+        generated += mine
+        files += _file_runs(suite.path, test, found, mine)
     taken = {entry.name for entry in suite.probe}
-    if clash := sorted(entry.name for entry in generated if entry.name in taken):
+    if clash := sorted(entry.name for entry in [*generated, *(f.entry for f in files)] if entry.name in taken):
         raise SuiteError(
             f"{suite.path}: [[probe]] names {', '.join(clash)} are also the names of [[test]] processes "
             "(TEST.0000, TEST.0001, ...): rename those probe entries"
         )
-    return suite.model_copy(update={"probe": [*suite.probe, *generated], "test": []})
+    return suite.model_copy(update={"probe": [*suite.probe, *generated], "test": [], "files": files})
+
+
+def _file_runs(path: Path, test: TestEntry, found: list[TestCommand], entries: list[SuiteEntry]) -> list[FileRun]:
+    """For a pytest entry run per file: each file of two or more tests as one process that runs them all. A positive
+    control, or an entry expecting another exit status than 0, runs per test."""
+    if test.kind != "pytest" or test.per != "file" or test.control or test.expect_exit != 0:
+        return []
+    groups: dict[str, list[tuple[TestCommand, SuiteEntry]]] = {}
+    for command, entry in zip(found, entries, strict=True):
+        groups.setdefault(command.case.partition("::")[0], []).append((command, entry))
+    out = []
+    for index, (file, members) in enumerate(groups.items()):
+        if len(members) < 2:
+            continue
+        first = members[0][0]
+        command = first.model_copy(update={"case": file, "argv": [*first.argv[:-1], *(c.argv[-1] for c, _ in members)]})
+        params = {
+            **command_params(test, command),
+            "tests": [c.case for c, _ in members],
+            "timeout_s": min(test.timeout_s * len(members), MAX_TIMEOUT_S),
+            "expect_exit": None,  # a failed test is judged from pytest's report of it, not from the exit status
+            "not_run_output": None,
+        }
+        entry = test_entry(test, file, params, index).model_copy(
+            update={"name": f"{test.name}.file{index:04d}", "timeout_s": params["timeout_s"] + SANITIZER_MARGIN_S}
+        )
+        out.append(FileRun(path=file, entry=_check_entry(path, entry, f"{path}: [[test]] {test.name} ({file})"),
+                           tests=[e for _, e in members]))
+    return out

@@ -85,7 +85,8 @@ def _preflight(request: ProbeRequest, admitted: Admission, settings: Settings) -
     """The sanitizer binary, or an `unavailable` result saying plainly everything that is missing."""
     tool, params = admitted.tool, admitted.params
     sanitizer, missing = None, []
-    if admitted.needs_gpu and gpu_facts()[0] is None:
+    bare_users_program = tool is Tool.NONE and admitted.probe.runs_users_program
+    if admitted.needs_gpu and not bare_users_program and gpu_facts()[0] is None:
         missing.append(
             # The same words for every probe, so a list of runs can say it once with a count.
             "no CUDA device on this machine (NVML and nvidia-smi found no GPU), and this run needs one: submit it "

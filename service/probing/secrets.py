@@ -13,6 +13,7 @@ from cuprobe.contract import Tool
 from cuprobe.kernels.poison_alloc import cache_dir
 from cuprobe.probes.allowed_env import SECRET_NAME, allowlisted
 from cuprobe.probes.gpu import SCHEDULE_ENV
+from cuprobe.probes.pytest_run import ADDED_PYTHONPATH_ENV
 from cuprobe.service.config import Settings
 from cuprobe.service.models import RunResult
 
@@ -40,6 +41,7 @@ def probe_environment(
             env["CUPROBE_COMMAND_ENABLED"] = "1"
     env[EXTENSION_DIR_ENV] = source.get(EXTENSION_DIR_ENV) or str((settings.data_dir / "extensions").resolve())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(IMPORT_ROOT), env.get("PYTHONPATH")]))
+    env[ADDED_PYTHONPATH_ENV] = str(IMPORT_ROOT)  # a command probe takes it off again for the user's program
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
     env.pop(SCHEDULE_ENV, None)

@@ -306,3 +306,16 @@ def _saved_output(ev: RunEvidence, findings: list[Finding], records: int) -> Cla
             "GPU work, so the run cannot be called clean",
         )
     return Classification(Outcome.CLEAN, f"compute-sanitizer {ev.tool}: 0 errors (from saved output)")
+
+
+def test_in_process_outcome(verdict: str, message: str, violations: int, process: str) -> Classification:
+    """The outcome of one test of a pytest process that ran several (`process`: what that process was) and came back
+    with no sanitizer record, from what pytest reported of it: `verdict` passed, failed, not-run or missing."""
+    if verdict == "not-run":
+        return Classification(Outcome.PROBE_ERROR, f"{message}: the test did not run")
+    if verdict == "missing":
+        return Classification(Outcome.PROBE_ERROR, f"{process} ended before pytest reported this test")
+    if verdict == "failed" or violations:
+        return Classification(Outcome.FINDINGS, f"pytest reported the test failed in {process} ({message})")
+    found = "" if process.startswith("one bare") else ", in which the sanitizer found no error"
+    return Classification(Outcome.CLEAN, f"clean: passed in {process}{found}")

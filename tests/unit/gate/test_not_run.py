@@ -115,19 +115,23 @@ def test_xfail_before_its_body(no_second_gpu):
 """
 
 
+@pytest.mark.parametrize("per", ["test", "file"])
 @pytest.mark.parametrize("colour", [False, True], ids=["plain", "coloured"])
 def test_a_skipped_pytest_test_did_not_run_and_an_xfail_did(
-    colour: bool, tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
+    colour: bool, per: str, tmp_path: Path, replay_settings: Settings, replayed_clean_memcheck: None
 ) -> None:
-    """Each process runs one test: one pytest skipped ran none of the user's code under the sanitizer, so it is
-    never clean (probe_error, could not run); an xfail ran its code and failed as it says it will; an xfail that
-    never ran its body (`run=False`, or raised in a fixture) did not run. With colour (`--color=yes` in the
-    project's addopts) the summary is wrapped in escape codes: the same verdicts."""
+    """A pytest test skipped ran none of the user's code under the sanitizer, so it is never clean (probe_error,
+    could not run); an xfail ran its code and failed as it says it will; an xfail that never ran its body
+    (`run=False`, or raised in a fixture) did not run. Run one per process, each process's summary says which; run
+    as one file, pytest's report of each test does. With colour (`--color=yes` in the project's addopts) the
+    summary is wrapped in escape codes: the same verdicts."""
     (tmp_path / "test_s.py").write_text(SKIPS)
     if colour:
         (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
     suite = expand(Suite.model_validate({"name": "s", "test": [
-        {"name": "x", "kind": "pytest", "tool": "memcheck", "paths": ["test_s.py"], "cwd": str(tmp_path)}]}))
+        {"name": "x", "kind": "pytest", "tool": "memcheck", "paths": ["test_s.py"], "cwd": str(tmp_path),
+         "per": per}]}))
+    assert len(suite.files) == (1 if per == "file" else 0)
     ran = {case.rsplit("::", 1)[1]: (o, m) for case, o, m in _results(suite, tmp_path / "work", replay_settings)}
     assert {k: o for k, (o, _) in ran.items()} == {
         "test_runs": Outcome.CLEAN,
@@ -138,9 +142,13 @@ def test_a_skipped_pytest_test_did_not_run_and_an_xfail_did(
         "test_xfail_before_its_body": Outcome.PROBE_ERROR,
     }
     said = ran["test_marked_skip"][1]
-    assert "the command printed '1 skipped in" in said and "no test ran" in said
+    if per == "test":
+        assert "the command printed '1 skipped in" in said and "no test ran" in said
+        assert "at setup of" in ran["test_xfail_before_its_body"][1]
+    else:
+        assert "skipped before the test body ran (Skipped: no GPU)" in said and "the test did not run" in said
+        assert "needs two GPUs" in ran["test_xfail_before_its_body"][1]
     assert "[NOTRUN] hangs the driver" in ran["test_xfail_never_run"][1]
-    assert "at setup of" in ran["test_xfail_before_its_body"][1]
 
 
 @pytest.mark.parametrize(

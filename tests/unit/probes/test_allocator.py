@@ -12,15 +12,15 @@ import pytest
 
 from cuprobe.contract import Tool
 from cuprobe.kernels import extension
-from cuprobe.probes import allocator
+from cuprobe.probes import allocator, allocator_state
 from cuprobe.probes.allocator import NO_CACHING, parse_allocator
-from cuprobe.probes.command import allocator_env
+from cuprobe.probes.pytest_run import plugin_env
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest
 from cuprobe.service.probing.admission import BadRequest, admit
 from cuprobe.service.probing.runner import run_probe
 from tests.conftest import RUNS, VERSIONS
-from tests.unit.probes.conftest import ROOT, ProbeRun, probe_env
+from tests.unit.probes.conftest import ProbeRun
 from tests.unit.probing.test_runner_replay import gpu_present, replay
 
 __all__ = ["gpu_present"]  # the fixture, imported for the --nvtx test
@@ -30,7 +30,7 @@ TORCH_PROBES = ["narrow-matmul", "bf16-matmul", "determinism", "planted-torch"]
 @pytest.fixture
 def fresh_allocator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No allocator set up yet in this process, no caching flag inherited, extensions built under tmp_path."""
-    monkeypatch.setattr(allocator, "_STATE", None)
+    monkeypatch.setattr(allocator_state, "_STATE", None)
     monkeypatch.delenv(NO_CACHING, raising=False)
     monkeypatch.setenv("CUPROBE_EXTENSION_DIR", str(tmp_path / "extensions"))
 
@@ -110,24 +110,18 @@ def test_a_probe_records_the_allocator_it_was_asked_for(run_probe: ProbeRun) -> 
     assert result["context"]["allocator"] == "caching-nvtx" and result["context"][NO_CACHING] is None
 
 
-def test_command_probe_hands_the_allocator_to_a_pytest_run() -> None:
-    env = {NO_CACHING: "1", "PYTEST_PLUGINS": "mine"}
-    out = allocator_env("caching-nvtx", env)
-    assert out["CUPROBE_ALLOCATOR"] == "caching-nvtx" and NO_CACHING not in env
-    assert out["PYTEST_PLUGINS"] == "mine,probes.allocator_plugin"
-    assert allocator_env("no-caching", {})[NO_CACHING] == "1"
-
-
 def _pytest_with_plugin(tmp_path: Path, value: str) -> subprocess.CompletedProcess[str]:
+    """The user's pytest (this interpreter, which has torch) with cuprobe's plugin merged into its environment."""
     test = tmp_path / "test_user.py"
     test.write_text(
         "import os\n\ndef test_sees_the_flag():\n    print('FLAG', os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING'))\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = plugin_env(env | {"CUPROBE_EXTENSION_DIR": str(tmp_path / "ext")}, None, tmp_path / "report.jsonl")
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "cuprobe.probes.allocator_plugin", "-s", str(test),
-         "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "-s", str(test), "-p", "no:cacheprovider"],
         cwd=tmp_path,
-        env=probe_env(CUPROBE_ALLOCATOR=value, CUPROBE_EXTENSION_DIR=str(tmp_path / "ext"), PYTHONPATH=str(ROOT)),
+        env=env | {"CUPROBE_ALLOCATOR": value},
         capture_output=True,
         text=True,
         timeout=120,
