@@ -56,7 +56,9 @@ def test_a_suite_in_its_own_interpreter_runs_each_file_once_and_names_every_test
     suite = expand(_suite(root, user_python))
     assert [f.path for f in suite.files] == ["tests/test_ops.py"]  # test_one.py has one test: its own process
     files: list[tuple[SuiteEntry, RunResult]] = []
-    runs = run_local(suite, tmp_path / "work", Settings(timeout_s=120), on_file=lambda e, r, res: files.append((e, res)))
+    runs = run_local(
+        suite, tmp_path / "work", Settings(timeout_s=120), on_file=lambda e, r, res: files.append((e, res))
+    )
     results = _by_case(runs)
     assert len(files) == 1 and files[0][1].outcome is Outcome.FINDINGS  # one process ran test_ops.py's three tests
     assert results["tests/test_ops.py::test_double"].outcome is Outcome.CLEAN
@@ -98,9 +100,10 @@ def test_a_plugin_that_cannot_load_is_cuprobes_failure_never_the_tests(tmp_path:
 def test_a_skipped_test_in_a_file_did_not_run(tmp_path: Path, user_python: Path) -> None:
     root = project(tmp_path / "proj")
     (root / "tests" / "test_ops.py").write_text(
-        "import pytest\n\n\ndef test_ok():\n    pass\n\n\n@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n\n\n"
-        "@pytest.mark.xfail(run=False)\ndef test_never():\n    pass\n\n\n@pytest.mark.xfail\ndef test_known():\n"
-        "    assert False\n"
+        "import pytest\n\n\ndef test_ok():\n    pass\n\n\n"
+        "@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n\n\n"
+        "@pytest.mark.xfail(run=False)\ndef test_never():\n    pass\n\n\n"
+        "@pytest.mark.xfail\ndef test_known():\n    assert False\n"
     )
     results = _by_case(run_local(expand(_suite(root, user_python)), tmp_path / "work", Settings(timeout_s=120)))
     assert results["tests/test_ops.py::test_ok"].outcome is Outcome.CLEAN
