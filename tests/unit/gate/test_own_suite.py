@@ -176,3 +176,15 @@ def test_the_projects_own_virtual_environment_runs_its_tests(tmp_path: Path) -> 
     (active / "bin").mkdir(parents=True)
     (active / "bin" / "python").write_text("")
     assert project_python(str(tmp_path), {"VIRTUAL_ENV": str(active)}) == str(active / "bin" / "python")
+
+
+def test_the_own_suite_benchmark_runs_at_a_small_size() -> None:
+    """bench/own_suite.py --smoke: a generated project through every mode but the sanitizer's, its own checks on."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, str(root / "bench" / "own_suite.py"), "--smoke"], cwd=root,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| cuprobe file |" in done.stdout and "3 passed" in done.stdout
