@@ -15,7 +15,7 @@ SIGSEGV and one that hangs; the gate must name the planted test alone and still 
 
 On a GPU machine with the project checked out at a commit (the table in bench/README.md names the project and commit):
     python bench/own_suite.py --project PATH [--select tests/test_x.py ...] [--tool memcheck] [--plant]
-        [--plant-crash] [--timeout-s 600] [--sanitizer PATH] [--skip test,sanitizer]
+        [--plant-crash] [--first N] [--args ...] [--timeout-s 600] [--sanitizer PATH] [--skip test,sanitizer]
 On a machine without a GPU, `--smoke` runs a small generated project bare through every mode but the sanitizer's,
 checking the script's own assertions (the CI does this).
 """
@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from junitparser import JUnitXml
+
+from cuprobe.service.gate.discover import pytest_node_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -162,6 +164,7 @@ def main() -> int:
     parser.add_argument("--project", help="the project's checkout (its tests run from there)")
     parser.add_argument("--select", nargs="*", default=["tests"], help="what pytest collects (paths, node ids)")
     parser.add_argument("--args", nargs="*", default=[], help="extra pytest arguments for every run")
+    parser.add_argument("--first", type=int, help="only the first N tests pytest collects from each selected file")
     parser.add_argument("--tool", default="memcheck")
     parser.add_argument("--python", default=sys.executable, help="the project's interpreter")
     parser.add_argument("--sanitizer", help="compute-sanitizer to use (default: cuprobe's choice)")
@@ -180,6 +183,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cuprobe-own-suite-") as tmp:
         work = Path(tmp)
         project = _project(args, work)
+        if args.first:
+            args.select = _first(project, args)
         pytest_cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.args, *args.select]
         rows: dict[str, dict[str, Any]] = {}
         if "bare" not in skip:
@@ -198,6 +203,18 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=2, default=str))
         return _check(rows, args)
+
+
+def _first(project: Path, args: argparse.Namespace) -> list[str]:
+    """The first `args.first` node ids of each file pytest collects from the selection."""
+    command = [args.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args.args, *args.select]
+    _, code, output = _timed(command, project)
+    if code != 0:
+        raise SystemExit(f"collection failed ({code}): {output[-2000:]}")
+    per_file: dict[str, list[str]] = {}
+    for node in pytest_node_ids(output):
+        per_file.setdefault(node.partition("::")[0], []).append(node)
+    return [node for nodes in per_file.values() for node in nodes[: args.first]]
 
 
 def _print(rows: dict[str, dict[str, Any]]) -> None:

@@ -96,8 +96,7 @@ def _project(root: Path, planted: bool) -> Path:
 
 
 def _gate(root: Path, sanitizer: Path) -> tuple[int, dict[str, str], str]:
-    env = dict(os.environ, CUPROBE_SANITIZER_PATH=str(sanitizer))
-    env.pop("PYTHONPATH", None)  # the project's own packages, not the test runner's
+    env = dict(os.environ, CUPROBE_SANITIZER_PATH=str(sanitizer))  # the suite's env sets the tests' PYTHONPATH
     done = subprocess.run(
         [sys.executable, "-m", "cuprobe", "gate", "suite.toml", "--local", "--junit", "junit.xml"],
         cwd=root, env=env, capture_output=True, text=True, timeout=1800, check=False,
