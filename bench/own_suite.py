@@ -190,15 +190,18 @@ def main() -> int:
         if "bare" not in skip:
             seconds, code, output = _timed(pytest_cmd, project)
             rows["bare"] = {"seconds": seconds, "exit": code, "output": output[-2000:]}
+            print(f"bare: {seconds:.1f} s, exit {code}", flush=True)
         if "sanitizer" not in skip:
             sanitizer = args.sanitizer or shutil.which("compute-sanitizer") or "compute-sanitizer"
             env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
             seconds, code, output = _timed([sanitizer, "--tool", args.tool, *pytest_cmd], project, env)
             summary = [line for line in output.splitlines() if "ERROR SUMMARY" in line]
             rows["sanitizer"] = {"seconds": seconds, "exit": code, "summary": summary[-1:] or ["none"]}
-        for per in ("test", "file"):
+            print(f"sanitizer: {seconds:.1f} s, exit {code}, {rows['sanitizer']['summary'][0]}", flush=True)
+        for per in ("file", "test"):
             if per not in skip:
                 rows[f"cuprobe {per}"] = _gate(project, work, args, per)
+                print(f"cuprobe {per}: {rows[f'cuprobe {per}']['seconds']:.1f} s", flush=True)
         _print(rows)
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=2, default=str))
