@@ -3,6 +3,7 @@
  * so it builds with a plain C compiler and no CUDA headers, and uses the same primary context as torch. */
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 typedef int CUresult;
@@ -23,6 +24,54 @@ static CUresult (*ctx_set)(CUcontext);
 static CUresult (*device_get)(CUdevice *, int);
 static CUresult (*primary_retain)(CUcontext *, CUdevice);
 static unsigned long long blocks;
+
+/* The allocation log of a confirming test run: every block's address, size and stream in the order torch asked for
+ * them; and a quarantine: blocks freed are kept, not given back, up to a byte budget, so that no address names two
+ * blocks. Past the budget blocks are freed again, and the log says from which block on an address may repeat. */
+struct log_entry {
+    unsigned long long ptr, size, stream;
+};
+static struct log_entry *log_entries;
+static unsigned long long log_count, log_capacity, quarantine_budget, quarantined;
+static unsigned long long reused_from = ~0ULL;
+static int logging;
+
+void cuprobe_log_start(unsigned long long quarantine_bytes)
+{
+    logging = 1;
+    quarantine_budget = quarantine_bytes;
+}
+unsigned long long cuprobe_log_count(void) { return log_count; }
+unsigned long long cuprobe_log_reused_from(void) { return reused_from; }
+int cuprobe_log_entry(unsigned long long i, unsigned long long *ptr, unsigned long long *size,
+                      unsigned long long *stream)
+{
+    if (i >= log_count) {
+        return -1;
+    }
+    *ptr = log_entries[i].ptr;
+    *size = log_entries[i].size;
+    *stream = log_entries[i].stream;
+    return 0;
+}
+
+static void log_block(CUdeviceptr ptr, size_t bytes, void *stream)
+{
+    if (log_count == log_capacity) {
+        unsigned long long grown = log_capacity ? 2 * log_capacity : 4096;
+        struct log_entry *more = realloc(log_entries, grown * sizeof *more);
+        if (more == NULL) {
+            logging = 0; /* the log stops; what it holds stays true */
+            return;
+        }
+        log_entries = more;
+        log_capacity = grown;
+    }
+    log_entries[log_count].ptr = ptr;
+    log_entries[log_count].size = bytes;
+    log_entries[log_count].stream = (unsigned long long)stream;
+    ++log_count;
+}
 
 void cuprobe_set_poison(int byte) { poison_byte = byte; }
 int cuprobe_poison_byte(void) { return poison_byte; }
@@ -82,16 +131,28 @@ void *cuprobe_poison_malloc(ssize_t size, int device, void *stream)
         }
         ++blocks;
     }
+    if (logging) {
+        log_block(ptr, bytes, stream);
+    }
     return (void *)ptr;
 }
 
 void cuprobe_poison_free(void *ptr, ssize_t size, int device, void *stream)
 {
-    (void)size;
     (void)device;
     (void)stream;
     if (ptr == NULL || !load()) {
         return;
+    }
+    if (logging) {
+        unsigned long long bytes = size > 0 ? (unsigned long long)size : 1;
+        if (quarantined + bytes <= quarantine_budget) {
+            quarantined += bytes; /* kept: its address is never handed out again */
+            return;
+        }
+        if (reused_from == ~0ULL) {
+            reused_from = log_count;
+        }
     }
     ctx_sync(); /* queued work may still read the block */
     mem_free((CUdeviceptr)ptr);

@@ -178,6 +178,7 @@ def _run(
     prefetch: TorchPrefetch | None,
 ) -> int:
     recorder.artifacts_dir = out.resolve().parent
+    recorder.confirming = args.confirm_control
     if probe.beats and os.environ.get(HEARTBEAT_ENV):
         recorder.heartbeat = Path(os.environ[HEARTBEAT_ENV])
     no_caching = "PYTORCH_NO_CUDA_MEMORY_CACHING"

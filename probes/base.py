@@ -33,6 +33,8 @@ class Recorder:
         self.artifacts_dir: Path | None = None
         # The progress file the runner watches (HEARTBEAT_ENV), for probes that beat once per case (Probe.beats).
         self.heartbeat: Path | None = None
+        # Whether this run's initcheck findings will be confirmed (the runner asked for the confirmer's control).
+        self.confirming = False
         # The case still open and when it began: a case's `seconds` run until the next case begins or the result is
         # written, so they hold what the sanitizer did for the case's launches as well as the probe's own work.
         self._open: tuple[CaseResult, float] | None = None
@@ -107,6 +109,9 @@ class Probe(ABC, Generic[P]):
     # Probes that run the user's own program (command): bare, that program decides whether it needs a GPU, so a run
     # here without one goes ahead (CPU tests run bare on any machine); a service job still goes to a GPU queue.
     runs_users_program: ClassVar[bool] = False
+    # Whether the confirmation's bare re-runs may start beside the sanitizer run, before its findings are known.
+    # Probes that run the user's program say False: running it four more times for every clean run costs too much.
+    reruns_early: ClassVar[bool] = True
 
     def gpu_needed(self, params: P) -> bool:
         """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""

@@ -21,10 +21,12 @@ from cuprobe.probes.pytest_run import (
 )
 from cuprobe.probes.pytest_run import (
     PluginReport,
+    confirm_spec,
     plugin_env,
     plugin_failure,
     read_report,
     runs_pytest,
+    watched,
     without_added_path,
 )
 from cuprobe.proctree import become_subreaper, kill_descendants
@@ -234,6 +236,10 @@ class Command(Probe[CommandParams]):
     Params = CommandParams
     tools = (Tool.MEMCHECK, Tool.INITCHECK, Tool.RACECHECK, Tool.SYNCCHECK, Tool.NONE)
     runs_users_program = True
+    # A pytest command's torch memory is logged and poisoned inside the test process (probes/test_watch.py); the
+    # bare re-runs start once the findings are known, watching only the flagged allocations.
+    poisonable = True
+    reruns_early = False
 
     def expectation(self, params: CommandParams, tool: Tool) -> Expectation:
         if params.expect and tool is not Tool.NONE:
@@ -264,8 +270,14 @@ class Command(Probe[CommandParams]):
         if params.tests and not pytest:
             raise ProbeRefused("tests: node ids are read only for a pytest command")
         workdir = Path(tempfile.mkdtemp(prefix="cuprobe-pytest-")) if pytest else None
+        confirm = confirm_spec(tool, recorder, workdir) if workdir is not None else None
+        if recorder.poison.active and confirm is None:
+            raise ProbeRefused(
+                "the command probe poisons memory only in a pytest process (cuprobe's pytest plugin replaces torch's "
+                "allocator there): this command's findings cannot be re-run"
+            )
         if workdir is not None:  # the plugin merged into the test's own environment, after what the test set
-            env = plugin_env(env, params.allocator, workdir / "report.jsonl")
+            env = plugin_env(env, params.allocator, workdir / "report.jsonl", confirm)
         cases = [
             recorder.case(test, Expectation(), argv=params.argv, executable=executable) for test in params.tests
         ] or [recorder.case(params.case, self.expectation(params, tool), argv=params.argv, executable=executable)]
@@ -273,6 +285,8 @@ class Command(Probe[CommandParams]):
         case.observations["env_dropped"] = dropped
         try:
             self._run(params, path, env, case, cases, workdir)
+            if confirm is not None and workdir is not None:
+                watched(recorder, cases, Path(confirm["dir"]))
         finally:
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -6,16 +6,22 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import Any
 
+from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.allocator import ENV as ALLOCATOR_ENV
 from cuprobe.probes.allocator import NO_CACHING
+from cuprobe.probes.base import Recorder
 
 # The folder that holds the plugin and nothing else: added to the test's PYTHONPATH, after the test's own entries.
 PLUGIN_DIR = Path(__file__).resolve().parent / "inject"
 PLUGIN = "_cuprobe_pytest"
 REPORT_ENV = "CUPROBE_PYTEST_REPORT"
+CONFIRM_ENV = "CUPROBE_CONFIRM"
+AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
 EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"
 # What the probe process's PYTHONPATH starts with only so that it can import cuprobe (service/probing/secrets.py):
 # taken off again before the user's command starts, so a test never sees cuprobe's import root.
@@ -51,10 +57,16 @@ def _joined(value: str | None, addition: str, separator: str) -> str:
     return separator.join(items if addition in items else [*items, addition])
 
 
-def plugin_env(env: dict[str, str], allocator: str | None, report: Path) -> dict[str, str]:
+def plugin_env(
+    env: dict[str, str], allocator: str | None, report: Path, confirm: dict[str, object] | None = None
+) -> dict[str, str]:
     """`env` (the test's own, as its entry and the user made it) with cuprobe's plugin merged in: its folder after
-    the test's own PYTHONPATH, its name after the test's own PYTEST_PLUGINS, never replacing either."""
+    the test's own PYTHONPATH, its name after the test's own PYTEST_PLUGINS, never replacing either. `confirm`: the
+    plugin's watch for a confirmed run (probes/test_watch.py), where it replaces torch's allocator."""
     out = dict(env)
+    if confirm is not None:
+        out[CONFIRM_ENV] = json.dumps(confirm)
+        out.pop(AUTOTUNE_CACHE_ENV, None)  # every run of the test autotunes afresh: the same allocations in each
     out["PYTHONPATH"] = _joined(env.get("PYTHONPATH"), str(PLUGIN_DIR), os.pathsep)
     out["PYTEST_PLUGINS"] = _joined(env.get("PYTEST_PLUGINS"), PLUGIN, ",")
     out[REPORT_ENV] = str(report)
@@ -153,3 +165,58 @@ def plugin_failure(stderr: str, stdout: str, strict: bool = False) -> str:
 def _last_lines(text: str, count: int = 3) -> str:
     lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-count:])[:500]
+
+
+def confirm_spec(tool: Tool, recorder: Recorder, workdir: Path) -> dict[str, Any] | None:
+    """What the plugin watches in this run, for the confirmation: in an initcheck run that will be confirmed, name
+    every allocation (`log`); in a bare re-run, poison and keep what the flagged allocations' readers read and made.
+    None where the run confirms nothing."""
+    folder = str(workdir / "watch")
+    plan = recorder.poison.plan
+    if plan.fill is not None:
+        watch: Any = "all" if plan.watch_all else plan.watch
+        return {"mode": plan.mode, "dir": folder, "watch": watch}
+    if tool is Tool.INITCHECK and recorder.confirming:
+        return {"mode": "log", "dir": folder}
+    return None
+
+
+def watched(recorder: Recorder, cases: list[CaseResult], folder: Path) -> None:
+    """What the plugin's watch saw, into the run's result: each allocation of a case as its buffer (so the sanitizer's
+    addresses map to it), and in a re-run the snapshots and results the confirmation compares."""
+    index_path = folder / "watch.json"
+    if not index_path.is_file():
+        raise RuntimeError("cuprobe's watch of the test's torch memory wrote nothing: the test process ended early")
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    if index.get("error"):
+        if recorder.poison.active:
+            raise RuntimeError(f"cuprobe could not watch the test's torch memory: {index['error']}")
+        cases[0].observations["confirm_watch"] = f"not watched: {index['error']}"
+        return
+    by_id = {case.id: case for case in cases}
+    only = cases[0] if len(cases) == 1 else None  # one process, one case: whatever pytest named its test
+    reused_from = int(index.get("reused_from", -1))
+    for entry in index.get("allocations", []):
+        case = by_id.get(entry["test"]) or only
+        if case is not None and not 0 <= reused_from <= entry["ordinal"]:
+            recorder.allocation(case, entry["name"], entry["ptr"], entry["size"])
+    for test, snaps in (index.get("snapshots") or {}).items():
+        case = by_id.get(test) or only
+        for name, kept in snaps.items():
+            if case is not None:
+                raw = (folder / kept["file"]).read_bytes()
+                recorder.poison.checkpoint(case.id, kept["checkpoint"], **{name: _array(raw, "|u1", [len(raw)])})
+    for test, outputs in (index.get("outputs") or {}).items():
+        case = by_id.get(test) or only
+        for name, kept in outputs.items():
+            if case is not None:
+                raw = (folder / kept["file"]).read_bytes()
+                recorder.poison.output(case.id, name, _array(raw, kept["dtype"], kept["shape"]))
+    if index.get("left_out"):
+        cases[0].observations["confirm_left_out"] = index["left_out"]
+
+
+def _array(raw: bytes, dtype: str, shape: list[int]) -> Callable[[], Any]:
+    import numpy as np
+
+    return lambda: np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)

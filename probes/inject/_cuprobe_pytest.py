@@ -8,7 +8,9 @@ loaded by path under names no project uses. What it does:
 - with CUPROBE_ALLOCATOR set, sets torch's CUDA allocator up before a test touches CUDA (caching-nvtx registers
   torch's caching allocator with the sanitizer through NVTX, or falls back to no-caching, saying why);
 - with CUPROBE_PYTEST_REPORT set, writes one JSON line per event to that file as it happens: that it loaded, each
-  test's phases and outcomes, and the session's end, so a process that dies mid-file leaves what ran before.
+  test's phases and outcomes, and the session's end, so a process that dies mid-file leaves what ran before;
+- with CUPROBE_CONFIRM set (a run whose initcheck findings are confirmed), replaces torch's allocator with cuprobe's
+  logging and poisoning one and watches torch's ops (probes/test_watch.py) instead of setting CUPROBE_ALLOCATOR's.
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ HERE = Path(__file__).resolve().parent
 SOURCES = {
     "_cuprobe_allocator_state": HERE.parent / "allocator_state.py",
     "_cuprobe_extension": HERE.parent.parent / "kernels" / "extension.py",
+    "_cuprobe_test_watch": HERE.parent / "test_watch.py",
+    "_cuprobe_poison_alloc": HERE.parent.parent / "kernels" / "poison_alloc.py",
 }
+CONFIRM_ENV = "CUPROBE_CONFIRM"
+_watching: dict[str, Any] = {}  # the watch of a confirming run and its dispatch mode, while the session runs
 ALLOCATORS = ("caching-nvtx", "caching", "no-caching")
 MESSAGE_CHARS = 2000
 
@@ -55,9 +61,38 @@ def _write(event: dict[str, Any]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(CONFIRM_ENV):
+        _write({"event": "configure", "python": sys.executable, "allocator": {"allocator": "cuprobe-confirm"},
+                "confirm": _watch(json.loads(os.environ[CONFIRM_ENV]))})
+        return
     choice = os.environ.get(ALLOCATOR_ENV, "").strip()
     state = _set_up(choice) if choice else None
     _write({"event": "configure", "python": sys.executable, "allocator": state.context() if state else None})
+
+
+def _watch(spec: dict[str, Any]) -> str | None:
+    """Start watching torch in this process for the confirmation; the reason where it cannot (also in watch.json)."""
+    watching = _load("_cuprobe_test_watch")
+    folder = Path(spec["dir"])
+    try:
+        if importlib.util.find_spec("torch") is None:
+            raise RuntimeError("torch is not installed in the test's interpreter")
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        library = _load("_cuprobe_poison_alloc").build()
+        watch = watching.Watch(spec, library)
+        watch.install(torch)
+        torch.backends.cudnn.benchmark = False  # the same algorithms, and so allocations, in every run
+        mode = watching.dispatch_mode(watch, torch)
+        mode.__enter__()
+    except Exception as exc:  # the reason is the confirmation's; the tests still run
+        reason = f"{type(exc).__name__}: {exc}"
+        watching.write_index(folder, {"mode": spec.get("mode"), "error": reason})
+        return reason
+    _watching.update(watch=watch, mode=mode)
+    return None
 
 
 def _set_up(choice: str) -> Any:
@@ -90,6 +125,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    if "watch" in _watching:
+        _watching["watch"].test = nodeid
     _write({"event": "start", "nodeid": nodeid})
 
 
@@ -113,6 +150,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if "watch" in _watching:
+        _watching["mode"].__exit__(None, None, None)
+        _watching.pop("watch").write()
     _write({"event": "finish", "exitstatus": int(exitstatus)})
 
 

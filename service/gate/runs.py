@@ -162,7 +162,12 @@ def _spec(suite: Suite, entry: SuiteEntry, label: str) -> dict[str, Any]:
     }
     if options := entry.options.model_dump(mode="json", exclude_defaults=True):
         spec["options"] = options
-    for key, value in (("timeout_s", entry.timeout_s), ("arch", suite.arch), ("deadline_s", suite.deadline_s)):
+    for key, value in (
+        ("timeout_s", entry.timeout_s),
+        ("arch", suite.arch),
+        ("deadline_s", suite.deadline_s),
+        ("confirm", entry.confirm),
+    ):
         if value is not None:
             spec[key] = value
     return spec

@@ -52,6 +52,7 @@ class SuiteEntry(BaseModel):
     options: SanitizerOptions = Field(default_factory=SanitizerOptions, description="compute-sanitizer options")
     fail_on: Severity | None = Field(None, description="error or warning; the suite's when unset")
     case: str | None = Field(None, description="for a [[test]] process: the test it runs (node id, test name)")
+    confirm: bool | None = Field(None, description="confirm initcheck findings (None: the settings' choice)")
 
     @model_validator(mode="before")
     @classmethod
@@ -66,7 +67,12 @@ class SuiteEntry(BaseModel):
 
     def request(self) -> ProbeRequest:
         return ProbeRequest(
-            probe=self.probe, tool=self.tool, params=self.params, timeout_s=self.timeout_s, options=self.options
+            probe=self.probe,
+            tool=self.tool,
+            params=self.params,
+            timeout_s=self.timeout_s,
+            options=self.options,
+            confirm=self.confirm,
         )
 
 
@@ -228,7 +234,12 @@ def _file_runs(path: Path, test: TestEntry, found: list[TestCommand], entries: l
             "not_run_output": None,
         }
         entry = test_entry(test, file, params, index).model_copy(
-            update={"name": f"{test.name}.file{index:04d}", "timeout_s": params["timeout_s"] + SANITIZER_MARGIN_S}
+            # A file's findings are never its tests' final ones (each test then runs alone, and is confirmed alone).
+            update={
+                "name": f"{test.name}.file{index:04d}",
+                "timeout_s": params["timeout_s"] + SANITIZER_MARGIN_S,
+                "confirm": False,
+            }
         )
         out.append(FileRun(path=file, entry=_check_entry(path, entry, f"{path}: [[test]] {test.name} ({file})"),
                            tests=[e for _, e in members]))

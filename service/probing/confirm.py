@@ -344,6 +344,8 @@ def start_early(
     the flagged cases needs the findings first: those start after the run)."""
     if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
         return None
+    if not registry.get(request.probe).reruns_early:
+        return None
     return Reruns(request, early_params(request.probe, params, settings), None, settings, workdir)
 
 

@@ -120,6 +120,18 @@ def _poison_name(mode: str) -> str:
     return f"0x{fill:02X}" if fill is not None else mode
 
 
+# A result named `BUFFER -> ...` is what an op reading BUFFER produced (a user's test: probes/test_watch.py); a
+# finding is judged on those of its own buffers where the case keeps such results.
+READ_FROM = " -> "
+
+
+def _of_buffers(arrays: Arrays, buffers: set[str]) -> Arrays:
+    """The results that the reads of `buffers` produced, where results are named by buffer; else all of them."""
+    if not any(READ_FROM in name for name in arrays):
+        return arrays
+    return {name: a for name, a in arrays.items() if name.partition(READ_FROM)[0] in buffers}
+
+
 def decide(
     finding: Finding, flagged: FlaggedMemory | None, runs: dict[str, BareRun]
 ) -> tuple[Confirmation, ConfirmationEvidence]:
@@ -177,7 +189,7 @@ def decide(
     results = [runs[label].outputs.get(case) for label in ("ff#1", "ff#2", "zero")]
     if any(r is None for r in results):
         return unconfirmed(f"the probe keeps no result for case {case}, so there is nothing to compare", evidence)
-    ff1, ff2, zero = (r or {} for r in results)
+    ff1, ff2, zero = (_of_buffers(r or {}, set(flagged.merged())) for r in results)
     never = f"never written ({evidence.surviving_elements} of {where} still held the sentinel" + (
         "; the rest was written by a path initcheck does not track)"
         if evidence.surviving_elements < evidence.flagged_elements
