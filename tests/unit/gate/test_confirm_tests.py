@@ -85,3 +85,11 @@ def test_a_finding_is_judged_on_what_the_reads_of_its_own_buffer_produced() -> N
     finding = Finding(signature="s", tool=Tool.INITCHECK, kind="uninitialized-global-read", message="m", case="c")
     verdict, evidence = decide(finding, flagged, runs)
     assert verdict is Confirmation.BENIGN, evidence.reason
+
+
+def test_the_confirmation_cost_benchmark_runs_at_a_small_size() -> None:
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, str(root / "bench" / "confirm_tests.py"), "--smoke"], cwd=root,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| test_one | clean |" in done.stdout and "gate exit 0" in done.stdout
