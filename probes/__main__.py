@@ -133,9 +133,10 @@ def _main(args: argparse.Namespace) -> int:
         bare.error = f"bad --watch or --then for probe {args.name}: {exc}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
-    refused = next((plan.mode for _, plan in runs if plan.fill is not None and not probe.poisonable), None)
+    why_not = probe.poison_refusal(params)
+    refused = next((plan.mode for _, plan in runs if plan.fill is not None and why_not), None)
     if refused is not None:
-        bare.error = f"refused: --poison {refused}: {probe.unpoisonable_reason}"
+        bare.error = f"refused: --poison {refused}: {why_not}"
         print(bare.error, file=sys.stderr)
         return _fail(args.out, bare, EXIT_BAD_PARAMS)
     prefetch = prefetch_torch() if args.prefetch_torch and probe.uses_torch(params) else None

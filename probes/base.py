@@ -113,6 +113,10 @@ class Probe(ABC, Generic[P]):
     # Probes that run the user's program say False: running it four more times for every clean run costs too much.
     reruns_early: ClassVar[bool] = True
 
+    def poison_refusal(self, params: P) -> str | None:
+        """Why this probe cannot poison its memory with these parameters (so its findings are not re-run), or None."""
+        return None if self.poisonable else self.unpoisonable_reason
+
     def gpu_needed(self, params: P) -> bool:
         """Whether a bare run with these parameters needs a GPU (probes with CPU and CUDA backends override)."""
         return self.needs_gpu

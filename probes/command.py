@@ -241,6 +241,14 @@ class Command(Probe[CommandParams]):
     poisonable = True
     reruns_early = False
 
+    def poison_refusal(self, params: CommandParams) -> str | None:
+        if runs_pytest(params.argv):
+            return None
+        return (
+            "the command probe poisons memory only in a pytest process (cuprobe's pytest plugin replaces torch's "
+            "allocator there), so other commands' reads cannot be re-run"
+        )
+
     def expectation(self, params: CommandParams, tool: Tool) -> Expectation:
         if params.expect and tool is not Tool.NONE:
             return Expectation.positive_control(tool, params.expect)
@@ -271,11 +279,6 @@ class Command(Probe[CommandParams]):
             raise ProbeRefused("tests: node ids are read only for a pytest command")
         workdir = Path(tempfile.mkdtemp(prefix="cuprobe-pytest-")) if pytest else None
         confirm = confirm_spec(tool, recorder, workdir) if workdir is not None else None
-        if recorder.poison.active and confirm is None:
-            raise ProbeRefused(
-                "the command probe poisons memory only in a pytest process (cuprobe's pytest plugin replaces torch's "
-                "allocator there): this command's findings cannot be re-run"
-            )
         if workdir is not None:  # the plugin merged into the test's own environment, after what the test set
             env = plugin_env(env, params.allocator, workdir / "report.jsonl", confirm)
         cases = [

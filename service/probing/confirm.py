@@ -52,7 +52,17 @@ NOT_PLANTED = (
 def confirming(request: ProbeRequest, tool: Tool, settings: Settings) -> bool:
     """Whether this run confirms its findings: initcheck, confirmation on, and a probe that can poison."""
     enabled = request.confirm if request.confirm is not None else settings.confirm
-    return tool is Tool.INITCHECK and enabled and registry.get(request.probe).poisonable
+    return tool is Tool.INITCHECK and enabled and poison_refusal(request) is None
+
+
+def poison_refusal(request: ProbeRequest) -> str | None:
+    """Why the request's probe cannot poison its memory with the request's parameters, or None."""
+    probe = registry.get(request.probe)
+    try:
+        params = probe.Params.model_validate(request.params)
+    except ValueError:  # admission refuses such parameters before anything runs
+        return probe.unpoisonable_reason
+    return probe.poison_refusal(params)
 
 
 def refuse_unconfirmable(request: ProbeRequest, tool: Tool, settings: Settings) -> None:
@@ -427,10 +437,10 @@ def confirm_findings(
     enabled = request.confirm if request.confirm is not None else settings.confirm
     if not targets or not result.outcome.ran or not enabled:
         return result.model_copy(update=update)
-    if not probe.poisonable:
+    if (why_not := poison_refusal(request)) is not None:
         for i in targets:
             findings[i] = _unconfirmed(
-                findings[i], f"{probe.unpoisonable_reason} (cuprobe does not control the memory of probe {probe.name})"
+                findings[i], f"{why_not} (cuprobe does not control the memory of probe {probe.name})"
             )
         return result.model_copy(update={**update, "message": f"{result.message}; {confirmation_summary(findings)}"})
     flagged: dict[tuple[str, str | None], FlaggedMemory] = parsed.flagged if parsed else {}
