@@ -71,6 +71,6 @@ def test_a_plugin_cannot_shadow_a_builtin(tmp_path: Path) -> None:
     sys.path.insert(0, str(site))
     importlib.invalidate_caches()
     try:
-        assert registry.available()["narrow-matmul"] == "probes.narrow_matmul:NarrowMatmul"
+        assert registry.available()["narrow-matmul"] == "cuprobe.probes.narrow_matmul:NarrowMatmul"
     finally:
         sys.path.remove(str(site))
