@@ -79,13 +79,12 @@ def timed(
         grid += f"options = {options}\n"  # as a TOML inline table (`{ kernel_name_exclude = ["kns=x"] }`)
     definition = parse_definition(grid)
     if os.environ.get("CUPROBE_BENCH_NEEDS_IGNORED") == "1":
-        # An experiment: the planner as it was before it counted torch's import once a batch (docs/sweep.md,
-        # "Session 31"): no case needs anything, so the torch cases spread over the batches with the rest (the
-        # 384-case grid at K = 8: 16 in each of the eight, as the planner's chunks along n had them).
+        # An experiment: the planner with no need counted (docs/sweep.md, "How cases become processes"): the torch
+        # cases spread over the batches with the rest (the 384-case grid at K = 8: 16 in each of the eight).
         BATCHING["narrow-matmul"].needs = lambda point: frozenset()  # type: ignore[method-assign]
     if records := os.environ.get("CUPROBE_BENCH_TORCH_RECORDS"):
         # An experiment: what torch's import costs a batch in the packed plan, in records (3,000 by default), to
-        # measure another value against it (docs/sweep.md, "Session 31", call 3).
+        # measure another value against it.
         NEED_RECORDS["torch"] = float(records)
     spares = None
     after = float(os.environ.get("CUPROBE_BENCH_RERUNS_AFTER_S") or 0)  # an experiment: hand them over later
@@ -133,9 +132,9 @@ def timed(
 
 
 # When the ready re-runs are made, against the spares (CUPROBE_BENCH_RERUNS_ORDER). Measured on an H100
-# (docs/sweep.md, "Session 23"): made while the spares start ("beside", session 22) they ran their cases about four
-# times slower than cold re-runs and slowed the sweep; made once the spares are ready ("after") they did not.
-# "before": made and ready before the spares start (the experiment that tells the two apart).
+# (docs/confirmation.md, "Re-runs ready before the sweep"): made while the spares start ("beside") they ran their
+# cases about four times slower than cold re-runs and slowed the sweep; made once the spares are ready ("after") they
+# did not. "before": made and ready before the spares start (the experiment that tells the two apart).
 READY_RERUNS_ORDER = ("after", "beside", "before")
 
 

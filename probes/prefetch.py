@@ -1,12 +1,12 @@
 """Importing torch on a second thread while a probe's first cases run (the harness's --prefetch-torch).
 
 A cold probe process whose parameters use torch imports it when its first torch case comes, after its kernel cases:
-under a sanitizer, eight such processes started together took about 2 s each for that import (docs/sweep.md,
-"Session 28"). Started as the process starts, the import overlaps the cases before it; the probe's own `import
-torch` then waits on Python's module lock until this one is done, and goes on exactly as it would have. Only the
-import: nothing here touches CUDA (torch creates its CUDA state lazily, on the probe's thread). Measured at K = 8
-(docs/sweep.md, "Session 29"): the import leaves the critical path, but the kernel cases beside it run slower, so
-about half of its time comes back as cases per GPU-hour.
+under a sanitizer, eight such processes started together take about 2 s each for that import. Started as the process
+starts, the import overlaps the cases before it; the probe's own `import torch` then waits on Python's module lock
+until this one is done, and goes on exactly as it would have. Only the import: nothing here touches CUDA (torch
+creates its CUDA state lazily, on the probe's thread). At K = 8 the import leaves the critical path, but the kernel
+cases beside it run slower, so about half of its time comes back as cases per GPU-hour (docs/sweep.md, "K processes
+per GPU").
 """
 
 from __future__ import annotations

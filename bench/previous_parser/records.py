@@ -15,7 +15,7 @@ UNUSED_MEMORY = "unused-memory"
 _SIZE_SUFFIX = re.compile(r"\s+of size \d+ bytes?.*$")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
-# The record kinds each tool writes (seen in 2025.3 and 2026.4 output; docs/evidence/).
+# The record kinds each tool writes (seen in 2025.3 and 2026.4 output; tests/data/captures).
 TOOL_OF_KIND: dict[str, Tool] = {
     "Initcheck": Tool.INITCHECK,
     "Precise": Tool.MEMCHECK,

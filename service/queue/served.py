@@ -33,7 +33,7 @@ def after_grace(served: ServedQueues, grace_s: float) -> ServedQueues:
             return None
         try:
             return served()
-        except Exception as exc:  # cannot ask: the job waits as before, the reconciler still applies deadlines
+        except Exception as exc:  # cannot ask: the job waits for a worker, the reconciler still applies deadlines
             log.warning("cannot read which queues live workers serve: %s", exc)
             return None
 

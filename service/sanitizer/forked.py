@@ -3,9 +3,9 @@
 A local sweep with K slots parses each run's XML in a child process (service/sanitizer/pool.py: K parses in threads
 of one process would take turns on its interpreter lock). A `python -m cuprobe.service.sanitizer.pool` child spends its
 first 0.4-0.5 s importing cuprobe's parser, after the run it parses: on the H200 the slowest of eight processes spent
-0.7-1.0 s in its parse stage for a 6.4 MB XML. Started ahead instead, eight such children took their imports' CPU
-from the sanitizer runs at a time when the host's cores are the limit, and the sweep was no faster (docs/sweep.md,
-"Session 14"). So a sweep starts one server (`python -m cuprobe.service.sanitizer.forked`) when it starts: it
+0.7-1.0 s in its parse stage for a 6.4 MB XML. Children started ahead would take their imports' CPU from the
+sanitizer runs at a time when the host's cores are the limit (docs/sweep.md, "Parsing beside other slots"). So a
+sweep starts one server (`python -m cuprobe.service.sanitizer.forked`) when it starts: it
 imports the parser once, then forks one child per connection on a Unix socket; a parse connects, and its child
 costs a fork.
 

@@ -18,7 +18,7 @@ UNUSED_MEMORY = "unused-memory"
 _SIZE_SUFFIX = re.compile(r"\s+of size \d+ bytes?.*$")
 _STACK_PARSER = etree.XMLParser(**HARDENED)
 
-# The record kinds each tool writes (seen in 2025.3 and 2026.4 output; docs/evidence/).
+# The record kinds each tool writes (seen in 2025.3 and 2026.4 output; tests/data/captures).
 TOOL_OF_KIND: dict[str, Tool] = {
     "Initcheck": Tool.INITCHECK,
     "InitcheckApiError": Tool.INITCHECK,

@@ -114,10 +114,11 @@ BATCHING = {NarrowMatmulBatching.probe: NarrowMatmulBatching()}
 # 42.6 s for 63,488 records and 384 cases, docs/sweep.md): a record costs about 0.6 ms and a case a few ms. Only the
 # balance between batches depends on it, and there the records dominate wherever a grid makes many.
 CASE_RECORDS = 16
-# What a process pays once for a need of its cases, in records. torch: its import took 3.9-4.8 s on its own thread
-# in each process of the 384-case grid at K = 8 (an H100, docs/sweep.md "Session 30" call 7) and the kernel cases
-# beside it ran 0.6-1.6 s slower than with a late import (session 29); a record cost about 0.5 ms there (7,936 a
-# process in 4-5 s). So about 1.5 s, 3,000 records: enough that one process carries a grid's torch cases.
+# What a process pays once for a need of its cases, in records. torch: its import takes 3.9-4.8 s on its own thread
+# in each process of the 384-case grid at K = 8 on an H100, and the kernel cases beside it run 0.6-1.6 s slower than
+# with a late import; a record costs about 0.5 ms there (7,936 a process in 4-5 s). So about 1.5 s, 3,000 records:
+# enough that one process carries a grid's torch cases (1,000 made the sweep slower; docs/sweep.md, "How cases
+# become processes").
 NEED_RECORDS = {"torch": 3_000.0}
 
 

@@ -5,7 +5,7 @@ options and backtraces, and the same start-up (torch or not), with other paramet
 once, the first `slots` jobs of such a group start cold, and each later one can take a spare that one of the
 earlier ones readied: so the first n - slots of a group of n are marked. A group that fits in one wave marks none,
 and a worker then starts no spare a sweep cannot use (spares started beside the runs they would follow slow them:
-docs/sweep.md, "Session 22").
+docs/sweep.md, "Warm starts").
 """
 
 from __future__ import annotations

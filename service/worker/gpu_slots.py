@@ -30,14 +30,14 @@ from cuprobe.service.worker.spare_registry import end_spares
 # A sanitizer process running torch or pycuda kernels takes about 1-4 GiB of device memory (context, the
 # tool's shadow memory, the probe's buffers); reserve 8 GiB each so K processes never exhaust the GPU.
 GIB_PER_PROCESS = 8
-# Measured on an H200 with 16 cores and compute-sanitizer 2025.3.1.0 (docs/sweep.md, "Session 11"): with the
-# confirmation on (each sanitizer process brings four bare re-runs of its cases) the 384-case grid took 16.0 s at
-# K = 4 and 24.9 s at K = 8 (spares ready): past four the re-runs take the host's cores. Without it, 11.9, 7.3-7.8
-# and 11.0 s at K = 4, 8 and 16: past eight the sanitizer processes themselves take the 16 cores. CUPROBE_GPU_SLOTS
-# sets more. A worker's gate jobs still bring four re-runs each (a sweep's jobs of one grid share one set per host:
-# service/probing/confirm_host.py); a local sweep's batches share one set (session 12:
-# service/probing/confirm_shared.py), so a local sweep's K is capped as without the confirmation (host_slots):
-# there K = 8 took 9.4-11.1 s cold against 11.2-12.8 s at K = 4 (docs/sweep.md).
+# Measured on an H200 with 16 cores and compute-sanitizer 2025.3.1.0: with each sanitizer process bringing four bare
+# re-runs of its cases (the confirmation) the 384-case grid took 16.0 s at K = 4 and 24.9 s at K = 8 (spares ready):
+# past four the re-runs take the host's cores. Without them, 11.9, 7.3-7.8 and 11.0 s at K = 4, 8 and 16: past eight
+# the sanitizer processes themselves take the 16 cores. CUPROBE_GPU_SLOTS sets more. A worker's gate jobs bring four
+# re-runs each (a sweep's jobs of one grid share one set per host: service/probing/confirm_host.py); a local sweep's
+# batches share one set (service/probing/confirm_shared.py), so a local sweep's K is capped as without the
+# confirmation (host_slots): there K = 8 took 9.4-11.1 s cold against 11.2-12.8 s at K = 4 (docs/sweep.md, "K
+# processes per GPU").
 MAX_SLOTS = 4
 MAX_SLOTS_UNCONFIRMED = 8
 # compute-sanitizer versions whose targets stall when several run on one GPU: the target waits in cuCtxSynchronize

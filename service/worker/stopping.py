@@ -5,7 +5,7 @@ worker's process group, Celery's cold shutdown (SIGQUIT, a second Ctrl-C) cancel
 stopping. The running attempt was then lost with its worker, nothing written, and counted in max_attempts, so a job
 could end `crashed` for restarts alone. Now a SIGTERM that comes while a pool process runs a job is held back
 (`sigterm_deferred`, around the task): execute_job stops the probe, hands the job back (store.hand_back: queued
-again, that attempt not counted, its run marked handed back), and the held SIGTERM then ends the process as before.
+again, that attempt not counted, its run marked handed back), and the held SIGTERM then ends the process.
 SIGKILL (the OOM killer, a stop that timed out) cannot be held back: that attempt counts, as any lost worker's does.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torch's caching allocator made visible to the sanitizer (NVTX): evidence for docs/allocator.md, on the GPU box.
+# torch's caching allocator made visible to the sanitizer (NVTX), on the GPU box: docs/allocator.md's measured tables.
 # Run from the project root there:  bash tests/gpu/allocator.sh
 # Writes under $OUT: allocator.log (this console), build.json (extension build time, fresh then cached),
 # trace/real_trace.json + trace/real_trace.nvtx.log (commit both to tests/data/allocator/), runs/NAME.json

@@ -1,7 +1,7 @@
 """Per-case table of a batched probe run: sanitizer records attributed to cases by allocation address.
 
 Usage: python3 tests/gpu/case_table.py DIR   (DIR holds result.json and run.xml or run.xml.gz)
-Prints: case, expected records (the probe's prediction, where it makes one), measured records, max relative
+Prints: case, expected records (the probe's own count, where it gives one), measured records, max relative
 error, violations; then records that fell in no case's allocations and the sanitizer's own summary count.
 """
 
@@ -85,7 +85,7 @@ def main(directory: Path) -> int:
               f"{err_text:>12}  {'; '.join(case['violations']) or '-'}")
     print(f"records: {len(addresses)} in run.xml, {unattributed} in no case's allocations, "
           f"sanitizer summary: {summary_count(directory)}; by text: {dict(texts)}")
-    print(f"complete: {result.get('complete')}; cases whose count differs from the prediction: {mismatches}")
+    print(f"complete: {result.get('complete')}; cases whose count differs from the expected: {mismatches}")
     return 1 if mismatches else 0
 
 

@@ -16,12 +16,12 @@ CUPROBE_GPU_KEEP="$keep/pytest" timeout 420 python3 -m pytest tests/gpu -m gpu -
 for san in /usr/local/cuda/bin/compute-sanitizer /tmp/site/nvidia/cu13/bin/compute-sanitizer; do
   [ -x "$san" ] || continue
   v=$($san --version | sed -n 's/.*Version \([0-9.]*\).*/\1/p')
-  echo "== cuprobe run uninit-read --tool initcheck (compute-sanitizer $v); predicted: 1 finding, count 1024-1000=24"
+  echo "== cuprobe run uninit-read --tool initcheck (compute-sanitizer $v); expected: 1 finding, count 1024-1000=24"
   CUPROBE_SANITIZER_PATH=$san python3 -m cuprobe.service.cli run uninit-read --tool initcheck --workdir "$keep/cli-$v-initcheck"
   echo "exit=$?"
   CUPROBE_SANITIZER_PATH=$san python3 -m cuprobe.service.cli run uninit-read --tool initcheck --json > "$keep/cli-$v-initcheck.json"
   echo "json exit=$?"
-  echo "== cuprobe run uninit-read --tool memcheck (compute-sanitizer $v); predicted: clean"
+  echo "== cuprobe run uninit-read --tool memcheck (compute-sanitizer $v); expected: clean"
   CUPROBE_SANITIZER_PATH=$san python3 -m cuprobe.service.cli run uninit-read --tool memcheck --workdir "$keep/cli-$v-memcheck"
   echo "exit=$?"
 done

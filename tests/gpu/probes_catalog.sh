@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The probe catalog's evidence on a GPU machine: every GPU probe case of the catalog, raw logs tarred into $OUT.
+# The probe catalog on a GPU machine: every GPU probe case of the catalog, raw logs tarred into $OUT; what
+# tests/data/probes-catalog keeps of it renders docs/probes-measured.md (docs/tools/probe_tables.py).
 # Run from the project root there:  bash tests/gpu/probes_catalog.sh
 # Writes $OUT/probes_catalog.log (this console), $OUT/probes_catalog.tgz (per step: cmd.txt, stdout.txt,
 # stderr.txt, exit_code, wall_s, result.json, run.xml, table.txt) and $OUT/summary.txt. Steps are independent
@@ -72,7 +73,7 @@ step narrow_initcheck 300 initcheck "$SAN" narrow-matmul \
 # 2. k and m above the tile: each thread reads several unwritten floats at one pc (tests the one-record-per-read model).
 step narrow_multiread_initcheck 180 initcheck "$SAN" narrow-matmul \
   '{"m":64,"k":64,"tile":32,"n":[1,33,64],"variants":["unguarded","guarded"]}'
-# 3. bf16 classification, bare (timing is evidence): a shape large enough to time on the GPU; CPU at 256.
+# 3. bf16 classification, bare (its verdict reads the timing): a shape large enough to time on the GPU; CPU at 256.
 step bf16_bare 120 none "$SAN" bf16-matmul '{"backends":["torch-cuda","pycuda"],"m":4096,"k":4096,"n":4096}'
 step bf16_cpu_bare 60 none "$SAN" bf16-matmul '{"backends":["torch-cpu"]}'
 # 4. determinism, N=8 fresh processes, no shared cache.

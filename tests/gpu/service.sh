@@ -22,7 +22,7 @@ python3 -c "import redis; redis.Redis.from_url('$CUPROBE_BROKER_URL').flushdb()"
 step "start: cuprobe worker (one per GPU + CPU) and cuprobe serve on :$port"
 cli worker --loglevel WARNING > "$out/worker.log" 2>&1 & worker_pid=$!
 cli serve --port $port > "$out/api.log" 2>&1 & api_pid=$!
-# Wait for these two only: a bare `wait` would also wait for the tee above, forever (it hung the H200 run).
+# Wait for these two only: a bare `wait` would also wait for the tee above, forever.
 trap 'kill $worker_pid $api_pid 2>/dev/null; wait $worker_pid $api_pid 2>/dev/null' EXIT
 for _ in $(seq 120); do
   curl -sf "$CUPROBE_API_URL/health" > "$out/health.json" && grep -q 'gpu.sm' "$out/health.json" && break
@@ -32,7 +32,7 @@ cat "$out/health.json"; echo
 
 for spec in "uninit-read initcheck" "narrow-matmul initcheck"; do
   set -- $spec; probe=$1; tool=$2
-  step "cuprobe submit $probe --tool $tool --wait --json (predicted: findings, exit 1)"
+  step "cuprobe submit $probe --tool $tool --wait --json (expected: findings, exit 1)"
   cli submit "$probe" --tool "$tool" --wait --json > "$out/$probe-job.json"; echo "exit=$?"
   id=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$out/$probe-job.json")
   python3 - "$out/$probe-job.json" <<'PY'

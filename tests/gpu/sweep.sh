@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The sweep on the H200: bench/sweep.py — the full 384-case narrow-matmul initcheck grid batched (wall time,
-# cases per GPU-hour, its HTML report), then 48 cases batched vs one process per case (identical findings,
-# both wall times, ratio). Everything under $OUT. Predicted about 8-9 minutes in all (docs/sweep.md).
-# Run from the project root: bash tests/gpu/sweep.sh
+# The sweep benchmark on a GPU machine: bench/sweep.py — the full 384-case narrow-matmul initcheck grid batched at
+# K = 1, 2, 4, 8 and the host's default K (wall time, cases per GPU-hour, its HTML report), then the 48-case grid
+# batched against one process per case (identical findings, both wall times, ratio). Everything under $OUT
+# (default build/gpu-sweep): sweep.log and each run's report; each part is stopped after about five minutes.
+# docs/sweep.md says what the rows mean; bench/README.md has the current figures.
+# Run from the project root on the box set up as docs/gpu-box.md describes:  bash tests/gpu/sweep.sh
 set -uo pipefail
 OUT=${OUT:-build/gpu-sweep}
 mkdir -p "$OUT/b48"

@@ -1,5 +1,5 @@
 """The command probe's allowlisted environment on the real sanitizer: a planted defect in a command's child is
-still found, so compute-sanitizer's own variables reach the child (tests/gpu/command_env.sh builds the harness)."""
+still found, so compute-sanitizer's own variables reach the child."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cuprobe.service.models import Outcome, ProbeRequest
 from cuprobe.service.probing.runner import run_probe
 
 pytestmark = pytest.mark.gpu
-HARNESS = Path("/tmp/harness")  # tests/gpu/programs/harness.cu, built by tests/gpu/command_env.sh or here
+HARNESS = Path("/tmp/harness")  # tests/gpu/programs/harness.cu, built by tests/gpu/capture.sh or here
 SOURCE = Path(__file__).parent / "programs" / "harness.cu"
 SH = str(Path(shutil.which("sh") or "/bin/sh").resolve())
 
@@ -28,7 +28,7 @@ def harness() -> Path:
         return HARNESS
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not Path(nvcc).is_file():
-        pytest.skip("no nvcc to build tests/gpu/programs/harness.cu: build it as tests/gpu/command_env.sh does")
+        pytest.skip("no nvcc to build /tmp/harness: nvcc -lineinfo -I. -o /tmp/harness tests/gpu/programs/harness.cu")
     root = SOURCE.parent.parent.parent.parent
     subprocess.run([nvcc, "-lineinfo", "-arch=native", f"-I{root}", "-o", str(HARNESS), str(SOURCE)], check=True)
     return HARNESS

@@ -14,7 +14,7 @@ from cuprobe.service.probing.runner import run_probe
 from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.gpu
-N, K = 1024, 1000  # predicted: one finding of N - K = 24 uninitialized reads, at kernels/uninit_read.cu:6
+N, K = 1024, 1000  # expected: one finding of N - K = 24 uninitialized reads, at kernels/uninit_read.cu:6
 # The confirmer's planted cases run in the same process (confirmation on, the default): their reads are records of
 # the run too (the blind spot reads all N of its buffer, benign and consequential the N - K unwritten each).
 CONTROL_RECORDS = confirm_control.N + 2 * (confirm_control.N - confirm_control.K)

@@ -1,9 +1,9 @@
 """A batched run reports one defect in many cases: the worker stores every (signature, case) once, or says why not.
 
-On the H200 the service's first narrow-matmul job (13 values of n x 3 variants in one process) never ended:
-the store refused its 10 findings (one signature, 10 cases) against a unique (job, signature) constraint, and the
-job was re-run until it ended `crashed` for a worker that never died (docs/evidence/2026-12-02-service-first-try).
-Here the same run is replayed from its H200 capture through execute_job into SQLite and PostgreSQL.
+A narrow-matmul job of 13 values of n x 3 variants in one process has 10 findings with one signature in 10 cases;
+a store that kept findings unique per (job, signature) refused them, and the job was re-run until it ended `crashed`
+for a worker that never died. Here that run is replayed from its H200 capture through execute_job into SQLite and
+PostgreSQL.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ params = { m = 32, k = 32, tile = 32, n = [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65
 def test_one_defect_in_many_cases_of_a_batched_run_is_one_new_finding_with_every_case_counted(
     gate: Gate, replay: Callable[..., None], tmp_path: Path
 ) -> None:
-    # On the H200 the defect run's summary showed one case's count (992) for a finding seen in two cases.
+    # One signature in several cases: the summary counts every case's records, not the first case's alone.
     result = gate(BASE_SUITE + BATCHED)
     assert result.exit_code == 1, result.output
     new = section(summary(tmp_path), "New findings (1)")

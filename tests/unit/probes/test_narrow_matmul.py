@@ -1,4 +1,4 @@
-"""narrow-matmul: predicted initcheck counts, per-case expectations, numerical verdicts, bad parameters."""
+"""narrow-matmul: expected initcheck counts, per-case expectations, numerical verdicts, bad parameters."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ Triton cannot run here, so the program imports a stand-in `triton.runtime.autotu
 `Autotuner` class with Triton's attributes (`fn`, `cache`, `bench_time`, `cache_results`) and a `run` that picks a
 config. What is tested is replay's side: the import hook that patches `Autotuner.run` in a fresh process, the record
 of every choice (also of an autotuner the program drops at once), the diff between processes and the findings.
-tests/gpu/replay.sh runs the same checks against Triton's real autotuner on the H200.
+On a GPU machine with Triton, replay of tests/gpu/programs/replay_splitk.py meets Triton's real autotuner
+(docs/replay.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """replay's digests: the batched path equals the per-tensor one, and a single flipped bit or a swap changes them.
 
-Every test runs on the CPU; on a machine with CUDA (tests/gpu/replay.sh) the batched path runs on the GPU too.
+Every test runs on the CPU; on a machine with CUDA the batched path runs on the GPU too.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Triton digest kernel gives every tensor the digest of the documented function, as the staging path does.
 
-On a machine with CUDA and Triton (tests/gpu/replay.sh) the batch goes through replay_batch.launch's Triton path;
+On a machine with CUDA and Triton the batch goes through replay_batch.launch's Triton path;
 elsewhere the kernel runs in Triton's interpreter on the CPU, in a subprocess (the interpreter is chosen when Triton
 is imported), from the folder CUPROBE_TRITON_SITE names (.ci/run installs Triton and numpy there) or from this
 environment; with no Triton at all there is no kernel to test, and the test says so.

@@ -35,7 +35,7 @@ def replay_bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, replay_settings
     log = tmp_path / "log"
     log.mkdir()
     # The recorded run kept its XML, result and re-runs but not the sanitizer's console: its last line is rebuilt
-    # from the run's recorded summary count (408: docs/evidence/2026-12-03-confirm/uninit_read.json), and the
+    # from the summary count cuprobe recorded for that run (408), and the
     # version banner is that of the same sanitizer's other captured run.
     case = tmp_path / "case"
     shutil.copytree(RUN, case)

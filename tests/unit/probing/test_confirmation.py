@@ -3,7 +3,7 @@
 The flagged memory comes from real initcheck runs (tests/data). The bare re-runs are written by the probe-side
 code a poisoned run uses (Recorder, PoisonLog: result.json plus the .npz beside it) around a numpy stand-in of
 uninit-read's kernel (dst = 2 * src over a fresh buffer of which the host wrote the first k floats), run here on
-the CPU for each poison; the GPU script runs the same decisions on the real kernels (tests/gpu/confirm.sh).
+the CPU for each poison; tests/gpu/test_confirm_processes_gpu.py runs the same decisions on the real kernels.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def test_cuda_stops_at_the_first_entry_that_names_no_device(setting: str, expect
 
 
 def test_a_device_named_twice_hides_every_device() -> None:
-    # The H200 run (docs/evidence/2026-12-02-all/house/house.log): CUDA_VISIBLE_DEVICES=0,0 leaves CUDA no device.
+    # Seen on the H200: CUDA_VISIBLE_DEVICES=0,0 leaves CUDA no device.
     assert visible(DEVICES, "0,0") == []
     assert visible(DEVICES, "0,GPU-0752b642,2") == []
 

@@ -1,5 +1,5 @@
 """The confirmation decided from a real H200 run: uninit-read under initcheck and its four recorded bare re-runs
-(tests/data/runs/confirm-verdicts-uninit_read-2026.4.0.0, from `bash tests/gpu/confirm.sh`, 2026-12-03)."""
+(tests/data/runs/confirm-verdicts-uninit_read-2026.4.0.0, `cuprobe run uninit-read --tool initcheck` on the H200)."""
 
 from __future__ import annotations
 

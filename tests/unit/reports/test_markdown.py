@@ -11,7 +11,7 @@ from cuprobe.service.models.sweep import Sweep, SweepCase
 from cuprobe.service.reports.markdown import markdown
 from cuprobe.service.sweep.diff import diff
 
-# A signature as the H200 sweep stored it (docs/evidence/2026-12-02-sweep/b48/summary.md).
+# A signature as an H200 sweep of narrow-matmul under initcheck stored it.
 SIGNATURE = "initcheck|uninitialized-global-read|tiled_matmul|kernels/narrow_matmul.cu:23|global-read-4"
 
 

@@ -99,7 +99,7 @@ def test_a_positive_control_the_filter_left_unchecked_blames_the_filter_not_the_
 ) -> None:
     """`narrow-matmul --kernel _guarded_`: the unguarded cases' controls cannot fire (their kernel is filtered).
     Still sanitizer_error, but saying why; the guarded cases' clean verdicts say what was left unchecked, and the
-    torch cases, whose launches were all filtered, no longer read "clean as expected"."""
+    torch cases, whose launches were all filtered, do not read "clean as expected"."""
     replaying(monkeypatch, NARROW, target=False)
     request = ProbeRequest(
         probe="narrow-matmul", tool=Tool.INITCHECK, params=NARROW_PARAMS, kernel_filter=["_guarded_"], confirm=False

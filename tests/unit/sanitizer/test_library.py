@@ -11,7 +11,7 @@ from cuprobe.service.sanitizer.parse import parse_xml
 from cuprobe.service.sanitizer.records import Location, RawRecord
 from tests.conftest import BOX_ROOT, DATA, VERSIONS, capture, xml_of
 
-BF16_STDOUT = DATA.parent.parent / "docs/evidence/2026-12-02-probes-catalog/raw/bf16_initcheck/stdout.txt.gz"
+BF16_STDOUT = DATA / "probes-catalog" / "bf16_initcheck" / "stdout.txt.gz"
 
 
 def torch_record() -> tuple[RawRecord, list[tuple[str | None, str | None]]]:

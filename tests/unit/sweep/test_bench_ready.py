@@ -1,5 +1,6 @@
 """bench/sweep.py's rows with spares ready: what is started before the clock, and in which order (the order its
-ready re-runs are made in changed the sweep's speed on the GPU: docs/sweep.md, "Session 23"). The spares and the
+ready re-runs are made in changes the sweep's speed on the GPU: docs/confirmation.md, "Re-runs ready before the
+sweep"). The spares and the
 re-runs are sanitizer and CUDA processes, which cannot exist here: stand-ins record what was asked of them."""
 
 from __future__ import annotations

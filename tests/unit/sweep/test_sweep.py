@@ -240,7 +240,7 @@ def test_batches_spread_over_the_gpu_slots_each_with_a_control(slots: int) -> No
 def test_batches_carry_even_costs_and_only_the_fewest_import_torch(slots: int) -> None:
     """K processes at once end when the costliest does. Along n the unguarded kernel's records fall from 992 (n = 1)
     to 0 (n = 32) and again in every tile, so consecutive chunks of the nightly grid at K = 8 carried 12,032 and 3,840
-    records (the H200's 384-case run, docs/evidence/2026-12-04-s11/call1): cases are spread so every process costs
+    records: cases are spread so every process costs
     about the same. A process whose cases use torch pays its import once (NEED_RECORDS): the torch variant's 128
     cases go to as few processes as keep the costs even, and every other process never imports torch."""
     definition = load_definition(Path("suites/nightly.toml"))

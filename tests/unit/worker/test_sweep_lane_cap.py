@@ -1,7 +1,7 @@
 """A sweep-lane job is one batch of a sweep: the worker runs it with the sweep's record cap, as a local sweep runs
-its processes, not the gate's. Seen on an H100 (2026-12-05): the 384-case grid through the service, planned for a
-worker's K = 4, sent batches of 96 cases (about 16,000 initcheck records each) that stopped at the gate's cap of
-10,000, and 332 of the 384 cases came back `sanitizer_error` ("hit its record cap before this case")."""
+its processes, not the gate's: the 384-case grid through the service, planned for a worker's K = 4, sends batches
+of 96 cases (about 16,000 initcheck records each), which the gate's cap of 10,000 would stop, leaving most of their
+cases `sanitizer_error` ("hit its record cap before this case")."""
 
 from __future__ import annotations
 
