@@ -10,7 +10,7 @@ O="$OUT/own_code_torch"; mkdir -p "$O"
 exec > >(tee "$O/own_code_torch.log") 2>&1
 export PYTHONUNBUFFERED=1 COLUMNS=200
 if command -v cuprobe >/dev/null; then CUPROBE=(cuprobe); else CUPROBE=(python3 -m cuprobe.service.cli.main); fi
-CS=${CS:-$(python3 -c 'from service.sanitizer.locate import find_sanitizer; print(find_sanitizer())' 2>/dev/null)}
+CS=${CS:-$(python3 -c 'from cuprobe.service.sanitizer.locate import find_sanitizer; print(find_sanitizer())' 2>/dev/null)}
 CS=${CS:-/usr/local/cuda/bin/compute-sanitizer}
 P=/tmp/own-torch-project; rm -rf "$P"; mkdir -p "$P"; cp tests/gpu/programs/own_code/test_torch_planted.py "$P/"
 ONE=test_torch_planted.py::test_add_is_clean

@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp/out}
 H="$OUT/sanitizer_help"; mkdir -p "$H"
 sanitizers=()
 for s in /usr/local/cuda/bin/compute-sanitizer /tmp/site/nvidia/cu13/bin/compute-sanitizer \
-         $(python3 -c 'from service.sanitizer.locate import _wheel_binaries as w; print(*w())' 2>/dev/null); do
+         $(python3 -c 'from cuprobe.service.sanitizer.locate import _wheel_binaries as w; print(*w())' 2>/dev/null); do
   [ -x "$s" ] && sanitizers+=("$(readlink -f "$s")")
 done
 for san in $(printf '%s\n' "${sanitizers[@]}" | sort -u); do

@@ -37,7 +37,7 @@ PY
   fi
 fi
 echo "setup_box: python $(python3 -c 'import sys; print(sys.version.split()[0])')" \
-  "| cuprobe $(python3 -c 'import service; print(service.__version__)')" \
+  "| cuprobe $(python3 -c 'import cuprobe; print(cuprobe.__version__)')" \
   "| torch $(python3 -c 'import torch; print(torch.__version__, torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU")' 2>&1 | tail -1)" \
   "| redis $(python3 -c 'import redis; print(redis.Redis(port=6379).ping())' 2>&1 | tail -1)"
 cuprobe doctor  # GPU, driver, every compute-sanitizer found and its version, pycuda, torch
