@@ -124,7 +124,7 @@ def _attempt_of(pid: int) -> str | None:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return None
-    if b"probes" not in argv or b"--out" not in argv:
+    if b"cuprobe.probes" not in argv or b"--out" not in argv:
         return None
     return argv[argv.index(b"--out") + 1].decode().rsplit("/", 2)[-2]
 
