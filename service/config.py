@@ -49,10 +49,6 @@ class Settings(BaseSettings):
     # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
-    # Run the re-runs under SCHED_IDLE as well: they get a core only when no other process wants it (a much lower
-    # weight than nice 19). Off: on the H200 at K = 8 it was no faster than nice 10 (10.2 against 10.7 s, means of six
-    # alternating runs, within their spread; docs/sweep.md, "Session 15").
-    confirm_idle: bool = False
     # How the probe processes whose timing nobody reads (sanitizer runs, the confirmation's re-runs) wait for the GPU:
     # the primary context's scheduling flag (probes.gpu.SCHEDULES). `auto` leaves the driver's choice, which spins a
     # core while it waits wherever a process has fewer contexts than the host has cores; `blocking` sleeps until the

@@ -204,7 +204,6 @@ def _bare_runs(
             cwd=PROJECT_ROOT,
             cancel=cancel,
             nice=settings.confirm_nice,
-            idle=settings.confirm_idle,
         )
     runs: list[BareRun] = []
     for (label, mode), out in zip(group, outs, strict=True):
