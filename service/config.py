@@ -57,12 +57,6 @@ class Settings(BaseSettings):
     # stopped it, none of the 37 with `auto` (docs/sweep.md, "Session 15"). So `auto` stays the default. A bare run
     # of a probe (a timing probe's) always keeps the driver's choice; a user's own program is never touched.
     cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
-    # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
-    # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
-    # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep
-    # slower at K = 8 (25.9 s against 22.5 s), since a re-run's cost is its start, not its cases; a sweep's batches
-    # share one set of re-runs instead (docs/confirmation.md, "Only the flagged cases").
-    confirm_flagged_only: bool = False
     # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
     # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
     # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.

@@ -351,7 +351,7 @@ def start_early(
 ) -> Reruns | None:
     """The re-runs started beside the sanitizer run, when this run confirms and early starts are on (re-running only
     the flagged cases needs the findings first: those start after the run)."""
-    if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
+    if not settings.confirm_early or not confirming(request, tool, settings):
         return None
     if not registry.get(request.probe).reruns_early:
         return None
@@ -471,13 +471,7 @@ def confirm_findings(
             runs["sentinel"] = late.results()["sentinel"]
             spent = round(spent + late.spent_s, 3)
     else:
-        params = result.params
-        if settings.confirm_flagged_only:
-            own = {case for case in plan if not is_confirm_control(case)}
-            cut = narrowed_params(probe, params, own)
-            if cut is not None:
-                params, only = cut, f", only the flagged cases' parameters ({len(own)} case(s) flagged)"
-        late = Reruns(request, params, plan, settings, workdir)
+        late = Reruns(request, result.params, plan, settings, workdir)
         runs, spent = late.results(), late.spent_s
 
     def decided(finding: Finding) -> Finding:

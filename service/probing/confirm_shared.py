@@ -26,9 +26,8 @@ from cuprobe.service.probing.warm_reruns import RerunPool
 
 
 def sharing(settings: Settings) -> bool:
-    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early (re-running only
-    the flagged cases needs each batch's own findings first)."""
-    return settings.confirm_shared and settings.confirm_early and not settings.confirm_flagged_only
+    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early."""
+    return settings.confirm_shared and settings.confirm_early
 
 
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:

@@ -144,12 +144,11 @@ def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monk
     assert set(watched.snapshots["a"]) == {"y"}
 
 
-@pytest.mark.parametrize("mode", ["flagged-only", "early", "torch-early"])
+@pytest.mark.parametrize("mode", ["early", "torch-early"])
 def test_which_cases_the_reruns_run_and_when(
     mode: str, bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """flagged-only (CUPROBE_CONFIRM_FLAGGED_ONLY): the re-runs wait for the findings and run only the flagged cases'
-    n values and variants (here 10 unguarded cases of 39, and no torch). early (the default): four re-runs beside the
+    """early (the default): four re-runs beside the
     run, of every case but the torch variant's (importing torch cost each re-run about 2 s on the H200); torch-early
     (CUPROBE_CONFIRM_TORCH_EARLY): every case beside the run, torch's too.
 
@@ -163,9 +162,7 @@ def test_which_cases_the_reruns_run_and_when(
     params = {"m": 32, "k": 32, "tile": 32, "n": [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128],
               "variants": ["unguarded", "guarded", "torch"]}  # fmt: skip
     request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params=params)
-    chosen = settings.model_copy(
-        update={"confirm_flagged_only": mode == "flagged-only", "confirm_torch_early": mode == "torch-early"}
-    )
+    chosen = settings.model_copy(update={"confirm_torch_early": mode == "torch-early"})
     result = run_probe(request, workdir=tmp_path / "run", settings=chosen)
 
     flagged = sorted({f.case for f in result.findings if f.case and f.tool is Tool.INITCHECK})
@@ -175,12 +172,9 @@ def test_which_cases_the_reruns_run_and_when(
     before = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] < ended]  # type: ignore[operator,union-attr]
     after = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] >= ended]  # type: ignore[operator,union-attr]
     flagged_cases = {"n": [1, 2, 3, 4, 8, 31, 33, 63, 65, 127], "variants": ["unguarded"]}
-    if mode == "flagged-only":
-        assert (len(before), len(after)) == (0, 4)
-    else:
-        variants = params["variants"] if mode == "torch-early" else ["unguarded", "guarded"]
-        assert len(before) == 4 and all(a["n"] == params["n"] and a["variants"] == variants for a in before)
-        assert len(after) == 4
+    variants = params["variants"] if mode == "torch-early" else ["unguarded", "guarded"]
+    assert len(before) == 4 and all(a["n"] == params["n"] and a["variants"] == variants for a in before)
+    assert len(after) == 4
     assert all({k: a[k] for k in flagged_cases} == flagged_cases for a in after)
     # Every flagged case was decided from re-runs asked for it; the stand-in's hold none of them, and say so.
     reasons = {f.confirmation_evidence.reason for f in result.findings if f.case in flagged and f.confirmation_evidence}

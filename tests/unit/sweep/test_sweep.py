@@ -338,9 +338,6 @@ def test_the_nightly_grids_batches_share_one_confirmation_of_every_case(slots: i
     assert with_torch is not None and with_torch["variants"] == ["unguarded", "guarded", "torch"]
     others = [i for i in range(len(requests)) if i not in grid]
     assert others and all(shared.merged_params(i) is None for i in others)
-    # Re-running only the flagged cases needs each run's findings first: no shared early set then.
-    narrowed = SharedReruns(requests, Settings(confirm_flagged_only=True), tmp_path)
-    assert all(narrowed.merged_params(i) is None for i in grid)
     assert all(SharedReruns(requests, Settings(confirm=False), tmp_path).merged_params(i) is None for i in grid)
     # CUPROBE_CONFIRM_SHARED=0: each batch confirms with its own re-runs.
     assert all(SharedReruns(requests, Settings(confirm_shared=False), tmp_path).merged_params(i) is None for i in grid)
