@@ -74,12 +74,6 @@ class Settings(BaseSettings):
     # sanitizer process's time before its first case fell by about 0.3 s at 2 against 4 (docs/sweep.md,
     # "Session 32"). Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
     confirm_processes: int = Field(default=2, ge=1, le=4)
-    # A local sweep's shared re-runs run in ready processes (the caller's pool, service/probing/warm_reruns.py, else
-    # four the sweep starts as it begins) held back until every batch of their grid has ended its sanitizer run, so
-    # that their cases do not share the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in
-    # a sweep's last wave). An experiment, off by default: on an H100 it made the 384-case sweep slower (median
-    # 141,234 cases per GPU-hour against 163,772; docs/sweep.md, "Session 27").
-    confirm_hold: bool = False
     # A probe that runs its cases in its own process (Probe.warms) ends it with os._exit once its result is written
     # and its output flushed, skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where
     # the run asks for nothing the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory,

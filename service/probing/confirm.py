@@ -179,7 +179,6 @@ def _bare_runs(
     cancel: threading.Event,
     folder: str = CONFIRM_DIR,
     warm: RerunPool | None = None,
-    release: threading.Event | None = None,
 ) -> list[BareRun]:
     """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder."""
     outs = [workdir / folder / label.replace("#", "-") / "result.json" for label, _ in group]
@@ -191,8 +190,8 @@ def _bare_runs(
     limit = (request.timeout_s or settings.timeout_s) * len(group)
     done = None
     if warm is not None and watch is None and not then:  # only the early re-runs, which watch every buffer, are warm
-        done = _warm_run(warm, request.probe, group[0][1], params, limit, cancel, outs[0], release)
-    if done is None and cancel.is_set():  # stopped before it began (a held set nobody needed): start nothing
+        done = _warm_run(warm, request.probe, group[0][1], params, limit, cancel, outs[0])
+    if done is None and cancel.is_set():  # stopped before it began: start nothing
         cancelled = zip(group, outs, strict=True)
         return [load_bare_run(label, mode, None, "cancelled", out) for (label, mode), out in cancelled]
     if done is None:
@@ -228,17 +227,12 @@ def _warm_run(
     limit: float,
     cancel: threading.Event,
     out: Path,
-    release: threading.Event | None = None,
 ) -> Supervised | None:
     """The re-run in a warm process of the pool, its files moved to where the cold one writes them; None where the
-    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold).
-    `release`: the process gets its parameters only once it is set (confirm_shared.py's hold; closing the re-runs
-    sets it too), and none where the re-run was cancelled meanwhile."""
+    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold)."""
     warm = pool.take(probe, mode)
     if warm is None:
         return None
-    if release is not None:
-        release.wait()
     if (pool.after_s > 0 and cancel.wait(pool.after_s)) or cancel.is_set():
         warm.discard()
         return None
@@ -272,22 +266,19 @@ class Reruns:
         runs: tuple[Run, ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
         warm: RerunPool | None = None,
-        release: threading.Event | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
         self.where = ""  # where the runs that share them are, for the message ("": this process)
-        self.held = ""  # how their warm processes were held back, for the message (confirm_shared.py's hold)
-        self.released: float | None = None  # when held warm processes got their parameters (spent_s counts from it)
         self._ends: list[float] = []  # each process's end (list.append: safe from the pool's threads)
-        self._cancel, self._release = threading.Event(), release
+        self._cancel = threading.Event()
         self._labels = [label for label, _ in runs]
         # A caller's ready pool holds one process per poison: its re-runs stay one a process.
         groups = dealt(runs, len(runs) if warm is not None else settings.confirm_processes)
         self._pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="confirm")
         self._pending = [
             self._pool.submit(
-                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm, release
+                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm
             )
             for group in groups
         ]
@@ -307,18 +298,12 @@ class Reruns:
 
     @property
     def spent_s(self) -> float:
-        """From the first start (or, held, from their release) to the last end."""
-        start = self.started if self.released is None else self.released
-        return round(max(0.0, max(self._ends, default=start) - start), 3)
-
-    def run_ended(self) -> None:
-        """Nothing to do: a run's own re-runs are never held (confirm_shared.py holds a sweep's)."""
+        """From the first start to the last end."""
+        return round(max(0.0, max(self._ends, default=self.started) - self.started), 3)
 
     def close(self) -> None:
-        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads (held ones let go)."""
+        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""
         self._cancel.set()
-        if self._release is not None:
-            self._release.set()
         self._pool.shutdown(wait=True)
 
 
@@ -333,13 +318,7 @@ class EarlyReruns(Protocol):
     def where(self) -> str: ...
 
     @property
-    def held(self) -> str: ...
-
-    @property
     def spent_s(self) -> float: ...
-
-    def run_ended(self) -> None:
-        """The sanitizer run these serve has ended (its findings may still be read and parsed)."""
 
     def results(self) -> dict[str, BareRun]: ...
 
@@ -518,7 +497,7 @@ def confirm_findings(
         if early is not None and early.shared_by > 1:
             when += f", one set for the sweep's {early.shared_by} processes of this grid{early.where}"
         if warm := sum(1 for run in runs.values() if run.warm):
-            when += f", {warm} of them in processes ready before it{early.held if early is not None else ''}"
+            when += f", {warm} of them in processes ready before it"
         update["message"] = (
             f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when}{only})"
         )

@@ -138,7 +138,6 @@ class HostReruns:
         self.request, self.ticket, self.settings, self.folder, self.cancel = request, ticket, settings, folder, cancel
         self.workdir, self.member = workdir, member or uuid.uuid4().hex
         self.shared_by, self.where = ticket.members, " on this host"
-        self.held = ""  # a host's shared re-runs are never held back (confirm_shared.py holds a local sweep's)
         self._owner = owner
         self._runs: dict[str, BareRun] | None = None
         self._spent = 0.0
@@ -229,9 +228,6 @@ class HostReruns:
             runs[label] = run
         self._spent = float(done["spent_s"])
         return runs
-
-    def run_ended(self) -> None:
-        """Nothing to do: they are not held back for the jobs' runs."""
 
     def close(self) -> None:
         """Wait for the owner's re-runs (stopped where its job was cancelled), and count this job out of the group:
