@@ -61,11 +61,6 @@ class Settings(BaseSettings):
     # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
     # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.
     confirm_shared: bool = True
-    # The early re-runs run the cases that import torch too. Off (the default): they leave those cases out
-    # (Probe.without_torch: narrow-matmul's torch variant), and a flagged case they left out is re-run after the
-    # sanitizer run. On the H200 torch's import and CUDA set-up were about 2 s of each early re-run of the 384-case
-    # grid, whose torch cases never held a finding (docs/confirmation.md, "The cases that import torch").
-    confirm_torch_early: bool = False
     # How many processes the confirmation's four bare re-runs (docs/confirmation.md, "Re-runs sharing a process")
     # take, dealt in turn: at 2 (the default) the two with the 0xFF poison in different processes, so determinism is
     # still checked across two, each followed by another re-run in its process; at 1 all four one after another in

@@ -334,16 +334,14 @@ def start_early(
         return None
     if not registry.get(request.probe).reruns_early:
         return None
-    return Reruns(request, early_params(request.probe, params, settings), None, settings, workdir)
+    return Reruns(request, early_params(request.probe, params), None, settings, workdir)
 
 
-def early_params(probe_name: str, params: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """What the early re-runs run: `params` less the cases that import torch (Probe.without_torch), unless
-    Settings.confirm_torch_early. Importing torch and setting up its CUDA state was about 2 s of each re-run of the
-    384-case grid on the H200, for cases that held no finding (docs/confirmation.md, "The cases that import torch");
-    a flagged case the early re-runs left out is re-run after the sanitizer run (confirm_findings)."""
-    if settings.confirm_torch_early:
-        return params
+def early_params(probe_name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What the early re-runs run: `params` less the cases that import torch (Probe.without_torch). Importing torch
+    and setting up its CUDA state was about 2 s of each re-run of the 384-case grid on the H200, for cases that held
+    no finding (docs/confirmation.md, "The cases that import torch"); a flagged case the early re-runs left out is
+    re-run after the sanitizer run (confirm_findings)."""
     probe = registry.get(probe_name)
     try:
         model = probe.Params.model_validate(params)

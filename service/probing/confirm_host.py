@@ -109,7 +109,7 @@ def join(
         os.close(fd)
         return None
     lead = request.model_copy(update={"timeout_s": ticket.members * (request.timeout_s or settings.timeout_s)})
-    params = early_params(request.probe, ticket.params, settings)
+    params = early_params(request.probe, ticket.params)
     try:
         reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
     except BaseException:
@@ -200,7 +200,7 @@ class HostReruns:
         handed back, killed, failed), or their files are gone."""
         if self.cancel.is_set():
             return {label: BareRun(label, mode, False, "cancelled") for label, mode in POISON_RUNS}
-        params = early_params(self.request.probe, self.request.params, self.settings)
+        params = early_params(self.request.probe, self.request.params)
         self._own = Reruns(self.request, params, None, self.settings, self.workdir)
         self.shared_by, self.where = 1, ""
         return self._own.results()

@@ -89,13 +89,13 @@ class SharedReruns:
         self._plans: dict[int, tuple[ProbeRequest, dict[str, Any], int]] = {}  # group -> (request, params, members)
         self._started: dict[int, Reruns] = {}
         for number, group in enumerate(share_groups(requests, settings)):
-            params = early_params(group.lead.probe, group.merged, settings)
+            params = early_params(group.lead.probe, group.merged)
             self._plans[number] = (group.lead, params, len(group.members))
             self._group_of.update(dict.fromkeys(group.members, number))
 
     def merged_params(self, index: int) -> dict[str, Any] | None:
         """The parameters of the re-runs request `index` shares (every case of its group, less the cases that import
-        torch unless Settings.confirm_torch_early: early_params), or None: it has its own."""
+        torch: early_params), or None: it has its own."""
         return self._plans[self._group_of[index]][1] if index in self._group_of else None
 
     def for_request(self, index: int) -> SharedMember | None:

@@ -144,13 +144,11 @@ def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monk
     assert set(watched.snapshots["a"]) == {"y"}
 
 
-@pytest.mark.parametrize("mode", ["early", "torch-early"])
 def test_which_cases_the_reruns_run_and_when(
-    mode: str, bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """early (the default): four re-runs beside the
-    run, of every case but the torch variant's (importing torch cost each re-run about 2 s on the H200); torch-early
-    (CUPROBE_CONFIRM_TORCH_EARLY): every case beside the run, torch's too.
+    """Four re-runs beside the run, of every case but the torch variant's (importing torch cost each re-run about 2 s
+    on the H200).
 
     The sanitizer run is the H200's 39-case narrow-matmul capture; the stand-in's re-runs are uninit-read's recorded
     ones (no bare narrow-matmul run can be made without a GPU), so what is checked is when they started and what they
@@ -162,8 +160,7 @@ def test_which_cases_the_reruns_run_and_when(
     params = {"m": 32, "k": 32, "tile": 32, "n": [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128],
               "variants": ["unguarded", "guarded", "torch"]}  # fmt: skip
     request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params=params)
-    chosen = settings.model_copy(update={"confirm_torch_early": mode == "torch-early"})
-    result = run_probe(request, workdir=tmp_path / "run", settings=chosen)
+    result = run_probe(request, workdir=tmp_path / "run", settings=settings)
 
     flagged = sorted({f.case for f in result.findings if f.case and f.tool is Tool.INITCHECK})
     assert flagged == [f"unguarded-n{n}" for n in (1, 127, 2, 3, 31, 33, 4, 63, 65, 8)]
@@ -172,7 +169,7 @@ def test_which_cases_the_reruns_run_and_when(
     before = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] < ended]  # type: ignore[operator,union-attr]
     after = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] >= ended]  # type: ignore[operator,union-attr]
     flagged_cases = {"n": [1, 2, 3, 4, 8, 31, 33, 63, 65, 127], "variants": ["unguarded"]}
-    variants = params["variants"] if mode == "torch-early" else ["unguarded", "guarded"]
+    variants = ["unguarded", "guarded"]
     assert len(before) == 4 and all(a["n"] == params["n"] and a["variants"] == variants for a in before)
     assert len(after) == 4
     assert all({k: a[k] for k in flagged_cases} == flagged_cases for a in after)
