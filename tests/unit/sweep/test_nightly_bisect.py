@@ -1,0 +1,170 @@
+"""The nightly sweep over a team's own repository: a git repository made here, ten commits, a test that starts
+writing out of bounds under memcheck at a known commit and one commit that does not build. The sweep at the branch
+head finds the new finding, and `git bisect run` names the commit, with every commit it tested and what each gave.
+
+The sanitizer is the replay stand-in with the H200's memcheck captures (tests/replay/compute-sanitizer): it runs the
+real command probe, and so the repository's real test program; where that program writes past its buffer (it leaves
+a file where its GPU twin would have written), the stand-in replays the captured out-of-bounds run, else the captured
+clean one. tests/gpu/test_bisect_gpu.py runs the same on a GPU with a real out-of-bounds kernel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cuprobe.service.api import create_app
+from cuprobe.service.config import Settings
+from cuprobe.service.db.store import Store
+from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.sweep.compare import changes
+from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
+from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.execute import LocalRunner, run_sweep
+from cuprobe.service.sweep.notify import payload
+from cuprobe.service.sweep.own_tests import check_out
+from tests.conftest import BOX_ROOT, REPLAY, VERSIONS, capture, replaying
+
+STEP = [sys.executable, str(Path(__file__).parents[2] / "replay" / "bisect_step.py")]
+WITNESS = "wrote-past-the-buffer"
+
+# fill.py at each commit: the buffer's size and how many elements the "kernel" writes; it writes past the end once
+# COUNT > SIZE (from commit 7), and leaves WITNESS where the test runs, as the CPU's stand-in for the device write.
+FILL = """import os, sys
+SIZE = 64
+COUNT = {count}
+buffer = [0] * SIZE
+for i in range(COUNT):
+    if i >= SIZE:
+        open(os.path.join(os.getcwd(), "{witness}"), "w").write(str(i))
+        break
+    buffer[i] = i
+print("filled", min(COUNT, SIZE)){tail}
+"""
+BAD_AT = 7
+BROKEN_AT = 3
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
+           "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def _commit(repo: Path, number: int, title: str) -> str:
+    count = "SIZE + 1" if number >= BAD_AT else "SIZE"
+    tail = "\nthis line does not parse" if number == BROKEN_AT else ""
+    (repo / "fill.py").write_text(FILL.format(count=count, witness=WITNESS, tail=tail))
+    (repo / "NOTES").write_text(f"change {number}\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", title)
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+def _definition(repo: Path) -> str:
+    return f"""
+name = "own-nightly"
+repeats = 2
+
+[repo]
+url = "{repo}"
+branch = "main"
+build = "{sys.executable} -m py_compile fill.py"
+
+[[test]]
+name = "fill"
+kind = "command"
+tool = "memcheck"
+argv = ["{sys.executable}", "fill.py"]
+"""
+
+
+@pytest.fixture
+def team_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "team"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    return repo
+
+
+def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
+    team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    version = VERSIONS[1]
+    replaying(monkeypatch, capture(version, "memcheck_ok"), target=True)
+    oob = capture(version, "memcheck_oob")
+    monkeypatch.setenv("CUPROBE_REPLAY_WHEN", json.dumps({"file": WITNESS, "case": str(oob)}))
+    settings = Settings(sanitizer_path=REPLAY, source_roots=[BOX_ROOT], timeout_s=60, data_dir=tmp_path / "data",
+                        confirm=False)
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.migrate()
+    sweeps = SweepStore(store)
+    definition = parse_definition(_definition(team_repo))
+
+    def nightly() -> tuple:
+        sweep_id = f"night{len(sweeps.list())}"
+        sweeps.start(sweep_id, definition.name)
+        checkout = check_out(definition, settings, sweep_id)
+        runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, 1)
+        sweep = run_sweep(definition, runner, sweep_id=sweep_id, checkout=checkout)
+        sweeps.save(sweep)
+        diff = changes(sweeps, sweep)
+        found = bisect_changes(sweep, diff, sweeps, definition, checkout, settings, step=STEP)
+        remove_checkout(checkout)
+        return sweep, diff, found
+
+    hashes = [_commit(team_repo, 1, "fill: the first kernel")]
+    first, diff, found = nightly()
+    (case,) = first.cases
+    assert case.key == "fill/memcheck/fill" and case.outcome.value == "clean", case.message
+    assert first.source is not None and first.source.commit.hash == hashes[0]
+    assert not diff.new and found == []
+
+    titles = {2: "docs", 3: "fill: half-written refactor", 4: "fill: finish the refactor", 5: "ci", 6: "notes",
+              7: "fill: one more element", 8: "tune", 9: "notes again", 10: "release"}
+    hashes += [_commit(team_repo, n, titles[n]) for n in range(2, 11)]
+    second, diff, found = nightly()
+    (case,) = second.cases
+    assert case.outcome.value == "findings" and second.source.commit.hash == hashes[-1]
+    (new,) = diff.new
+    (bisection,) = found
+    assert bisection.state == "found", bisection.message
+    assert bisection.first is not None and bisection.first.hash == hashes[BAD_AT - 1]
+    assert bisection.first.title == "fill: one more element" and "Ada Lovelace" in bisection.first.author
+    assert bisection.signature == new.signature and bisection.commits == 9
+    by_commit = {step.commit.hash: step for step in bisection.steps}
+    # Both ends first (the test alone at the sweep's commit, then at the last sweep's), then git's picks.
+    assert [s.commit.hash for s in bisection.steps[:2]] == [hashes[-1], hashes[0]]
+    assert {by_commit[h].verdict for h in hashes[BAD_AT - 1:] if h in by_commit} == {"shows"}
+    assert {by_commit[h].verdict for h in hashes[:BAD_AT - 1] if h in by_commit and h != hashes[BROKEN_AT - 1]} \
+        == {"clean"}
+    if hashes[BROKEN_AT - 1] in by_commit:  # a commit git asked about that does not build is skipped, never judged
+        broken = by_commit[hashes[BROKEN_AT - 1]]
+        assert broken.verdict == "skipped" and "py_compile" in broken.reason
+    assert hashes[BAD_AT - 2] in by_commit  # the commit before it was tested and came back clean
+    proof = bisection.proof
+    assert proof is not None and proof.seen == "2/2" and proof.outcomes == ["findings", "findings"]
+    assert len(bisection.steps) <= 6  # a bisect of 9 commits: both ends and log2(9) steps, one test each
+    stored = sweeps.get(second.id)
+    assert stored is not None and stored.source == second.source
+    named = f"{hashes[BAD_AT - 1][:12]} fill: one more element (Ada Lovelace <ada@example.com>)"
+    text = payload(diff, None, found)["text"]
+    assert f"first seen in {named}" in text and proof.runs[0] in text
+
+    kept = second.model_copy(update={"bisections": found})
+    assert f"first seen in {named}" in markdown(kept, diff)  # `cuprobe sweep run`'s summary
+    sweeps.save(kept)
+    again = sweeps.get(second.id)
+    assert again is not None and again.bisections == found and again.source == second.source
+    page = TestClient(create_app(settings.model_copy(update={"database_url": str(store.engine.url)}),
+                                 reconciler=False)).get(f"/ui/sweeps/{second.id}")
+    assert page.status_code == 200
+    section = page.text[page.text.index('<section id="commits">'):]
+    assert hashes[BAD_AT - 1] in section and "<b>fill: one more element</b>" in section
+    assert "Ada Lovelace &lt;ada@example.com&gt;" in section and proof.runs[0] in section
+    assert section.count("<tr><td class=\"mono\">") == len(bisection.steps)  # every commit tested, with its verdict
