@@ -149,7 +149,6 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     assert hashes[BAD_AT - 2] in by_commit  # the commit before it was tested and came back clean
     proof = bisection.proof
     assert proof is not None and proof.seen == "2/2" and proof.outcomes == ["findings", "findings"]
-    print(f"\n{bisection.commits} commits: {len(bisection.steps)} steps, {bisection.gpu_s:.1f} s of runs, {bisection.wall_s:.1f} s")
     assert len(bisection.steps) <= 6  # a bisect of 9 commits: both ends and log2(9) steps, one test each
     stored = sweeps.get(second.id)
     assert stored is not None and stored.source == second.source
