@@ -22,9 +22,10 @@ from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.sweep.checkout import SourceError
 from cuprobe.service.sweep.compare import changes
 from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
-from cuprobe.service.sweep.definition import parse_definition
+from cuprobe.service.sweep.definition import DefinitionError, parse_definition
 from cuprobe.service.sweep.execute import LocalRunner, run_sweep
 from cuprobe.service.sweep.notify import payload
 from cuprobe.service.sweep.own_tests import check_out
@@ -168,3 +169,33 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     assert hashes[BAD_AT - 1] in section and "<b>fill: one more element</b>" in section
     assert "Ada Lovelace &lt;ada@example.com&gt;" in section and proof.runs[0] in section
     assert section.count("<tr><td class=\"mono\">") == len(bisection.steps)  # every commit tested, with its verdict
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('name = "n"\n[[test]]\nname = "t"\nkind = "command"\ntool = "memcheck"\nargv = ["x"]\n',
+         r"\[\[test\]\] entries need a \[repo\]"),
+        ('name = "n"\n[repo]\nurl = "/r"\n[[entry]]\nprobe = "selftest"\ntool = "none"\n',
+         r"\[repo\] is read only with \[\[test\]\] entries"),
+        ('name = "n"\n', "at least one \\[\\[entry\\]\\] \\(a probe\\) or \\[\\[test\\]\\]"),
+    ],
+)
+def test_a_definition_whose_tests_have_no_repository_is_refused(text: str, said: str) -> None:
+    with pytest.raises(DefinitionError, match=said):
+        parse_definition(text)
+
+
+def test_a_branch_the_repository_does_not_have_is_said_before_anything_runs(team_repo: Path, tmp_path: Path) -> None:
+    _commit(team_repo, 1, "first")
+    definition = parse_definition(_definition(team_repo).replace('branch = "main"', 'branch = "nightly"'))
+    with pytest.raises(SourceError, match="branch 'nightly' is not in the repository"):
+        check_out(definition, Settings(data_dir=tmp_path / "data"), "s1")
+
+
+def test_a_head_that_does_not_build_fails_the_sweep_with_the_build_s_words(team_repo: Path, tmp_path: Path) -> None:
+    _commit(team_repo, BROKEN_AT, "half-written")
+    settings = Settings(data_dir=tmp_path / "data")
+    with pytest.raises(SourceError, match=r"(?s)build `.*py_compile fill.py` exited 1:.*SyntaxError"):
+        check_out(parse_definition(_definition(team_repo)), settings, "s1")
+    assert not (settings.repos / "worktrees" / "sweep-s1").exists()  # no half-made checkout is left behind
