@@ -133,7 +133,7 @@ class Bisector:
 
     def _bisect(self, base: Bisection, tree: Path, step_argv: list[str], evidence: Path) -> Bisection:
         old, new = TERMS[base.direction]
-        seen_word = "shows" if base.direction == "new" else "gone"
+        named = "first seen in" if base.direction == "new" else "fixed by"
 
         def end(commit: str) -> BisectStep | None:
             git("checkout", "--quiet", "--detach", commit, cwd=tree)
@@ -144,15 +144,13 @@ class Bisector:
             after = _steps(evidence)
             return after[-1] if len(after) > before else None
 
-        at_bad = end(base.bad)
-        at_good = end(base.good)
-        steps = _steps(evidence)
-        if at_bad is None or at_good is None:
-            return base.model_copy(update={"state": "failed", "message": "a step wrote no evidence", "steps": steps})
         mark = {"new": ("shows", "clean"), "fixed": ("clean", "shows")}[base.direction]
-        if at_bad.verdict != mark[0]:
-            if at_bad.verdict == "skipped":
-                said = f"its test could not run alone at {base.bad[:12]}: {at_bad.reason}"
+        at_bad = end(base.bad)  # first: a finding its test alone does not show costs no more steps
+        if at_bad is None or at_bad.verdict != mark[0]:
+            steps = _steps(evidence)
+            if at_bad is None or at_bad.verdict == "skipped":
+                why = at_bad.reason if at_bad is not None else "the step wrote no evidence"
+                said = f"its test could not run alone at {base.bad[:12]}: {why}"
                 return base.model_copy(update={"state": "failed", "message": said, "steps": steps})
             said = (
                 f"seen in the sweep's run, but not when its test runs alone at {base.bad[:12]} ({at_bad.seen})"
@@ -160,9 +158,12 @@ class Bisector:
                 else f"still seen when its test runs alone at {base.bad[:12]} ({at_bad.seen}): not fixed"
             )
             return base.model_copy(update={"state": "not-reproduced", "message": said, "steps": steps})
-        if at_good.verdict != mark[1]:
-            if at_good.verdict == "skipped":
-                said = f"its test could not run at the last sweep's commit {base.good[:12]}: {at_good.reason}"
+        at_good = end(base.good)
+        if at_good is None or at_good.verdict != mark[1]:
+            steps = _steps(evidence)
+            if at_good is None or at_good.verdict == "skipped":
+                why = at_good.reason if at_good is not None else "the step wrote no evidence"
+                said = f"its test could not run at the last sweep's commit {base.good[:12]}: {why}"
                 return base.model_copy(update={"state": "failed", "message": said, "steps": steps})
             said = (
                 f"its test alone shows it at the last sweep's commit {base.good[:12]} too ({at_good.seen}): "
@@ -179,7 +180,7 @@ class Bisector:
         if found := FIRST.search(output):
             first = next((s.commit for s in steps if s.commit.hash == found.group(1)), None)
             first = first or Commit(hash=found.group(1))
-            said = f"first {seen_word} at {first.line()} after {len(steps)} step(s)"
+            said = f"{named} {first.line()} after {len(steps)} step(s)"
             return base.model_copy(update={"state": "found", "first": first, "message": said, "steps": steps})
         if candidates := ANY_OF.search(output):
             hashes = candidates.group(1).split()

@@ -76,7 +76,9 @@ def _run(
             remove_checkout(checkout)
         sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
         raise
-    return sweep, lambda done: _keep(sweeps, done, settings, definition, checkout)
+    # A bisect's steps run where the sweep's processes ran: jobs on the GPU workers, or here.
+    mode = "service" if isinstance(runner, ServiceRunner) else "local"
+    return sweep, lambda done: _keep(sweeps, done, settings, definition, checkout, mode)
 
 
 def _keep(
@@ -85,6 +87,7 @@ def _keep(
     settings: Settings,
     definition: SweepDefinition | None = None,
     checkout: Checkout | None = None,
+    mode: str = "service",
 ) -> Sweep:
     """Store the finished sweep, diff it against the previous one, bisect the new and fixed findings of its
     repository's tests (their steps are jobs like the sweep's), and tell the webhook if it changed; unless another
@@ -98,7 +101,7 @@ def _keep(
         sweeps.save(sweep)
         found = changes(sweeps, sweep)
         if checkout is not None and definition is not None:
-            bisections = bisect_changes(sweep, found, sweeps, definition, checkout, settings, mode="service")
+            bisections = bisect_changes(sweep, found, sweeps, definition, checkout, settings, mode)
             if bisections:
                 sweep = sweep.model_copy(update={"bisections": bisections})
                 sweeps.save(sweep)
@@ -172,9 +175,7 @@ def resume(
         runner = ServiceRunner(
             store, settings, enqueue, slots=int(adopted.resume["slots"]), label=sweep_label(sweep_id)
         )
-        sweep, keep = _run(
-            sweeps, sweep_id, Path(adopted.resume["path"]), runner, settings, started=adopted.started_at
-        )
+        sweep, keep = _run(sweeps, sweep_id, Path(adopted.resume["path"]), runner, settings, started=adopted.started_at)
         taken = runner.taken
         dropped = f", {len(taken.dropped)} no longer planned cancelled" if taken.dropped else ""
         times = f" (resume {adopted.times})" if adopted.times > 1 else ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,14 @@ from cuprobe.service.api import create_app
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
+from cuprobe.service.models.bisect import Bisection
+from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.reports.markdown import markdown
 from cuprobe.service.sweep.checkout import SourceError
 from cuprobe.service.sweep.compare import changes
 from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
 from cuprobe.service.sweep.definition import DefinitionError, parse_definition
+from cuprobe.service.sweep.diff import SweepDiff
 from cuprobe.service.sweep.execute import LocalRunner, run_sweep
 from cuprobe.service.sweep.notify import payload
 from cuprobe.service.sweep.own_tests import check_out
@@ -49,6 +53,7 @@ print("filled", min(COUNT, SIZE)){tail}
 """
 BAD_AT = 7
 BROKEN_AT = 3
+FIXED_AT = 12
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -58,7 +63,7 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _commit(repo: Path, number: int, title: str) -> str:
-    count = "SIZE + 1" if number >= BAD_AT else "SIZE"
+    count = "SIZE + 1" if BAD_AT <= number < FIXED_AT else "SIZE"
     tail = "\nthis line does not parse" if number == BROKEN_AT else ""
     (repo / "fill.py").write_text(FILL.format(count=count, witness=WITNESS, tail=tail))
     (repo / "NOTES").write_text(f"change {number}\n")
@@ -93,9 +98,13 @@ def team_repo(tmp_path: Path) -> Path:
     return repo
 
 
-def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
-    team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+Nightly = Callable[[], tuple[Sweep, SweepDiff, list[Bisection]]]
+
+
+@pytest.fixture
+def nightly(team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Nightly, SweepStore, Settings]:
+    """`nightly()`: a sweep of the team's repository at its head (stored, diffed, its changes bisected), as the CLI
+    and the scheduled sweep run one; under the replay stand-in with the 2026 sanitizer's memcheck captures."""
     version = VERSIONS[1]
     replaying(monkeypatch, capture(version, "memcheck_ok"), target=True)
     oob = capture(version, "memcheck_oob")
@@ -107,7 +116,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     sweeps = SweepStore(store)
     definition = parse_definition(_definition(team_repo))
 
-    def nightly() -> tuple:
+    def run() -> tuple[Sweep, SweepDiff, list[Bisection]]:
         sweep_id = f"night{len(sweeps.list())}"
         sweeps.start(sweep_id, definition.name)
         checkout = check_out(definition, settings, sweep_id)
@@ -117,10 +126,18 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
         diff = changes(sweeps, sweep)
         found = bisect_changes(sweep, diff, sweeps, definition, checkout, settings, step=STEP)
         remove_checkout(checkout)
+        assert not checkout.path.exists()  # the sweep's own worktree goes once its bisects are done
         return sweep, diff, found
 
+    return run, sweeps, settings
+
+
+def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
+    team_repo: Path, nightly: tuple[Nightly, SweepStore, Settings]
+) -> None:
+    night, sweeps, settings = nightly
     hashes = [_commit(team_repo, 1, "fill: the first kernel")]
-    first, diff, found = nightly()
+    first, diff, found = night()
     (case,) = first.cases
     assert case.key == "fill/memcheck/fill" and case.outcome.value == "clean", case.message
     assert first.source is not None and first.source.commit.hash == hashes[0]
@@ -129,7 +146,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     titles = {2: "docs", 3: "fill: half-written refactor", 4: "fill: finish the refactor", 5: "ci", 6: "notes",
               7: "fill: one more element", 8: "tune", 9: "notes again", 10: "release"}
     hashes += [_commit(team_repo, n, titles[n]) for n in range(2, 11)]
-    second, diff, found = nightly()
+    second, diff, found = night()
     (case,) = second.cases
     assert case.outcome.value == "findings" and second.source.commit.hash == hashes[-1]
     (new,) = diff.new
@@ -162,7 +179,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     sweeps.save(kept)
     again = sweeps.get(second.id)
     assert again is not None and again.bisections == found and again.source == second.source
-    page = TestClient(create_app(settings.model_copy(update={"database_url": str(store.engine.url)}),
+    page = TestClient(create_app(settings.model_copy(update={"database_url": str(sweeps.store.engine.url)}),
                                  reconciler=False)).get(f"/ui/sweeps/{second.id}")
     assert page.status_code == 200
     section = page.text[page.text.index('<section id="commits">'):]
@@ -199,3 +216,49 @@ def test_a_head_that_does_not_build_fails_the_sweep_with_the_build_s_words(team_
     with pytest.raises(SourceError, match=r"(?s)build `.*py_compile fill.py` exited 1:.*SyntaxError"):
         check_out(parse_definition(_definition(team_repo)), settings, "s1")
     assert not (settings.repos / "worktrees" / "sweep-s1").exists()  # no half-made checkout is left behind
+
+
+def test_a_fixed_finding_gets_the_commit_that_fixed_it(
+    team_repo: Path, nightly: tuple[Nightly, SweepStore, Settings]
+) -> None:
+    night, _, _ = nightly
+    for number in range(1, BAD_AT + 1):
+        _commit(team_repo, number, f"change {number}")
+    night()  # the first sweep, at BAD_AT: the finding is there from the start (nothing to bisect)
+    _, diff, _ = night()  # again: it persists
+    assert diff.persisting and not diff.new
+    hashes = [_commit(team_repo, n, "fill: stop at the end" if n == FIXED_AT else f"change {n}")
+              for n in range(BAD_AT + 1, FIXED_AT + 3)]
+    _, diff, found = night()
+    (fixed,) = diff.fixed
+    (bisection,) = found
+    assert bisection.direction == "fixed" and bisection.state == "found", bisection.message
+    assert bisection.first is not None and bisection.first.hash == hashes[FIXED_AT - BAD_AT - 1]
+    assert bisection.first.title == "fill: stop at the end" and bisection.signature == fixed.signature
+    steps = {s.commit.hash: s.verdict for s in bisection.steps}
+    assert steps[hashes[FIXED_AT - BAD_AT - 2]] == "shows" and steps[hashes[-1]] == "clean"
+    assert "fixed by " + hashes[FIXED_AT - BAD_AT - 1][:12] in payload(diff, None, found)["text"]
+
+
+def test_a_finding_the_test_does_not_show_alone_is_said_not_bisected(
+    team_repo: Path, tmp_path: Path, nightly: tuple[Nightly, SweepStore, Settings]
+) -> None:
+    night, _, _ = nightly
+    _commit(team_repo, 1, "first")
+    night()
+    # From here the program writes past its buffer only in its first two runs on this machine (a count kept outside
+    # the repository): the sweep's two repeats see it, the test run alone afterwards does not.
+    runs = tmp_path / "runs-so-far"
+    counted = f"int(open({str(runs)!r}).read()) if os.path.exists({str(runs)!r}) else 0"
+    (team_repo / "fill.py").write_text(
+        f"import os\nBEFORE = {counted}\nopen({str(runs)!r}, 'w').write(str(BEFORE + 1))\n"
+        + FILL.format(count="SIZE + (1 if BEFORE < 2 else 0)", witness=WITNESS, tail="")
+    )
+    _git(team_repo, "commit", "-qam", "fill: remember the first run")
+    _, diff, found = night()
+    assert diff.new
+    (bisection,) = found
+    assert bisection.state == "not-reproduced" and bisection.first is None
+    assert "seen in the sweep's run, but not when its test runs alone at" in bisection.message
+    assert [s.verdict for s in bisection.steps] == ["clean"]  # the sweep's commit alone; nothing else was run
+    assert "no commit named: seen in the sweep's run, but not" in payload(diff, None, found)["text"]
