@@ -17,14 +17,17 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner, Result
 
 from cuprobe.service.api import create_app
+from cuprobe.service.cli.main import app
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models.bisect import Bisection
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.sweep import bisect
 from cuprobe.service.sweep.checkout import SourceError
 from cuprobe.service.sweep.compare import changes
 from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
@@ -34,6 +37,7 @@ from cuprobe.service.sweep.execute import LocalRunner, run_sweep
 from cuprobe.service.sweep.notify import payload
 from cuprobe.service.sweep.own_tests import check_out
 from tests.conftest import BOX_ROOT, REPLAY, VERSIONS, capture, replaying
+from tests.unit.sweep.test_sweep_webhook import Hook
 
 STEP = [sys.executable, str(Path(__file__).parents[2] / "replay" / "bisect_step.py")]
 WITNESS = "wrote-past-the-buffer"
@@ -262,3 +266,41 @@ def test_a_finding_the_test_does_not_show_alone_is_said_not_bisected(
     assert "seen in the sweep's run, but not when its test runs alone at" in bisection.message
     assert [s.verdict for s in bisection.steps] == ["clean"]  # the sweep's commit alone; nothing else was run
     assert "no commit named: seen in the sweep's run, but not" in payload(diff, None, found)["text"]
+
+
+def test_cuprobe_sweep_run_bisects_and_the_webhook_names_the_commit(
+    team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = Hook()
+    replaying(monkeypatch, capture(VERSIONS[1], "memcheck_ok"), target=True)
+    oob = capture(VERSIONS[1], "memcheck_oob")
+    monkeypatch.setenv("CUPROBE_REPLAY_WHEN", json.dumps({"file": WITNESS, "case": str(oob)}))
+    monkeypatch.setattr(bisect, "STEP", STEP)  # the step's process sees the replay's GPU, as this one does
+    definition = tmp_path / "nightly.toml"
+    definition.write_text(_definition(team_repo))
+    env = {
+        "CUPROBE_DATA_DIR": str(tmp_path / "data"),
+        "CUPROBE_SANITIZER_PATH": str(REPLAY),
+        "CUPROBE_SOURCE_ROOTS": json.dumps([BOX_ROOT]),
+        "CUPROBE_CONFIRM": "0",
+        "CUPROBE_SWEEP_WEBHOOK_URL": hook.url,
+        "COLUMNS": "200",
+    }
+
+    def sweep() -> Result:
+        return CliRunner().invoke(app, ["sweep", "run", str(definition), "--slots", "1"], env=env)
+
+    _commit(team_repo, 1, "first")
+    first = sweep()
+    assert first.exit_code == 0, first.output
+    hashes = [_commit(team_repo, n, "fill: one more element" if n == BAD_AT else f"change {n}") for n in range(2, 11)]
+    second = sweep()
+    assert second.exit_code == 1, second.output  # a new finding
+    culprit = f"first seen in {hashes[BAD_AT - 2][:12]} fill: one more element (Ada Lovelace <ada@example.com>)"
+    assert "## Commits" in second.stdout and culprit in second.stdout
+    (body,) = hook.bodies
+    assert culprit in body["text"]
+    (bisection,) = body["bisections"]
+    assert bisection["first"]["hash"] == hashes[BAD_AT - 2] and bisection["state"] == "found"
+    assert [p.name for p in (tmp_path / "data" / "repos" / "worktrees").iterdir()] == []  # every worktree removed
+    hook.server.shutdown()
