@@ -157,6 +157,10 @@ class Settings(BaseSettings):
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
     # full narrow-matmul grid produces about 63,000 initcheck records in one process.
     sweep_max_records: int = Field(1_000_000, gt=0)
+    # Where a sweep's [[test]] entries get their repository: mirrors and worktrees (service/sweep/checkout.py). GPU
+    # workers on other hosts run the tests in these worktrees, so there it is shared storage at the same path.
+    # Unset: DATA_DIR/repos.
+    repo_dir: Path | None = None
     # Parse each run's sanitizer XML in child processes (service/sanitizer/pool.py) instead of the process that ran
     # it, where its records make that pay. A local sweep runs its K slots as threads of one process, and K parses at
     # once there would queue for its one interpreter lock (docs/sweep.md, "Parsing beside other slots"). Unset: on
@@ -198,6 +202,10 @@ class Settings(BaseSettings):
     @property
     def broker(self) -> str:
         return self.broker_url or "redis://127.0.0.1:6379/0"
+
+    @property
+    def repos(self) -> Path:
+        return self.repo_dir or self.data_dir / "repos"
 
     @property
     def database(self) -> str:
