@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from cuprobe.probes import registry
+from cuprobe.probes.command import ALLOWLIST_ENV
 from cuprobe.service.cli.interrupt import sigterm_as_interrupt
+from cuprobe.service.cli.local_token import TOKEN_FILE, make_local_token
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.models import ExitCode
@@ -154,12 +157,23 @@ def embedded_settings(settings: Settings, broker_url: str) -> Settings:
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
-    """The CUPROBE_* variables that give a child process these settings' broker, store and data dir."""
+    """The CUPROBE_* variables that give a child process these settings' broker, store and data dir, and the
+    command probe's switch."""
     return {
         "CUPROBE_BROKER_URL": settings.broker,
         "CUPROBE_DATABASE_URL": settings.database,
         "CUPROBE_DATA_DIR": str(settings.data_dir),
+        **({"CUPROBE_COMMAND_ENABLED": "1"} if settings.command_enabled else {}),
     }
+
+
+def with_command(settings: Settings) -> Settings:
+    """`settings` with the command probe on, for a local `cuprobe up --command`: the API then needs a token (the
+    given CUPROBE_API_TOKEN, else one made in the data directory for this user alone), and unless
+    CUPROBE_COMMAND_ALLOWLIST says otherwise, the programs allowed are this Python (`python -m pytest ...`)."""
+    token = settings.api_token or make_local_token(settings.data_dir.resolve())
+    os.environ.setdefault(ALLOWLIST_ENV, os.path.realpath(sys.executable))  # the workers inherit it
+    return settings.model_copy(update={"command_enabled": True, "api_token": token})
 
 
 @dataclass
@@ -254,12 +268,21 @@ def embedded_stack(
             workers.stop()
 
 
-def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
+def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0, command: bool = False) -> int:
     """Start broker, workers and API; serve until interrupted (Ctrl-C or SIGTERM); stop everything."""
 
     if port and (taken := port_taken(host, port)):
         console.print(f"[red]error:[/] cuprobe up: cannot serve on {host}:{port}: {taken}; choose another with --port")
         return int(ExitCode.USAGE)
+    if command:
+        given = settings.api_token
+        settings = with_command(settings)
+        where = "CUPROBE_API_TOKEN" if given else f"{settings.data_dir.resolve() / TOKEN_FILE} (yours alone to read)"
+        console.print(
+            f"command probe on: jobs need the token in {where}, which the CLI reads; programs allowed: "
+            f"{os.environ[ALLOWLIST_ENV]} (CUPROBE_COMMAND_ALLOWLIST)",
+            soft_wrap=True,  # paths whole, to copy
+        )
     sigterm_as_interrupt()
     # A closed terminal: the workers, in sessions of their own, do not get its SIGHUP; `up` stops them.
     signal.signal(signal.SIGHUP, signal.getsignal(signal.SIGTERM))

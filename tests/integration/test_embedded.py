@@ -118,9 +118,9 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     assert elapsed < 120  # GPU jobs end within seconds of the workers starting, not at their deadline
 
 
-def _up(tmp_path: Path, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
-    """`cuprobe up` with one CPU worker on a free port, its data and log (up.log) under tmp_path, these CUPROBE_*
-    settings added; its own session, so that the caller can signal the whole stack."""
+def _up(tmp_path: Path, *args: str, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
+    """`cuprobe up ARGS` with one CPU worker on a free port, its data and log (up.log) under tmp_path, these
+    CUPROBE_* settings added; its own session, so that the caller can signal the whole stack."""
     port = free_port()
     env = {
         **os.environ,
@@ -133,7 +133,7 @@ def _up(tmp_path: Path, **settings: str) -> tuple[subprocess.Popen[bytes], Path,
     log = tmp_path / "up.log"
     with log.open("wb") as out:
         up = subprocess.Popen(
-            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
+            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1", *args],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
         )
     return up, log, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
