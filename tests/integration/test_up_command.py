@@ -50,6 +50,15 @@ def test_up_with_command_makes_a_token_for_its_user_alone_that_the_cli_uses(tmp_
         submitted = _cli(tmp_path, api, "submit", "command", "--tool", "none", "-p", 'argv=["true"]')
         assert submitted.returncode == 0, submitted.stdout + submitted.stderr  # the CLI read the token: admitted
         assert "command probe is off" not in submitted.stdout + submitted.stderr
+        # The user's own CPU-only tests, gated through this service: bare, on its CPU worker (no GPU here).
+        (tmp_path / "test_cpu.py").write_text("def test_sum():\n    assert sum([1, 2]) == 3\n")
+        (tmp_path / "suite.toml").write_text(
+            'name = "own"\n[[test]]\nname = "cpu"\nkind = "pytest"\ntool = "none"\ngpu = false\n'
+            f'paths = ["{tmp_path / "test_cpu.py"}"]\ncwd = "{tmp_path}"\n'
+        )
+        gated = _cli(tmp_path, api, "gate", "suite.toml")
+        assert gated.returncode == 0, gated.stdout + gated.stderr
+        assert "exit 0 (pass)" in gated.stdout
     finally:
         os.killpg(up.pid, signal.SIGTERM)
         up.wait(30)
