@@ -61,6 +61,12 @@ def tone(value: str | None) -> str:
     return "warn" if value else ""
 
 
+def outcome_of(job: Any) -> str | None:
+    """A job's outcome as the CLI and the API show it: one cancelled before any record was read is stored without an
+    outcome, and shown `cancelled`."""
+    return job.outcome or ("cancelled" if job.state == "cancelled" else None)
+
+
 def run_command(probe: str, tool: str | None, params: dict[str, Any], request: dict[str, Any] | None = None) -> str:
     """The `cuprobe run` line that runs the same probe here: its tool and parameters, and from the stored `request`
     its time limit, kernel filter, backtrace, confirmation and sanitizer options (a job's suppressions file is a name
@@ -95,6 +101,7 @@ templates.env.filters.update(
     ago=ago,
     short=lambda value: str(value)[:8],
     tone=tone,
+    outcome=outcome_of,
     key=signature_key,
     shell=shlex.join,
     compact=lambda value: json.dumps(value, sort_keys=True, default=str),
