@@ -4,9 +4,12 @@ cancelled job reads `cancelled`, as the CLI says."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from cuprobe.service.models import ProbeRequest, signature_key
+from cuprobe.service.probing.runner import run_probe
 from cuprobe.service.queue.submit import JobSpec, submit
 from tests.unit.web.conftest import Deployment
 
@@ -43,3 +46,24 @@ def test_a_job_cancelled_before_it_ran_reads_cancelled_on_its_page_and_in_the_li
     assert 'id="job-outcome">cancelled</span>' in page.text
     listed = open_ui.get("/ui/jobs", params={"probe": "selftest", "state": "cancelled"})
     assert job.id[:8] in listed.text and ">cancelled</span>" in listed.text
+
+
+def test_a_bare_runs_violation_reads_as_one_finding_of_its_case_with_no_noise_around_it(
+    open_ui: TestClient, deployment: Deployment, tmp_path: Path
+) -> None:
+    store, settings = deployment.store, deployment.settings
+    spec = JobSpec(probe="selftest", tool="none", params={"behaviour": "violate"})
+    job = submit(spec, store, settings, lambda job: None)
+    claim = store.claim(job.id, "host:1", max_attempts=3, stale_after_s=60, job_dir=str(tmp_path))
+    result = run_probe(ProbeRequest(probe="selftest", tool="none", params={"behaviour": "violate"}), workdir=tmp_path)
+    assert result.outcome.value == "findings" and claim.attempt == 1
+    assert store.finish(job.id, claim.attempt, result)
+    shown = open_ui.get(f"/ui/jobs/{job.id}").text
+    assert "Findings (1)" in shown
+    cases = shown.split('id="cases"')[1].split("</table>")[0]
+    assert re.search(r'<td class="mono">violate</td><td>[^<]*</td><td>1</td>', cases), cases  # as the table above
+    assert "not confirmed" not in shown  # nothing here is confirmed or could be: a bare run's violation
+    request = shown.split('id="request"')[1].split("</pre>")[0]
+    assert "null" not in request and '"behaviour":"violate"' in request.replace(" ", "").replace("&#34;", '"')
+    finding = open_ui.get(f"/ui/findings/{signature_key(result.findings[0].signature)}").text
+    assert "expectation-violation at -" not in finding and "<h1>expectation-violation</h1>" in finding
