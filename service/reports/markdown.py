@@ -112,12 +112,19 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         for case in sweep.cases
         for f in case.findings
     ]
+    confirmed = any(n for kind, n in counts.items() if kind != "not confirmed")
     lines += [
         "## Findings",
         "",
-        "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
-        + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
-        "",
+        *(  # none confirmed (bare runs, tools the confirmation does not re-run): the counts would say nothing
+            [
+                "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
+                + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
+                "",
+            ]
+            if confirmed
+            else []
+        ),
         *table(["case", "signature", "records", "seen", "confirmation", "evidence"], rows),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"

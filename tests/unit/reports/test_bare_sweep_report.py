@@ -27,6 +27,7 @@ def test_a_bare_sweeps_reports_say_what_ran_in_words(tmp_path: Path) -> None:
         assert "None" not in text and "nothing (first sweep)" not in text
         assert "The first sweep of this definition: nothing earlier to compare with" in text
         assert "allocation map" not in text  # bare processes attribute nothing: no note on why they run alone
+    assert "By confirmation" not in summary  # nothing a bare run finds is confirmed: no row of zeros
     assert "<td>False</td>" not in page and "<td>True</td>" not in page
     second = _cli(tmp_path, "sweep", "run", str(tmp_path / "def.toml"))
     assert second.exit_code == 0, second.output
