@@ -6,7 +6,6 @@ import functools
 import os
 import warnings
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -49,14 +48,6 @@ class Settings(BaseSettings):
     # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
-    # How the probe processes whose timing nobody reads (sanitizer runs, the confirmation's re-runs) wait for the GPU:
-    # the primary context's scheduling flag (probes.gpu.SCHEDULES). `auto` leaves the driver's choice, which spins a
-    # core while it waits wherever a process has fewer contexts than the host has cores; `blocking` sleeps until the
-    # GPU is done. On the H200 at K = 8, blocking cut a sweep's CPU seconds by about a third and left its wall time
-    # where it was; two of the 23 sweeps run with `blocking` or `yield` had a process stall until the watchdog
-    # stopped it, none of the 37 with `auto` (docs/sweep.md, "Session 15"). So `auto` stays the default. A bare run
-    # of a probe (a timing probe's) always keeps the driver's choice; a user's own program is never touched.
-    cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
     # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
     # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
     # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.

@@ -23,7 +23,7 @@ from cuprobe.service.probing.admission import BadRequest
 from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
 from cuprobe.service.probing.environment import PROJECT_ROOT
 from cuprobe.service.probing.launch import read_probe_result
-from cuprobe.service.probing.secrets import probe_environment, untimed_schedule
+from cuprobe.service.probing.secrets import probe_environment
 from cuprobe.service.probing.spares import hand_over, move_artifacts
 from cuprobe.service.sanitizer.command import probe_command
 from cuprobe.service.sanitizer.flagged import FlaggedMemory
@@ -141,8 +141,8 @@ def rerun_command(
 
 
 def rerun_environment(settings: Settings) -> dict[str, str]:
-    """A bare re-run's environment: the probe's allowlisted one, and how it waits for the GPU."""
-    return probe_environment(Tool.NONE, settings) | untimed_schedule(settings)
+    """A bare re-run's environment: the probe's allowlisted one."""
+    return probe_environment(Tool.NONE, settings)
 
 
 Run = tuple[str, str]  # a re-run: its label and poison (POISON_RUNS)

@@ -12,7 +12,6 @@ from cuprobe import IMPORT_ROOT
 from cuprobe.contract import Tool
 from cuprobe.kernels.poison_alloc import cache_dir
 from cuprobe.probes.allowed_env import SECRET_NAME, allowlisted
-from cuprobe.probes.gpu import SCHEDULE_ENV
 from cuprobe.probes.pytest_run import ADDED_PYTHONPATH_ENV
 from cuprobe.service.config import Settings
 from cuprobe.service.models import RunResult
@@ -44,9 +43,6 @@ def probe_environment(
     env[ADDED_PYTHONPATH_ENV] = str(IMPORT_ROOT)  # a command probe takes it off again for the user's program
     env["PYTHONUNBUFFERED"] = "1"
     env["CUPROBE_TOOL"] = tool.value
-    env.pop(SCHEDULE_ENV, None)
-    if tool is not Tool.NONE:
-        env.update(untimed_schedule(settings))
     env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
@@ -54,12 +50,6 @@ def probe_environment(
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir(source)))
     return env
-
-
-def untimed_schedule(settings: Settings) -> dict[str, str]:
-    """What a probe process whose timing nobody reads (a sanitizer run, a confirmation re-run) adds to its
-    environment: how it waits for the GPU (Settings.cuda_schedule); nothing where the driver chooses."""
-    return {} if settings.cuda_schedule == "auto" else {SCHEDULE_ENV: settings.cuda_schedule}
 
 
 def pycache_dir(source: Mapping[str, str]) -> Path:
