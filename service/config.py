@@ -25,10 +25,6 @@ class Settings(BaseSettings):
     # compute-sanitizer --show-backtrace (yes|host|device|no); None keeps its default (yes). Host backtraces
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
-    # Runs that ask for no host backtrace go without compute-sanitizer's demangler (`--demangle no`): it renames
-    # only the console text, not the XML findings come from, and cost a quarter to a third of a record-heavy
-    # initcheck run's time on the H200 (service/probing/demangle.py). Their stdout.txt then names C++ functions mangled.
-    skip_demangling: bool = True
     timeout_s: float = Field(600.0, gt=0)
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,
     # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").

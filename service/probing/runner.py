@@ -209,7 +209,7 @@ def plan_run(
     extra: list[str] = []
     if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
         extra += ["--show-backtrace", backtrace]
-    raw_names = sanitizer is not None and not demangle and skips_demangling(tool, backtrace, sanitizer, settings)
+    raw_names = sanitizer is not None and not demangle and skips_demangling(tool, backtrace, sanitizer)
     if raw_names:
         extra += NO_DEMANGLING
     dump = sanitizer is not None and dumps_launches(request, sanitizer)
