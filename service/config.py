@@ -56,24 +56,6 @@ class Settings(BaseSettings):
     # sanitizer process's time before its first case fell by about 0.3 s at 2 against 4 (docs/sweep.md,
     # "Session 32"). Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
     confirm_processes: int = Field(default=2, ge=1, le=4)
-    # A probe that runs its cases in its own process (Probe.warms) ends it with os._exit once its result is written
-    # and its output flushed, skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where
-    # the run asks for nothing the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory,
-    # OptiX leaks, modules never unloaded). At K = 8 on H100s a sanitizer process's exit took 0.49-0.67 s (a
-    # sweep's median) instead of 0.84-1.21 s, the same records and findings (docs/sweep.md, "Session 28"). Off: every
-    # process exits normally.
-    quick_exit: bool = True
-    # A probe that runs its cases in its own process (Probe.warms) and whose parameters use torch imports torch on a
-    # second thread from its start (probes/prefetch.py), beside its kernel cases, instead of when its first torch case
-    # comes; under a sanitizer only (a bare run may time its cases). The 384-case grid's cold path at K = 8 (nothing
-    # made before the clock) rose from medians of 135,766 and 127,102 cases per GPU-hour on two H100s and 140,642 on
-    # an H200 to 144,965, 142,509 and 148,539-150,203 (docs/sweep.md, "Session 29"). Off: torch is imported on the
-    # probe's own thread, when first used.
-    torch_prefetch: bool = True
-    # Probe processes keep Python bytecode in cuprobe's cache (CUPROBE_CACHE_DIR, default ~/.cache/cuprobe, under
-    # pycache/), even where PYTHONDONTWRITEBYTECODE is set: a process would otherwise compile torch from source
-    # (service/probing/secrets.py, pycache_dir). A PYTHONPYCACHEPREFIX the probe's environment has is kept.
-    bytecode_cache: bool = True
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = Field(10_000, gt=0)
     max_xml_bytes: int = Field(512 * 1024 * 1024, gt=0)
