@@ -37,13 +37,6 @@ class Settings(BaseSettings):
     worker_spare_idle_s: float = Field(default=30.0, gt=0)
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
-    # Start the confirmation's bare re-runs beside the sanitizer run instead of after it (docs/confirmation.md,
-    # "When the re-runs start"): they do not depend on what the sanitizer finds; a run without findings ends them.
-    confirm_early: bool = True
-    # How much lower the re-runs' CPU priority is than the sanitizer runs' (nice, 0-19): started beside them, with
-    # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
-    # No timing is read from a re-run. 0 runs them at the worker's own priority.
-    confirm_nice: int = Field(default=10, ge=0, le=19)
     # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
     # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
     # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.

@@ -39,6 +39,10 @@ LATE_DIR = "confirm-late"  # the re-runs of flagged cases the early ones left ou
 # compute-sanitizer 2026.x tracks the writes of kernels a filter excludes unless told not to; 2025.x has no
 # such option (and did not track them).
 TRACK_FILTERED_SINCE = 2026
+# How much lower the re-runs' CPU priority is than the sanitizer runs' (nice): started beside them, four re-runs per
+# sanitizer process would otherwise take the host's cores from the runs they confirm. No timing is read from a
+# re-run; neither nice 19 nor SCHED_IDLE made a sweep faster than 10.
+RERUN_NICE = 10
 HOST_API_REASON = (
     "a host API call (a copy to the host) read this memory after the case's kernels ran; the bare re-runs snapshot a "
     "case's memory before its reading kernel, so they cannot tell whether a kernel initcheck did not see wrote it"
@@ -202,7 +206,7 @@ def _bare_runs(
             env=rerun_environment(settings),
             cwd=PROJECT_ROOT,
             cancel=cancel,
-            nice=settings.confirm_nice,
+            nice=RERUN_NICE,
         )
     runs: list[BareRun] = []
     for (label, mode), out in zip(group, outs, strict=True):
@@ -328,9 +332,9 @@ class EarlyReruns(Protocol):
 def start_early(
     request: ProbeRequest, tool: Tool, params: dict[str, object], settings: Settings, workdir: Path
 ) -> Reruns | None:
-    """The re-runs started beside the sanitizer run, when this run confirms and early starts are on (re-running only
-    the flagged cases needs the findings first: those start after the run)."""
-    if not settings.confirm_early or not confirming(request, tool, settings):
+    """The re-runs started beside the sanitizer run, where this run confirms and its probe allows (Probe.reruns_early):
+    they do not depend on what the sanitizer finds, and a run without findings ends them (docs/confirmation.md)."""
+    if not confirming(request, tool, settings):
         return None
     if not registry.get(request.probe).reruns_early:
         return None

@@ -25,8 +25,8 @@ from cuprobe.service.probing.warm_reruns import RerunPool
 
 
 def sharing(settings: Settings) -> bool:
-    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early."""
-    return settings.confirm_shared and settings.confirm_early
+    """Whether a local sweep's batches share their re-runs."""
+    return settings.confirm_shared
 
 
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:

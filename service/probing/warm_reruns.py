@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cuprobe.probes.warm import READY_NAME
 from cuprobe.service.config import Settings
-from cuprobe.service.probing.confirm import rerun_command, rerun_environment
+from cuprobe.service.probing.confirm import RERUN_NICE, rerun_command, rerun_environment
 from cuprobe.service.probing.confirmation import POISON_RUNS
 from cuprobe.service.probing.environment import PROJECT_ROOT
 from cuprobe.service.probing.spares import FIFO_NAME, waiting_for_params
@@ -100,7 +100,7 @@ class RerunPool:
                 max_output_bytes=settings.max_output_bytes,
                 env=rerun_environment(settings),
                 cwd=PROJECT_ROOT,
-                nice=settings.confirm_nice,
+                nice=RERUN_NICE,
             )
             with self._lock:
                 self._held.append(WarmRerun(probe, mode, folder, started))

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from cuprobe.contract import Tool
+from cuprobe.probes import registry
 from cuprobe.service.cli.render import print_result
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
@@ -56,17 +57,19 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     ended = float((log / "sanitizer-ended").read_text())
     assert len(runs) == 4
     assert all(float(str(r["started"])) < ended for r in runs)
-    # Below the sanitizer run's CPU priority, so they do not take its cores (Settings.confirm_nice, default 10).
-    assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
+    # Below the sanitizer run's CPU priority, so they do not take its cores.
+    assert {r["nice"] for r in runs} == {min(19, os.nice(0) + 10)}
     # Before the findings are known, the sentinel run snapshots every buffer.
     assert {_watch(r) for r in runs} == {"all"}
 
 
-def test_with_early_starts_off_the_reruns_follow_the_run_and_watch_only_the_flagged_buffers(
-    bare: tuple[Path, Settings], tmp_path: Path
+def test_a_probe_that_reruns_late_follows_the_run_and_watches_only_the_flagged_buffers(
+    bare: tuple[Path, Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A probe whose re-runs cannot start early (Probe.reruns_early off: the command probe's)."""
     log, settings = bare
-    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings.model_copy(update={"confirm_early": False}))
+    monkeypatch.setattr(type(registry.get(REQUEST.probe)), "reruns_early", False)
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
 
     assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
     assert "started beside" not in result.message
