@@ -9,7 +9,8 @@ re-runs (--no-warm-reruns: those start cold during the sweep), started and ready
 Prints a table of wall times and ratios, and under each row where its slowest process spent its time (sanitizer
 run, parse, confirmation's bare re-runs...). Writes report.html and summary.md of the last sweep to --out.
 --compare-parse adds, for each 384-case row with K > 1, the same run with every XML parsed in the sweep's own process
-(`parse_in_children` off) beside the default (parsed in child processes: docs/sweep.md, "Parsing beside other slots").
+(LocalRunner's `parse_in_children` off) beside the default (parsed in child processes: docs/sweep.md, "Parsing
+beside other slots").
     python bench/sweep.py [--full] [--slots 1,2,4,8] [--compare-parse] [--out DIR]
     python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
@@ -69,6 +70,7 @@ def timed(
     slots: int,
     primed: bool = False,
     warm_reruns: bool = False,
+    parse_in_children: bool | None = None,
 ) -> tuple[Sweep, float]:
     """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
     spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
@@ -118,7 +120,7 @@ def timed(
     try:
         sweep = run_sweep(
             definition,
-            LocalRunner(workdir / name, settings, slots, spares, None if idle else reruns),
+            LocalRunner(workdir / name, settings, slots, spares, None if idle else reruns, parse_in_children),
             progress=lambda done, total, what: print(
                 f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
             ),
@@ -264,10 +266,10 @@ def main() -> int:
             parses = [None, False] if args.compare_parse and k > 1 else [None]
             primings = [p for p, skipped in ((False, args.no_cold), (True, args.no_warm)) if not skipped]
             for primed, parse in [(p, q) for p in primings for q in parses]:
-                chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
+                chosen = settings if primed else cold
                 where = "child" if k > 1 and parse is None else "here"
                 name = f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"
-                full, wall = timed(name, 128, True, work, chosen, k, primed, args.warm_reruns)
+                full, wall = timed(name, 128, True, work, chosen, k, primed, args.warm_reruns, parse)
                 cases = per_case(full)
                 first = first if first is not None else cases
                 agrees = not differences(first, cases)

@@ -119,18 +119,6 @@ class Settings(BaseSettings):
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
     # full narrow-matmul grid produces about 63,000 initcheck records in one process.
     sweep_max_records: int = Field(1_000_000, gt=0)
-    # Parse each run's sanitizer XML in child processes (service/sanitizer/pool.py) instead of the process that ran
-    # it, where its records make that pay. A local sweep runs its K slots as threads of one process, and K parses at
-    # once there would queue for its one interpreter lock (docs/sweep.md, "Parsing beside other slots"). Unset: on
-    # where one process runs several slots (a local sweep with K > 1), off elsewhere.
-    parse_in_children: bool | None = None
-    # How many runs of this process may parse at once (a local sweep sets its K): with parse_in_children, the more,
-    # the fewer records make a child pay.
-    parse_slots: int = Field(default=1, ge=1, le=64)
-    # With parse_in_children, a local sweep starts one fork server with the parser imported when it starts, and each
-    # parse forks its children from it instead of starting processes that import the parser, about 0.5 s each
-    # (service/sanitizer/forked.py). Off: each parse starts its own.
-    fork_parsers: bool = True
     # The beat's sweep: the definition file and a crontab line (minute hour day month weekday); none when unset.
     sweep_definition: Path = Path("suites/nightly.toml")
     sweep_schedule: str | None = None

@@ -8,6 +8,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
@@ -69,6 +70,17 @@ XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "std
 EXIT_CODE_NAME, HEARTBEAT_NAME = "exit_code", "heartbeat"
 
 
+@dataclass(frozen=True)
+class ChildParsing:
+    """Parse a run's XML in child processes (service/sanitizer/pool.py) instead of the process that ran it: a local
+    sweep's K slots are threads of one process, whose K parses would otherwise take turns on its interpreter lock.
+    `slots`: how many runs of this process parse at once (the more, the fewer records make a child pay); `start`:
+    what starts a child (a sweep's fork server, service/sanitizer/forked.py; None: pool.ChunkWorker)."""
+
+    slots: int
+    start: Callable[[Context], ChildParser] | None = None
+
+
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
     return RunResult(
         probe=request.probe,
@@ -117,7 +129,7 @@ def run_probe(
     stages: Stages | None = None,
     spares: Spares | None = None,
     shared: EarlyReruns | None = None,
-    child_parser: Callable[[Context], ChildParser] | None = None,
+    child_parsing: ChildParsing | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
@@ -130,8 +142,7 @@ def run_probe(
     instead of its own and left running for their owner to close.
     `spares`: warm starts (service/probing/spares.py): the run goes to a matching spare process if one is ready,
     and asks for one for the next run like it.
-    `child_parser`: what starts a child process for a parse that goes to children (a local sweep forks them:
-    service/sanitizer/forked.py); pool.ChunkWorker by default.
+    `child_parsing`: parse the XML in child processes (a local sweep's, past one slot); None: here.
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
     stages = stages if stages is not None else Stages()
@@ -158,7 +169,7 @@ def run_probe(
             replan=plan,
             spare=spare,
             early=shared or own,
-            child_parser=child_parser,
+            child_parsing=child_parsing,
         )
     finally:
         ended.set()
@@ -317,7 +328,7 @@ def _run_planned(
     replan: Callable[..., PlannedRun | RunResult],
     spare: Spare | None = None,
     early: EarlyReruns | None = None,
-    child_parser: Callable[[Context], ChildParser] | None = None,
+    child_parsing: ChildParsing | None = None,
 ) -> RunResult:
     """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
     the watchdog stopped, or one without the demangler whose XML still names a mangled function, is planned again by
@@ -388,8 +399,8 @@ def _run_planned(
                     filtered=user_filters(request),
                     max_records=settings.max_records,
                     max_bytes=settings.max_xml_bytes,
-                    in_children=settings.parse_slots if settings.parse_in_children else 0,
-                    child=child_parser,
+                    in_children=child_parsing.slots if child_parsing else 0,
+                    child=child_parsing.start if child_parsing else None,
                 )
                 if xml.exists() and not xml.is_symlink()
                 else ParseResult(tool=tool, error=_not_regular(xml))

@@ -20,7 +20,7 @@ from cuprobe.service.models.queues import Lane
 from cuprobe.service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from cuprobe.service.probing.admission import BadRequest, admit
 from cuprobe.service.probing.confirm_shared import SharedReruns, share_groups
-from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.probing.runner import ChildParsing, run_probe
 from cuprobe.service.probing.spares import Spares
 from cuprobe.service.probing.warm_reruns import RerunPool
 from cuprobe.service.queue.served import ServedQueues
@@ -61,19 +61,15 @@ class LocalRunner:
         slots: int = 1,
         spares: Spares | None = None,
         reruns: RerunPool | None = None,
+        parse_in_children: bool | None = None,
     ) -> None:
         settings = settings or get_settings()
         self.workdir, self.slots, self.spares, self.reruns = workdir, max(1, slots), spares, reruns
-        # The slots are threads of this process: past one, each run's XML is parsed in child processes (unless the
-        # setting says otherwise), so the slots' parses do not take turns on this process's interpreter lock.
-        children = self.slots > 1 if settings.parse_in_children is None else settings.parse_in_children
-        self.settings = settings.model_copy(
-            update={
-                "max_records": settings.sweep_max_records,
-                "parse_in_children": children,
-                "parse_slots": self.slots,
-            }
-        )
+        # The slots are threads of this process: past one, each run's XML is parsed in child processes, so the
+        # slots' parses do not take turns on this process's interpreter lock (`parse_in_children`: bench/sweep.py's
+        # comparison chooses).
+        self.parse_in_children = self.slots > 1 if parse_in_children is None else parse_in_children
+        self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         spares = self.spares
@@ -83,8 +79,14 @@ class LocalRunner:
 
         # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
         shared = SharedReruns(requests, self.settings, self.workdir, self.reruns)
-        # Their parses fork their child processes from one server that imports the parser now (forked.py).
-        server = start_server() if self.settings.parse_in_children and self.settings.fork_parsers else None
+        # Their parses fork their child processes from one server that imports the parser now (forked.py): a parse
+        # then costs a fork, not a process that imports the parser (about 0.5 s).
+        parsing = None
+        if self.parse_in_children:
+            server = start_server()
+            parsing = ChildParsing(self.slots, server.child if server is not None else None)
+        else:
+            server = None
 
         stop = threading.Event()  # set when the sweep is interrupted: running probes killed, queued ones never run
 
@@ -96,7 +98,7 @@ class LocalRunner:
                 cancel_event=stop,
                 spares=spares,
                 shared=shared.for_request(slot),
-                child_parser=server.child if server is not None else None,
+                child_parsing=parsing,
             )
 
         # Threads: each waits on its own probe subprocess, and parses in child processes (above).
