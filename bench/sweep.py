@@ -71,6 +71,7 @@ def timed(
     primed: bool = False,
     warm_reruns: bool = False,
     parse_in_children: bool | None = None,
+    share_reruns: bool = True,
 ) -> tuple[Sweep, float]:
     """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
     spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
@@ -120,7 +121,9 @@ def timed(
     try:
         sweep = run_sweep(
             definition,
-            LocalRunner(workdir / name, settings, slots, spares, None if idle else reruns, parse_in_children),
+            LocalRunner(
+                workdir / name, settings, slots, spares, None if idle else reruns, parse_in_children, share_reruns
+            ),
             progress=lambda done, total, what: print(
                 f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
             ),
@@ -213,8 +216,8 @@ def main() -> int:
     cold = settings.model_copy(update={"warm_starts": False})
     if not args.skip_compare:
         # The baseline is one process per case, one at a time, each started cold (as before warm starts).
-        alone = cold.model_copy(update={"confirm_shared": False}) if args.baseline_own_reruns else cold
-        base, t_base = timed("bench48-per-case", 16, False, work, alone, 1)
+        own = args.baseline_own_reruns
+        base, t_base = timed("bench48-per-case", 16, False, work, cold, 1, share_reruns=not own)
         reference = per_case(base)
         ok &= all(c.outcome.ran for c in base.cases)
         label = "per-case, K=1, own re-runs" if args.baseline_own_reruns else "per-case, K=1 (baseline)"

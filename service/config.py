@@ -37,10 +37,6 @@ class Settings(BaseSettings):
     worker_spare_idle_s: float = Field(default=30.0, gt=0)
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
-    # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
-    # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
-    # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.
-    confirm_shared: bool = True
     # How many processes the confirmation's four bare re-runs (docs/confirmation.md, "Re-runs sharing a process")
     # take, dealt in turn: at 2 (the default) the two with the 0xFF poison in different processes, so determinism is
     # still checked across two, each followed by another re-run in its process; at 1 all four one after another in

@@ -35,7 +35,6 @@ from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest, Tool
 from cuprobe.service.models.confirm_share import ConfirmShare
 from cuprobe.service.probing.confirm import Reruns, confirming, early_params
-from cuprobe.service.probing.confirm_shared import sharing
 from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, load_bare_run
 from cuprobe.service.probing.launch import read_probe_result
 
@@ -79,11 +78,11 @@ def join(
     member: str | None = None,
 ) -> HostReruns | None:
     """The re-runs `request` shares on this host under `ticket`, started now if it is the first there; None where it
-    confirms with its own (no ticket, no confirmation, sharing off, a ticket that does not fit, an owner that died
+    confirms with its own (no ticket, no confirmation, a ticket that does not fit, an owner that died
     before finishing them). `workdir`: the job's own, where its own re-runs go if it has to run them after all;
     `member`: who counts out of the group when done (the job's id, so that a job run again counts once)."""
     tool = request.tool or registry.get(request.probe).tools[0]
-    if ticket is None or not sharing(settings) or not confirming(request, tool, settings) or misfit(request, ticket):
+    if ticket is None or not confirming(request, tool, settings) or misfit(request, ticket):
         return None
     folder = share_folder(settings, request, tool, ticket)
     try:

@@ -24,15 +24,10 @@ from cuprobe.service.probing.confirmation import BareRun
 from cuprobe.service.probing.warm_reruns import RerunPool
 
 
-def sharing(settings: Settings) -> bool:
-    """Whether a local sweep's batches share their re-runs."""
-    return settings.confirm_shared
-
-
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:
     """What requests must share to share re-runs (None: this one confirms with its own, or not at all)."""
     tool = request.tool or Tool.NONE
-    if not sharing(settings) or not confirming(request, tool, settings):
+    if not confirming(request, tool, settings):
         return None
     return request.probe, tool.value, request.confirm is not False
 

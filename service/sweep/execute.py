@@ -62,6 +62,7 @@ class LocalRunner:
         spares: Spares | None = None,
         reruns: RerunPool | None = None,
         parse_in_children: bool | None = None,
+        share_reruns: bool = True,
     ) -> None:
         settings = settings or get_settings()
         self.workdir, self.slots, self.spares, self.reruns = workdir, max(1, slots), spares, reruns
@@ -70,6 +71,7 @@ class LocalRunner:
         # comparison chooses).
         self.parse_in_children = self.slots > 1 if parse_in_children is None else parse_in_children
         self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
+        self.share_reruns = share_reruns  # off: each batch confirms with its own re-runs (bench/sweep.py's baseline)
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         spares = self.spares
@@ -78,7 +80,7 @@ class LocalRunner:
             spares = Spares(self.workdir / "spares", self.slots, budget=len(requests) - self.slots)
 
         # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
-        shared = SharedReruns(requests, self.settings, self.workdir, self.reruns)
+        shared = SharedReruns(requests if self.share_reruns else [], self.settings, self.workdir, self.reruns)
         # Their parses fork their child processes from one server that imports the parser now (forked.py): a parse
         # then costs a fork, not a process that imports the parser (about 0.5 s).
         parsing = None
@@ -140,8 +142,10 @@ class ServiceRunner:
         slots: int = 1,
         served: ServedQueues | None = None,
         label: str | None = None,
+        share_reruns: bool = True,
     ) -> None:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
+        self.share_reruns = share_reruns  # off: no tickets, each job confirms with its own (bench/sweep_service.py)
         self.slots, self.served, self.label = max(1, slots), served, label
         # The last run_all's jobs that were already under the label, and how many it sent.
         self.taken, self.sent = Labelled(), 0
@@ -153,7 +157,7 @@ class ServiceRunner:
         first wave are marked `warm_next`: the worker readies a spare for it (service/worker/warm.py)."""
         tickets: dict[int, ConfirmShare] = {}
         sweep = hashlib.sha256(self.label.encode()).hexdigest()[:16] if self.label else uuid.uuid4().hex[:16]
-        for number, group in enumerate(share_groups(requests, self.settings)):
+        for number, group in enumerate(share_groups(requests, self.settings) if self.share_reruns else []):
             try:  # a grid admission would refuse (too many cases for one run, say): each job keeps its own
                 admit(group.lead.probe, group.lead.tool, group.merged)
             except BadRequest:

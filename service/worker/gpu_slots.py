@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cuprobe.service.config import Settings
-from cuprobe.service.probing.confirm_shared import sharing
 from cuprobe.service.probing.gpus import GpuDevice, visible_gpus
 from cuprobe.service.queue.registry import WorkerBeat
 from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
@@ -175,12 +174,6 @@ def slots_for(
     return default_slots(os.cpu_count() or 1, gpus, device.free_bytes, sanitizer, confirm)
 
 
-def own_reruns_in_sweeps(settings: Settings) -> bool:
-    """Whether a local sweep's processes each bring their own four re-runs: not when the batches of a grid share
-    one set (service/probing/confirm_shared.py), which needs the re-runs started early and not narrowed."""
-    return settings.confirm and not sharing(settings)
-
-
 def service_slots(settings: Settings, workers: list[WorkerBeat]) -> tuple[int, str]:
     """K for planning a sweep the service runs (the scheduled nightly), and why: the slots of the live GPU workers
     on the default architecture's queues together (its GPU jobs spread over them), else this host's (host_slots).
@@ -195,11 +188,12 @@ def service_slots(settings: Settings, workers: list[WorkerBeat]) -> tuple[int, s
 
 def host_slots(settings: Settings) -> int:
     """K for a sweep run here: the setting, else the first visible GPU's default (capped as without the
-    confirmation where the sweep's batches share their re-runs), else 1 (no GPU)."""
+    confirmation: the sweep's batches of a grid share one set of re-runs, service/probing/confirm_shared.py), else 1
+    (no GPU)."""
     if settings.gpu_slots:
         return settings.gpu_slots
     devices = visible_gpus()
     if not devices:
         return 1
     version = located_version(settings.sanitizer_path)
-    return slots_for(devices[0], len(devices), 0, version, own_reruns_in_sweeps(settings))[0]
+    return slots_for(devices[0], len(devices), 0, version, False)[0]

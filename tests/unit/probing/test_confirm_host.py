@@ -168,11 +168,10 @@ def test_a_new_owner_removes_group_folders_left_for_a_day(bare: tuple[Path, Sett
     assert not old.exists() and recent.exists()
 
 
-def test_no_ticket_or_no_sharing_means_the_jobs_own_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:
+def test_no_ticket_or_no_confirmation_means_the_jobs_own_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     _, settings = bare
     cancel = threading.Event()
     assert join(REQUEST, None, settings, cancel, tmp_path) is None
-    assert join(REQUEST, TICKET, settings.model_copy(update={"confirm_shared": False}), cancel, tmp_path) is None
     assert join(REQUEST, TICKET, settings.model_copy(update={"confirm": False}), cancel, tmp_path) is None
     memcheck = REQUEST.model_copy(update={"tool": Tool.MEMCHECK})
     assert join(memcheck, TICKET, settings, cancel, tmp_path) is None

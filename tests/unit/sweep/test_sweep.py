@@ -336,5 +336,3 @@ def test_the_nightly_grids_batches_share_one_confirmation_of_every_case(slots: i
     others = [i for i in range(len(requests)) if i not in grid]
     assert others and all(shared.merged_params(i) is None for i in others)
     assert all(SharedReruns(requests, Settings(confirm=False), tmp_path).merged_params(i) is None for i in grid)
-    # CUPROBE_CONFIRM_SHARED=0: each batch confirms with its own re-runs.
-    assert all(SharedReruns(requests, Settings(confirm_shared=False), tmp_path).merged_params(i) is None for i in grid)
