@@ -115,6 +115,10 @@ class Settings(BaseSettings):
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
     # full narrow-matmul grid produces about 63,000 initcheck records in one process.
     sweep_max_records: int = Field(1_000_000, gt=0)
+    # Where a sweep's [[test]] entries get their repository: mirrors and worktrees (service/sweep/checkout.py). GPU
+    # workers on other hosts run the tests in these worktrees, so there it is shared storage at the same path.
+    # Unset: DATA_DIR/repos.
+    repo_dir: Path | None = None
     # The beat's sweep: the definition file and a crontab line (minute hour day month weekday); none when unset.
     sweep_definition: Path = Path("suites/nightly.toml")
     sweep_schedule: str | None = None
@@ -144,6 +148,10 @@ class Settings(BaseSettings):
     @property
     def broker(self) -> str:
         return self.broker_url or "redis://127.0.0.1:6379/0"
+
+    @property
+    def repos(self) -> Path:
+        return self.repo_dir or self.data_dir / "repos"
 
     @property
     def database(self) -> str:

@@ -105,9 +105,9 @@ def blind_spot_planted(version: str | None, filtered: bool) -> bool:
 def control_options(version: str | None, kernel_filter: list[str], filtered: bool) -> list[str]:
     """Sanitizer options for the confirmer's control: its writer unchecked, its readers checked (`kernel_filter`:
     the user's include filters; `filtered`: whether any filter of theirs leaves kernels unchecked)."""
-    options = ["--kernel-name-exclude", f"kns={HIDDEN_WRITER}"]
+    options = [f"--kernel-name-exclude=kns={HIDDEN_WRITER}"]
     if kernel_filter:
-        options += ["--kernel-name", f"kns={CHECKED_READERS}"]
+        options.append(f"--kernel-name=kns={CHECKED_READERS}")
     if _tracks_filtered(version) and not filtered:  # hides the writer's writes; blind_spot_planted says why not more
         options += ["--initcheck-track-filtered-global-memory", "no"]
     return options

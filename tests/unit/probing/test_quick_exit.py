@@ -1,4 +1,4 @@
-"""Settings.quick_exit (on by default): a probe that runs its cases in its own process ends it with os._exit once
+"""runner.quick_exits: a probe that runs its cases in its own process ends it with os._exit once
 its result is written, where the run asks the sanitizer for nothing it reports at teardown."""
 
 from __future__ import annotations

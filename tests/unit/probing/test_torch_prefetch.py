@@ -1,4 +1,4 @@
-"""Settings.torch_prefetch (on by default): a sanitizer run of a probe whose parameters use torch imports it on a
+"""runner.prefetches_torch: a sanitizer run of a probe whose parameters use torch imports it on a
 second thread from the process's start (probes/prefetch.py), and the probe's cases go on as they would have."""
 
 from __future__ import annotations
