@@ -69,9 +69,9 @@ class Settings(BaseSettings):
     # --- service: queue reliability (tasks/) ---
     # A Redis message not acked within this is handed to another worker: every limit below stays under it.
     visibility_timeout_s: float = 3600.0
-    # Soft limit: the task stops its probe and stores `timeout`; hard limit: the pool child is killed.
+    # Soft limit: the task stops its probe and stores `timeout`. The hard limit, when the pool child is killed, follows
+    # from it (task_time_limit_s).
     task_soft_time_limit_s: float = 1800.0
-    task_time_limit_s: float = 1860.0
     # A job whose worker dies this many times (OOM, segfault in the worker) ends `crashed`.
     max_attempts: int = 3
     # A job whose worker stops gracefully (SIGTERM to its pool process, `cuprobe up` stopping) while it runs is handed
@@ -85,10 +85,9 @@ class Settings(BaseSettings):
     # For this long after the API starts, submission does not answer `unavailable` for lack of a worker: workers
     # started with it need a moment to be seen.
     unserved_grace_s: float = 10.0
-    # Each worker publishes a registry heartbeat (queues, GPU, pids) this often, kept for worker_ttl_s: a worker
-    # silent that long is gone, and the reconciler re-queues its running jobs.
-    worker_beat_s: float = 5.0
-    worker_ttl_s: float = 30.0
+    # Each worker publishes a registry heartbeat (queues, GPU, pids) this often, kept for six beats (worker_ttl_s): a
+    # worker silent that long is gone, and the reconciler re-queues its running jobs.
+    worker_beat_s: float = Field(5.0, gt=0)
     # Readers of the registry (health, reconciler) read Redis at most this often, each read bounded by the timeout.
     registry_refresh_s: float = 2.0
     registry_timeout_s: float = 1.0
@@ -146,6 +145,16 @@ class Settings(BaseSettings):
     artifact_max_total_bytes: int = 20 * 1024**3
 
     @property
+    def task_time_limit_s(self) -> float:
+        """The hard limit: the soft one plus a thirtieth of it (at least 5 s) for the task to store its `timeout`."""
+        return self.task_soft_time_limit_s + max(5.0, self.task_soft_time_limit_s / 30)
+
+    @property
+    def worker_ttl_s(self) -> float:
+        """How long a worker's registry heartbeat lives: six beats, so one or two late beats do not make it gone."""
+        return 6 * self.worker_beat_s
+
+    @property
     def broker(self) -> str:
         return self.broker_url or "redis://127.0.0.1:6379/0"
 
@@ -172,10 +181,11 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _limits_below_visibility(self) -> Settings:
         # Redis hands an unacked job to a second worker after visibility_timeout: a job must end before.
-        if not self.task_soft_time_limit_s < self.task_time_limit_s < self.visibility_timeout_s:
+        if not self.task_time_limit_s < self.visibility_timeout_s:
             raise ValueError(
-                "need task_soft_time_limit_s < task_time_limit_s < visibility_timeout_s, got "
-                f"{self.task_soft_time_limit_s} / {self.task_time_limit_s} / {self.visibility_timeout_s}"
+                f"task_soft_time_limit_s {self.task_soft_time_limit_s:g} puts the hard limit at "
+                f"{self.task_time_limit_s:g} s, which must stay below "
+                f"visibility_timeout_s {self.visibility_timeout_s:g}"
             )
         return self
 
