@@ -187,7 +187,7 @@ def main() -> int:
     parser.add_argument(
         "--baseline-own-reruns",
         action="store_true",
-        help="the baseline's processes confirm with their own re-runs each (CUPROBE_CONFIRM_SHARED=0), as before "
+        help="the baseline's processes confirm with their own re-runs each, as before "
         "a sweep's processes shared one set",
     )
     parser.add_argument(

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cuprobe.service.models import Backtrace
+from cuprobe.service.removed_settings import refuse_removed
 
 ENV_PREFIX = "CUPROBE_"
 
@@ -192,10 +193,12 @@ class Settings(BaseSettings):
 
 @functools.lru_cache(maxsize=8)
 def _settings_for(environment: frozenset[tuple[str, str]]) -> Settings:
+    refuse_removed(dict(environment))
     return Settings()
 
 
 def get_settings() -> Settings:
     """The settings of this process's CUPROBE_* environment, built once per distinct environment (so a test
-    that changes a variable sees it; tests may still build Settings(...) explicitly)."""
+    that changes a variable sees it; tests may still build Settings(...) explicitly). RemovedSetting where the
+    environment still sets a setting that no longer exists (service/removed_settings.py)."""
     return _settings_for(frozenset((k, v) for k, v in os.environ.items() if k.upper().startswith(ENV_PREFIX)))

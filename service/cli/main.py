@@ -32,6 +32,7 @@ from cuprobe.service.probing.admission import BadRequest, needs_gpu_by_default
 from cuprobe.service.probing.environment import gpu_facts
 from cuprobe.service.probing.gpus import visible_gpus
 from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.removed_settings import RemovedSetting, refuse_removed
 from cuprobe.service.sanitizer.classify import RunEvidence, classify
 from cuprobe.service.sanitizer.launches import discount, nothing_checked
 from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
@@ -535,6 +536,12 @@ app.add_typer(cli_sweep.app, name="sweep")
 
 
 def main() -> None:
+    """The console script: refuses a removed setting still set before any command starts."""
+    try:
+        refuse_removed()
+    except RemovedSetting as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise SystemExit(ExitCode.USAGE) from None
     app()
 
 
