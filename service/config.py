@@ -31,20 +31,19 @@ class Settings(BaseSettings):
     # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").
     stall_s: float = 120.0
     # Warm starts (docs/sweep.md, "Warm starts"): a sweep with more processes than slots starts the next processes'
-    # sanitizer and CUDA context while earlier ones run, and hands each its parameters when its turn comes.
+    # sanitizer and CUDA context while earlier ones run, and hands each its parameters when its turn comes. Off where
+    # the GPU's memory or contexts are short: a spare holds a CUDA context while it waits.
     warm_starts: bool = True
     # On a GPU worker, a spare readied for a sweep's next job (service/worker/warm.py) that no job has taken this
     # long after the pool process's last job ends, so an idle worker does not hold a CUDA context for long.
     worker_spare_idle_s: float = Field(default=30.0, gt=0)
     # Confirm initcheck findings: re-run their cases bare with poisoned memory (docs/confirmation.md).
     confirm: bool = True
-    # How many processes the confirmation's four bare re-runs (docs/confirmation.md, "Re-runs sharing a process")
-    # take, dealt in turn: at 2 (the default) the two with the 0xFF poison in different processes, so determinism is
-    # still checked across two, each followed by another re-run in its process; at 1 all four one after another in
-    # one process; at 4 one each. A re-run's cost is mostly its start (the interpreter, pycuda, a CUDA context), and
-    # contexts created side by side on one GPU wait on each other: on an H100's cold 384-case sweep at K = 8 every
-    # sanitizer process's time before its first case fell by about 0.3 s at 2 against 4 (docs/sweep.md,
-    # "Session 32"). Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
+    # How many processes the confirmation's four bare re-runs take (docs/confirmation.md, "Re-runs sharing a process"):
+    # at 2 the two 0xFF runs are in different processes, so determinism is checked across processes; 4 checks it
+    # across all four at the price of four CUDA contexts per run; 1 needs one context, and checks determinism within
+    # one process only. At 2 every sanitizer process of a cold 384-case sweep on an H100 reached its first case about
+    # 0.3 s sooner than at 4. Re-runs taken from a caller's ready pool stay one a process.
     confirm_processes: int = Field(default=2, ge=1, le=4)
     # Caps on what one run keeps: records stored, XML bytes read, stdout/stderr bytes captured.
     max_records: int = Field(10_000, gt=0)
@@ -52,6 +51,12 @@ class Settings(BaseSettings):
     max_output_bytes: int = Field(4 * 1024 * 1024, gt=0)
     # Where each run's artifacts (run.xml, stdout, stderr, result.json) are written.
     data_dir: Path = Path("cuprobe-data")
+    # cuprobe's cache of what it builds once and keeps: the poisoning torch allocator, per source version, and probe
+    # processes' Python bytecode (pycache/). Unset: ~/.cache/cuprobe. Probe processes read it too.
+    cache_dir: Path | None = None
+    # Where the locks of the sanitizer port blocks live (one block per sanitizer process on a host): shared by every
+    # worker and local run of the host. Unset: the system's temporary directory, cuprobe-sanitizer-ports/.
+    port_lock_dir: Path | None = None
     # Suppression files a service job may name (by file name only); local runs take paths in the repository.
     suppressions_dir: Path | None = None
     # Extra source roots that finding paths are made relative to (the project root and cwd always are).
@@ -136,6 +141,9 @@ class Settings(BaseSettings):
     api_token: str | None = None
     # The `command` probe runs any allowlisted executable: off unless enabled (API and worker read this one name).
     command_enabled: bool = False
+    # The executables a service job's `command` probe may run: exact paths or globs over the resolved path
+    # (wildcards stay within one segment), os.pathsep-separated; read by the probe on the worker (docs/service.md).
+    command_allowlist: str = ""
     # Its old name, read with a warning (it only ever switched the API's check).
     command_probe_enabled: bool | None = None
     # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.

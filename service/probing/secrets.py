@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from cuprobe import IMPORT_ROOT
+from cuprobe import IMPORT_ROOT, internal_env
 from cuprobe.contract import Tool
 from cuprobe.kernels.poison_alloc import cache_dir
 from cuprobe.probes.allowed_env import SECRET_NAME, allowlisted
@@ -20,8 +20,8 @@ from cuprobe.service.models import RunResult
 
 REDACTED = "[redacted by cuprobe]"
 # What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
-COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
-EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
+COMMAND_TRUSTED_ENV = internal_env.COMMAND_TRUSTED
+EXTENSION_DIR_ENV = internal_env.EXTENSION_DIR
 # Shorter values are too likely to occur by chance ("1", "true") to be scrubbed from output.
 MIN_SECRET_LEN = 6
 
@@ -44,8 +44,8 @@ def probe_environment(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(IMPORT_ROOT), env.get("PYTHONPATH")]))
     env[ADDED_PYTHONPATH_ENV] = str(IMPORT_ROOT)  # a command probe takes it off again for the user's program
     env["PYTHONUNBUFFERED"] = "1"
-    env["CUPROBE_TOOL"] = tool.value
-    env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
+    env[internal_env.TOOL] = tool.value
+    env[internal_env.CALLER_CWD] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
     # Probe processes keep their bytecode in cuprobe's cache even where PYTHONDONTWRITEBYTECODE is set (container

@@ -1,7 +1,7 @@
 """Warm re-runs: the confirmation's bare re-run processes, started and ready before their run is known.
 
 A bare re-run's time is mostly its start — the interpreter, imports, pycuda, a CUDA context: 1.1-1.7 s of its
-2.8-3.5 s on the H100 (docs/sweep.md, "Session 21") — and those starts land on the GPU that a sweep's sanitizer
+2.8-3.5 s on the H100 — and those starts land on the GPU that a sweep's sanitizer
 processes share. A caller that keeps a pool between runs (bench/sweep.py, as it keeps the sanitizer spares of
 service/probing/spares.py: a runner warm from its last run of this kind) has the four started before its next sweep:
 each gets ready (probes/warm.py: imports and the CUDA context) and waits for its parameters on a FIFO, and from there
@@ -12,7 +12,7 @@ that watches chosen buffers, or finds no ready process of its probe and poison, 
 dies with the thread that started it, so `prepare` is called from a thread that outlives them (bench/sweep.py: its
 main thread); `close` ends those nobody took.
 
-Measured on an H100 (docs/sweep.md, "Session 22" and "Session 23"): made before the sanitizer processes' spares (or
+Measured on an H100: made before the sanitizer processes' spares (or
 while they start), slower than cold re-runs — the sweep took about 1 s more; made once the spares are ready, no
 slower, and over three calls a little faster. Either way a warm re-run ran its cases about three times slower than a
 cold one, cause not found. So a caller makes the pool after its spares are ready (bench/sweep.py does, by default);
