@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     # compute-sanitizer --show-backtrace (yes|host|device|no); None keeps its default (yes). Host backtraces
     # are most of initcheck's cost per record; initcheck signatures need only the device location.
     show_backtrace: Backtrace | None = None
+    # Wall-clock limit of one run where the request sets none: the whole process group is killed (`timeout`).
     timeout_s: float = Field(600.0, gt=0)
     # Progress watchdog: a probe that beats per case (Probe.beats) and then shows no progress (no new case, no XML,
     # no output) for this long is stopped and run once more; 0 turns it off (docs/outcomes.md, "Stalled runs").
@@ -103,6 +104,7 @@ class Settings(BaseSettings):
     heartbeat_s: float = 5.0
     # A running job reads its cancel flag this often: a cancel stops the probe within about a second.
     cancel_poll_s: float = 0.25
+    # A running job whose heartbeat is this old is presumed lost: the reconciler may hand it to another worker.
     stale_after_s: float = 60.0
     # How often the reconciler compares the store with the broker; a queued job missing from Redis for
     # longer than requeue_grace_s is sent again (Redis lost it).
@@ -133,6 +135,7 @@ class Settings(BaseSettings):
     sweep_webhook_url: str | None = None
 
     # --- service: HTTP API ---
+    # Where the API (`cuprobe serve`) listens.
     api_host: str = "127.0.0.1"
     api_port: int = 8000
     # Where the CLI finds the API.
@@ -141,13 +144,14 @@ class Settings(BaseSettings):
     api_token: str | None = None
     # The `command` probe runs any allowlisted executable: off unless enabled (API and worker read this one name).
     command_enabled: bool = False
+    # CUPROBE_COMMAND_ENABLED's old name, read with a warning (it only ever switched the API's check).
+    command_probe_enabled: bool | None = None
     # The executables a service job's `command` probe may run: exact paths or globs over the resolved path
     # (wildcards stay within one segment), os.pathsep-separated; read by the probe on the worker (docs/service.md).
     command_allowlist: str = ""
-    # Its old name, read with a warning (it only ever switched the API's check).
-    command_probe_enabled: bool | None = None
     # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
     replay_probe_enabled: bool = False
+    # The largest request body the API accepts (413 beyond).
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.
     artifact_retention_days: float = 30.0
