@@ -36,10 +36,13 @@ from cuprobe.contract import is_confirm_control  # noqa: E402
 from cuprobe.probes import registry  # noqa: E402
 from cuprobe.service.config import Settings, get_settings  # noqa: E402
 from cuprobe.service.models.sweep import Sweep  # noqa: E402
-from cuprobe.service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
+from cuprobe.service.probing.confirm import (  # noqa: E402
+    CONFIRM_DIR,
+    LATE_DIR,
+    RerunPool,
+)
 from cuprobe.service.probing.runner import RESULT_NAME, XML_NAME, start_spare  # noqa: E402
 from cuprobe.service.probing.spares import Spares  # noqa: E402
-from cuprobe.service.probing.warm_reruns import RerunPool  # noqa: E402
 from cuprobe.service.reports.html import html  # noqa: E402
 from cuprobe.service.reports.markdown import markdown  # noqa: E402
 from cuprobe.service.sweep.definition import parse_definition  # noqa: E402
@@ -75,7 +78,7 @@ def timed(
 ) -> tuple[Sweep, float]:
     """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
     spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
-    where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py), made once
+    where the confirmation is on): so are the four re-runs the sweep's batches share (confirm/warm.py), made once
     the spares are ready (READY_RERUNS_ORDER)."""
     grid = GRID.format(name=name, batch=str(batch).lower(), last=last)
     if options := os.environ.get("CUPROBE_BENCH_OPTIONS"):  # an experiment: sanitizer options for every process,
@@ -376,7 +379,7 @@ def in_cases(sweep: Sweep, index: int, run_s: float | None) -> str:
     return f"\n  its run stage, in its cases (seconds, cases): {parts}{outside}"
 
 
-# The confirmation's wall time, as a process's message gives it (service/probing/confirm.py).
+# The confirmation's wall time, as a process's message gives it (service/probing/confirm/).
 RERUNS_S = re.compile(r"\(([0-9.]+) s of bare re-runs")
 
 

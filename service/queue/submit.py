@@ -23,8 +23,7 @@ from cuprobe.service.probing.admission import (
     sanitizer_fields,
     suppressions_file,
 )
-from cuprobe.service.probing.confirm import refuse_unconfirmable
-from cuprobe.service.probing.confirm_host import misfit
+from cuprobe.service.probing.confirm import misfit, refuse_unconfirmable
 from cuprobe.service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,9 @@ from cuprobe.service.models.confirm_share import ConfirmShare
 from cuprobe.service.models.queues import Lane
 from cuprobe.service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from cuprobe.service.probing.admission import BadRequest, admit
-from cuprobe.service.probing.confirm_shared import SharedReruns, share_groups
+from cuprobe.service.probing.confirm import RerunPool, SharedReruns, share_groups
 from cuprobe.service.probing.runner import ChildParsing, run_probe
 from cuprobe.service.probing.spares import Spares
-from cuprobe.service.probing.warm_reruns import RerunPool
 from cuprobe.service.queue.served import ServedQueues
 from cuprobe.service.queue.submit import JobSpec, submit
 from cuprobe.service.queue.waiting import ended, job_fields, poll, result_of_job
@@ -52,7 +51,7 @@ class LocalRunner:
     Warm starts (settings.warm_starts): with more processes than slots, spare processes get ready while earlier
     ones run (service/probing/spares.py); `spares` is a pool the caller keeps (warm from earlier sweeps), else the
     runner keeps one for the sweep, starting no more spares than there are processes after the first K. `reruns`: a
-    pool of the confirmation's re-run processes the caller keeps ready (service/probing/warm_reruns.py), which the
+    pool of the confirmation's re-run processes the caller keeps ready (service/probing/confirm/warm.py), which the
     re-runs the sweep's batches share take where it holds them."""
 
     def __init__(
@@ -80,7 +79,7 @@ class LocalRunner:
         if own:
             spares = Spares(self.workdir / "spares", self.slots, budget=len(requests) - self.slots)
 
-        # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
+        # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm/shared.py).
         shared = SharedReruns(requests if self.share_reruns else [], self.settings, self.workdir, self.reruns)
         # Their parses fork their child processes from one server that imports the parser now (forked.py): a parse
         # then costs a fork, not a process that imports the parser (about 0.5 s).
@@ -156,7 +155,7 @@ class ServiceRunner:
 
     def specs(self, requests: list[ProbeRequest]) -> list[JobSpec]:
         """One sweep-lane job per request; the jobs of one grid carry one ticket, so that on each host they share one
-        set of the confirmation's re-runs (confirm_host.py). With a label the tickets are named after it, so the
+        set of the confirmation's re-runs (confirm/host.py). With a label the tickets are named after it, so the
         same requests get the same tickets when the sweep is resumed. Jobs a later job like them follows past the
         first wave are marked `warm_next`: the worker readies a spare for it (service/worker/warm.py)."""
         tickets: dict[int, ConfirmShare] = {}

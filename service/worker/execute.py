@@ -23,7 +23,7 @@ from cuprobe.service.models import Outcome, RunResult, Tool
 from cuprobe.service.models.queues import Lane
 from cuprobe.service.models.timing import Stages
 from cuprobe.service.probing import runner
-from cuprobe.service.probing.confirm_host import join
+from cuprobe.service.probing.confirm import join
 from cuprobe.service.queue.submit import JobSpec
 from cuprobe.service.worker.gpu_slots import gpu_held
 from cuprobe.service.worker.stopping import hand_back
@@ -97,7 +97,7 @@ def execute_job(
         with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel, data_dir=settings.data_dir):
             stages.add("gpu_lock", time.perf_counter() - locking)
             request = spec.probe_request()
-            # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm_host.py).
+            # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm/host.py).
             shared = join(request, spec.confirm_share, settings, cancel, workdir, member=job_id)
             try:
                 return runner.run_probe(

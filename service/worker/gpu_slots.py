@@ -33,8 +33,8 @@ GIB_PER_PROCESS = 8
 # re-runs of its cases (the confirmation) the 384-case grid took 16.0 s at K = 4 and 24.9 s at K = 8 (spares ready):
 # past four the re-runs take the host's cores. Without them, 11.9, 7.3-7.8 and 11.0 s at K = 4, 8 and 16: past eight
 # the sanitizer processes themselves take the 16 cores. CUPROBE_GPU_SLOTS sets more. A worker's gate jobs bring four
-# re-runs each (a sweep's jobs of one grid share one set per host: service/probing/confirm_host.py); a local sweep's
-# batches share one set (service/probing/confirm_shared.py), so a local sweep's K is capped as without the
+# re-runs each (a sweep's jobs of one grid share one set per host: service/probing/confirm/host.py); a local sweep's
+# batches share one set (service/probing/confirm/shared.py), so a local sweep's K is capped as without the
 # confirmation (host_slots): there K = 8 took 9.4-11.1 s cold against 11.2-12.8 s at K = 4 (docs/sweep.md, "K
 # processes per GPU").
 MAX_SLOTS = 4
@@ -188,7 +188,7 @@ def service_slots(settings: Settings, workers: list[WorkerBeat]) -> tuple[int, s
 
 def host_slots(settings: Settings) -> int:
     """K for a sweep run here: the setting, else the first visible GPU's default (capped as without the
-    confirmation: the sweep's batches of a grid share one set of re-runs, service/probing/confirm_shared.py), else 1
+    confirmation: the sweep's batches of a grid share one set of re-runs, service/probing/confirm/shared.py), else 1
     (no GPU)."""
     if settings.gpu_slots:
         return settings.gpu_slots

@@ -18,8 +18,8 @@ from cuprobe.probes import registry
 from cuprobe.service.cli.render import print_result
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
+from cuprobe.service.probing.confirm import RerunPool
 from cuprobe.service.probing.runner import run_probe
-from cuprobe.service.probing.warm_reruns import RerunPool
 from cuprobe.service.sweep.execute import LocalRunner
 from tests.conftest import CAPTURES, replaying
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
@@ -202,7 +202,7 @@ def test_a_sweeps_processes_of_one_grid_share_one_set_of_reruns(bare: tuple[Path
 def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
     bare: tuple[Path, Settings], tmp_path: Path
 ) -> None:
-    """A pool of warm re-runs (service/probing/warm_reruns.py), prepared and ready before the sweep: its four
+    """A pool of warm re-runs (service/probing/confirm/warm.py), prepared and ready before the sweep: its four
     processes run the shared re-runs — handed the grid's parameters through their FIFOs after the sweep began — and
     no other re-run process starts (here each held back 0.3 s first: `after_s`). One that died before the sweep is
     replaced by a cold start, not waited for."""

@@ -1,5 +1,5 @@
 """A sweep's jobs of one grid share one set of the confirmation's re-runs on each host
-(service/probing/confirm_host.py), and what goes wrong falls back to each job's own re-runs, never to a verdict from
+(service/probing/confirm/host.py), and what goes wrong falls back to each job's own re-runs, never to a verdict from
 runs it did not ask for.
 
 The jobs' sanitizer runs and re-runs are played back (tests/unit/probing/bare_replay.py); the jobs run through the
@@ -22,7 +22,7 @@ from cuprobe.service.db.store import Store
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest, Tool
 from cuprobe.service.models.confirm_share import ConfirmShare
 from cuprobe.service.probing.admission import BadRequest
-from cuprobe.service.probing.confirm_host import DONE, LOCK, OWNER, SHARE_DIR, join, share_folder
+from cuprobe.service.probing.confirm.host import DONE, LOCK, OWNER, SHARE_DIR, join, share_folder
 from cuprobe.service.probing.runner import run_probe
 from cuprobe.service.queue.submit import JobSpec, check, create
 from cuprobe.service.sweep.execute import ServiceRunner

@@ -13,7 +13,7 @@ from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models import Outcome, RunResult
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.probing import runner
-from cuprobe.service.probing.confirm_shared import SharedReruns
+from cuprobe.service.probing.confirm import SharedReruns
 from cuprobe.service.queue.celery_app import TASK_RUN_SWEEP, make_celery
 from cuprobe.service.reports.html import html
 from cuprobe.service.reports.markdown import markdown

@@ -22,46 +22,19 @@ cold one, cause not found. So a caller makes the pool after its spares are ready
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from cuprobe.probes.warm import READY_NAME
 from cuprobe.service.config import Settings
-from cuprobe.service.probing.confirm import RERUN_NICE, rerun_command, rerun_environment
-from cuprobe.service.probing.confirmation import POISON_RUNS
+from cuprobe.service.probing.confirm.decide import POISON_RUNS
+from cuprobe.service.probing.confirm.reruns import RERUN_NICE, WarmRerun, rerun_command, rerun_environment
 from cuprobe.service.probing.environment import PROJECT_ROOT
-from cuprobe.service.probing.spares import FIFO_NAME, waiting_for_params
-from cuprobe.service.sanitizer.supervise import Started, start
+from cuprobe.service.probing.handover import FIFO_NAME, waiting_for_params
+from cuprobe.service.sanitizer.supervise import start
 
 RESULT_NAME = "result.json"
-
-
-@dataclass
-class WarmRerun:
-    """A started bare re-run of `probe` under poison `mode`, waiting for its parameters in its own folder."""
-
-    probe: str
-    mode: str
-    folder: Path
-    started: Started
-
-    @property
-    def fifo(self) -> Path:
-        return self.folder / FIFO_NAME
-
-    def alive(self) -> bool:
-        return self.started.proc.poll() is None
-
-    def ready(self) -> bool:
-        return (self.folder / READY_NAME).exists()
-
-    def discard(self) -> None:
-        self.started.kill()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def warm_command(probe: str, mode: str, folder: Path, python: str | None) -> list[str]:
