@@ -48,7 +48,7 @@ def test_two_jobs_of_one_grid_on_one_host_run_one_set_of_reruns(bare: tuple[Path
         ids = [job.id for job in jobs]
         reports = list(pool.map(lambda job_id: execute_job(job_id, store=store, settings=settings), ids))
 
-    assert all(r["stored"] and r["outcome"] == Outcome.FINDINGS.value for r in reports), reports
+    assert all(r.stored and r.outcome == Outcome.FINDINGS.value for r in reports), reports
     for job in jobs:
         done = store.get(job.id)
         assert done is not None and done.state == "done"
