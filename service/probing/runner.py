@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
 
 from cuprobe.contract import (
     HEARTBEAT_ENV,
@@ -42,6 +41,7 @@ from cuprobe.service.probing.demangle import NO_DEMANGLING, holds_mangled_names,
 from cuprobe.service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from cuprobe.service.probing.handover import FIFO_NAME, hand_over, move_artifacts
 from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.probing.planned import PlannedRun
 from cuprobe.service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from cuprobe.service.probing.spares import Spare, Spares, params_json, spare_command, warm_key
 from cuprobe.service.sanitizer.chunks import Context
@@ -53,7 +53,6 @@ from cuprobe.service.sanitizer.locate import SanitizerMissing, find_sanitizer, s
 from cuprobe.service.sanitizer.options import OptionRefused, check_options, installed_options
 from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
 from cuprobe.service.sanitizer.pool import ChildParser
-from cuprobe.service.sanitizer.ports import PortLease
 from cuprobe.service.sanitizer.ports import lease as lease_ports
 from cuprobe.service.sanitizer.summary import SanitizerSummary, read_summary
 from cuprobe.service.sanitizer.supervise import Supervised, start, watch
@@ -167,25 +166,6 @@ def run_probe(
         ended.set()
         if own is not None:
             own.close()
-
-
-class PlannedRun(NamedTuple):
-    """A run ready to start: the admitted request, the command and its environment, its files, its sanitizer."""
-
-    admitted: Admission
-    cmd: list[str]
-    env: dict[str, str]
-    workdir: Path
-    xml: Path
-    result_path: Path
-    sanitizer: Path | None
-    version: str | None
-    # This run's block of sanitizer ports (service.sanitizer.ports): release it once the command has exited.
-    ports: PortLease | None
-    # Run with `--demangle no` (service/probing/demangle.py): its XML is checked for mangled names afterwards.
-    raw_names: bool = False
-    # Run with --dump-kernel-launches (its filters select launches): service/sanitizer/launches.py.
-    launch_dump: bool = False
 
 
 def plan_run(

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from cuprobe.probes.warm import READY_NAME, WarmLevel
 from cuprobe.service.probing.handover import FIFO_NAME, HAND_OVER_LOOK_S, params_at, waiting_for_params
+from cuprobe.service.probing.planned import PlannedRun
 from cuprobe.service.sanitizer.supervise import Started
 
 if TYPE_CHECKING:
     from cuprobe.probes.base import Probe
-    from cuprobe.service.probing.runner import PlannedRun
 
 # How long a spare waits for its run's first case before it starts anyway.
 FOLLOW_AFTER_S = 20.0
