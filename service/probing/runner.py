@@ -40,6 +40,14 @@ from cuprobe.service.probing.confirm import (
 from cuprobe.service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
 from cuprobe.service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
 from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.probing.sandbox import (
+    NO_SANDBOX,
+    job_environment,
+    prepare_workdir,
+    runs_jobs_code,
+    sandbox_command,
+    sandbox_refusal,
+)
 from cuprobe.service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from cuprobe.service.probing.spares import (
     FIFO_NAME,
@@ -243,6 +251,15 @@ def plan_run(
     )
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
+    if not trusted and runs_jobs_code(admitted.probe, params):
+        if (why := sandbox_refusal()) is None:
+            prepare_workdir(workdir)
+            cmd = sandbox_command(list(cmd), workdir, settings, os.environ.get("HOME"))
+            env = job_environment(env, workdir)
+        elif not settings.unsafe_no_sandbox:
+            if ports is not None:
+                ports.release()
+            return _unavailable(request, tool, params, f"{NO_SANDBOX}: {why}")
     return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
 
 

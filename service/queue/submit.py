@@ -25,6 +25,7 @@ from cuprobe.service.probing.admission import (
 )
 from cuprobe.service.probing.confirm import refuse_unconfirmable
 from cuprobe.service.probing.confirm_host import misfit
+from cuprobe.service.probing.sandbox import runs_user_code
 from cuprobe.service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
@@ -75,17 +76,6 @@ class JobSpec(ProbeRequest):
 
     def probe_request(self) -> ProbeRequest:
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
-
-
-# Replay parameters that point the worker's processes at code or files of the submitter's choosing: the program
-# (entry, script), its working directory (on its PYTHONPATH, so a sitecustomize.py there runs) and the Triton cache
-# (compiled kernels that are loaded, not rebuilt).
-USER_CODE_PARAMS = ("entry", "script", "cwd", "triton_cache_dir")
-
-
-def runs_user_code(params: dict[str, Any]) -> bool:
-    """Whether replay parameters name the user's own program or files rather than the built-in example alone."""
-    return any(params.get(name) for name in USER_CODE_PARAMS)
 
 
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
