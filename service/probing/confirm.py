@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -23,6 +24,7 @@ from cuprobe.service.probing.admission import BadRequest
 from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
 from cuprobe.service.probing.environment import PROJECT_ROOT
 from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.probing.sandbox import job_environment, sandbox_command
 from cuprobe.service.probing.secrets import probe_environment, untimed_schedule
 from cuprobe.service.probing.spares import hand_over, move_artifacts
 from cuprobe.service.sanitizer.command import probe_command
@@ -179,8 +181,10 @@ def _bare_runs(
     cancel: threading.Event,
     folder: str = CONFIRM_DIR,
     warm: RerunPool | None = None,
+    sandboxed: bool = False,
 ) -> list[BareRun]:
-    """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder."""
+    """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder;
+    `sandboxed`: in the sandbox the run had (a job's own code: service/probing/sandbox.py)."""
     outs = [workdir / folder / label.replace("#", "-") / "result.json" for label, _ in group]
     for out in outs:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -194,12 +198,15 @@ def _bare_runs(
     if done is None and cancel.is_set():  # stopped before it began: start nothing
         cancelled = zip(group, outs, strict=True)
         return [load_bare_run(label, mode, None, "cancelled", out) for (label, mode), out in cancelled]
+    env = rerun_environment(settings)
+    if sandboxed:
+        cmd, env = sandbox_command(cmd, workdir, settings, os.environ.get("HOME")), job_environment(env, workdir)
     if done is None:
         done = supervise(
             cmd,
             timeout_s=limit,
             max_output_bytes=settings.max_output_bytes,
-            env=rerun_environment(settings),
+            env=env,
             cwd=PROJECT_ROOT,
             cancel=cancel,
             nice=settings.confirm_nice,
@@ -266,6 +273,7 @@ class Reruns:
         runs: tuple[Run, ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
         warm: RerunPool | None = None,
+        sandboxed: bool = False,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
@@ -278,7 +286,7 @@ class Reruns:
         self._pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="confirm")
         self._pending = [
             self._pool.submit(
-                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm
+                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm, sandboxed
             )
             for group in groups
         ]
@@ -394,9 +402,11 @@ def confirm_findings(
     settings: Settings,
     workdir: Path,
     early: EarlyReruns | None = None,
+    sandboxed: bool = False,
 ) -> RunResult:
     """`result` with each initcheck finding confirmed and the confirmer's control checked (then set aside).
-    `early`: the re-runs started beside the sanitizer run (start_early); the caller closes them."""
+    `early`: the re-runs started beside the sanitizer run (start_early); the caller closes them. `sandboxed`: the
+    run was, so its re-runs are too."""
     control = [f for f in result.findings if is_confirm_control(f.case)]
     findings = [f for f in result.findings if not is_confirm_control(f.case)]
     cases = [c for c in result.cases if not is_confirm_control(c.id)]
@@ -435,7 +445,9 @@ def confirm_findings(
         if left_out:
             own = {case for case in left_out if not is_confirm_control(case)}
             params = narrowed_params(probe, result.params, own) or result.params
-            late = Reruns(request, params, {c: plan[c] for c in left_out}, settings, workdir, folder=LATE_DIR)
+            late = Reruns(
+                request, params, {c: plan[c] for c in left_out}, settings, workdir, folder=LATE_DIR, sandboxed=sandboxed
+            )
             later, spent = late.results(), round(spent + late.spent_s, 3)
             only = f", and after it for the {len(left_out)} flagged case(s) they did not run"
             failed_late = [run for run in later.values() if not run.ok]
@@ -444,11 +456,13 @@ def confirm_findings(
         kept = {case: names for case, names in plan.items() if case not in left_out}
         if runs["sentinel"].ok and missing_snapshots(kept, runs["sentinel"]):
             # The early sentinel run left a flagged buffer out (past its byte cap): again, watching only those.
-            late = Reruns(request, result.params, kept, settings, workdir, runs=(("sentinel", "sentinel"),))
+            late = Reruns(
+                request, result.params, kept, settings, workdir, runs=(("sentinel", "sentinel"),), sandboxed=sandboxed
+            )
             runs["sentinel"] = late.results()["sentinel"]
             spent = round(spent + late.spent_s, 3)
     else:
-        late = Reruns(request, result.params, plan, settings, workdir)
+        late = Reruns(request, result.params, plan, settings, workdir, sandboxed=sandboxed)
         runs, spent = late.results(), late.spent_s
 
     def decided(finding: Finding) -> Finding:

@@ -191,6 +191,8 @@ class PlannedRun(NamedTuple):
     raw_names: bool = False
     # Run with --dump-kernel-launches (its filters select launches): service/sanitizer/launches.py.
     launch_dump: bool = False
+    # Run in the sandbox (a job's own code: service/probing/sandbox.py); its confirmation's re-runs are too.
+    sandboxed: bool = False
 
 
 def plan_run(
@@ -251,16 +253,19 @@ def plan_run(
     )
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
+    sandboxed = False
     if not trusted and runs_jobs_code(admitted.probe, params):
         if (why := sandbox_refusal()) is None:
             prepare_workdir(workdir)
             cmd = sandbox_command(list(cmd), workdir, settings, os.environ.get("HOME"))
-            env = job_environment(env, workdir)
+            env, sandboxed = job_environment(env, workdir), True
         elif not settings.unsafe_no_sandbox:
             if ports is not None:
                 ports.release()
             return _unavailable(request, tool, params, f"{NO_SANDBOX}: {why}")
-    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
+    return PlannedRun(
+        admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump, sandboxed
+    )
 
 
 def _own_cases_sanitized(admitted: Admission, sanitizer: Path | None) -> bool:
@@ -473,7 +478,7 @@ def _run_planned(
         )
     if tool is Tool.INITCHECK:
         with stages.stage("confirm"):
-            result = confirm_findings(result, parsed, request, settings, workdir, early)
+            result = confirm_findings(result, parsed, request, settings, workdir, early, planned.sandboxed)
     with stages.stage("scrub"):
         result = scrub_result(result, secrets)
     return result.model_copy(update={"timing": stages.rounded()})
