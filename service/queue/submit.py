@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from cuprobe.probes.command import CommandParams, refused_names
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Job, JobState, Store, utcnow
 from cuprobe.service.models import ProbeRequest
@@ -97,6 +98,12 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
             status=403,
         )
     admitted = admit(spec.probe, spec.tool, spec.params, spec.options)
+    if spec.probe == COMMAND_PROBE and (refused := refused_names(CommandParams.model_validate(admitted.params))):
+        raise BadRequest(
+            "params.env",
+            f"a job may not set {', '.join(refused)} (the loader's and cuprobe's own variables), neither in `env` nor "
+            "in `env_modifications`",
+        )
     if spec.suppressions is not None:
         suppressions_file(spec.suppressions, trusted=False, settings=settings, field="suppressions")
     if spec.options.suppressions:
