@@ -24,7 +24,7 @@ from cuprobe.service.probing.admission import BadRequest
 from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, decide, load_bare_run
 from cuprobe.service.probing.environment import PROJECT_ROOT
 from cuprobe.service.probing.launch import read_probe_result
-from cuprobe.service.probing.sandbox import job_environment, sandbox_command
+from cuprobe.service.probing.sandbox import job_environment, job_paths, sandbox_command
 from cuprobe.service.probing.secrets import probe_environment, untimed_schedule
 from cuprobe.service.probing.spares import hand_over, move_artifacts
 from cuprobe.service.sanitizer.command import probe_command
@@ -200,7 +200,8 @@ def _bare_runs(
         return [load_bare_run(label, mode, None, "cancelled", out) for (label, mode), out in cancelled]
     env = rerun_environment(settings)
     if sandboxed:
-        cmd, env = sandbox_command(cmd, workdir, settings, os.environ.get("HOME")), job_environment(env, workdir)
+        cmd = sandbox_command(cmd, workdir, settings, os.environ.get("HOME"), job_paths(params))
+        env = job_environment(env, workdir)
     if done is None:
         done = supervise(
             cmd,

@@ -43,6 +43,7 @@ from cuprobe.service.probing.launch import read_probe_result
 from cuprobe.service.probing.sandbox import (
     NO_SANDBOX,
     job_environment,
+    job_paths,
     prepare_workdir,
     runs_jobs_code,
     sandbox_command,
@@ -257,7 +258,7 @@ def plan_run(
     if not trusted and runs_jobs_code(admitted.probe, params):
         if (why := sandbox_refusal()) is None:
             prepare_workdir(workdir)
-            cmd = sandbox_command(list(cmd), workdir, settings, os.environ.get("HOME"))
+            cmd = sandbox_command(list(cmd), workdir, settings, os.environ.get("HOME"), job_paths(params))
             env, sandboxed = job_environment(env, workdir), True
         elif not settings.unsafe_no_sandbox:
             if ports is not None:

@@ -17,7 +17,7 @@ import shutil
 import site
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,18 +100,26 @@ def job_environment(env: Mapping[str, str], workdir: Path) -> dict[str, str]:
     return out
 
 
-def _visible(paths: list[Path]) -> list[str]:
-    """bwrap arguments that bind `paths` (read-only) back where a hidden folder covered them."""
-    args: list[str] = []
-    for path in paths:
-        args += ["--ro-bind-try", str(path), str(path)]
-    return args
+def job_paths(params: Mapping[str, Any]) -> list[Path]:
+    """What a job names that must stay visible where a hidden folder covers it: its program (as named and as
+    resolved), its working directory, replay's script and Triton cache."""
+    found: list[Path] = []
+    argv = params.get("argv")
+    if isinstance(argv, list) and argv and isinstance(argv[0], str) and (program := shutil.which(argv[0])):
+        found += [Path(program).absolute(), Path(program).resolve()]
+    for name in ("cwd", "script", "triton_cache_dir"):
+        if isinstance(value := params.get(name), str) and os.path.isabs(value):
+            found.append(Path(value))
+    return found
 
 
-def sandbox_command(cmd: list[str], workdir: Path, settings: Settings, home: str | None = None) -> list[str]:
+def sandbox_command(
+    cmd: list[str], workdir: Path, settings: Settings, home: str | None = None, shown: Sequence[Path] = ()
+) -> list[str]:
     """`cmd` inside bubblewrap: new PID, network, IPC and UTS namespaces, the file system read-only, the data
     directory, /tmp, /run and the worker's home (`home`, unless cuprobe or its interpreter live there) hidden, the
-    job's directory writable, the GPU's device files bound in. It dies with the worker."""
+    job's directory writable, the GPU's device files bound in. It dies with the worker. `shown`: paths the job names
+    (job_paths), bound back read-only where a hidden folder covers them."""
     found = bwrap_path()
     if found is None:
         raise RuntimeError("bubblewrap is not installed")
@@ -119,20 +127,23 @@ def sandbox_command(cmd: list[str], workdir: Path, settings: Settings, home: str
     args = [found, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
     args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     args += ["--die-with-parent", "--hostname", "cuprobe-job"]
-    for hidden in HIDDEN:
-        if os.path.isdir(hidden) and not os.path.islink(hidden):
-            args += ["--tmpfs", hidden]
     # What the run needs that may lie under a hidden folder: cuprobe's code, the interpreter, the sanitizer.
     python = Path(settings.python or sys.executable)
     needed = [IMPORT_ROOT, Path(sys.prefix), Path(sys.base_prefix), python.parent, python.resolve().parent]
     needed += [Path(os.getcwd()), Path(site.getusersitepackages())]
     if settings.sanitizer_path is not None:
         needed += [Path(settings.sanitizer_path).parent, Path(settings.sanitizer_path).resolve().parent]
-    covering = [Path(settings.data_dir).resolve(), *([Path(home)] if home else [])]
-    for folder in covering:
-        if folder.is_dir() and not any(_inside(p.resolve(), folder) for p in needed):
-            args += ["--tmpfs", str(folder)]
-    args += _visible([p.resolve() for p in needed if any(_inside(p.resolve(), Path(h)) for h in HIDDEN)])
+    needed = [path.resolve() for path in needed]
+    hidden = [Path(h) for h in HIDDEN if os.path.isdir(h) and not os.path.islink(h)]
+    # The data directory (the store's file, other jobs' folders) and the worker's home, unless the run lives there.
+    for folder in [Path(settings.data_dir).resolve(), *([Path(home)] if home else [])]:
+        if folder.is_dir() and not any(_inside(path, folder) for path in needed):
+            hidden.append(folder)
+    for folder in hidden:
+        args += ["--tmpfs", str(folder)]
+    shown_again = dict.fromkeys([*needed, *shown])
+    for path in [p for p in shown_again if any(_inside(p, folder) for folder in hidden)]:
+        args += ["--ro-bind-try", str(path), str(path)]
     for pattern in GPU_DEVICES:
         for device in sorted(glob.glob(pattern)):
             args += ["--dev-bind", device, device]

@@ -119,3 +119,23 @@ def test_a_worker_that_cannot_sandbox_refuses_command_jobs_unless_told_it_is_uns
     result, seen = _run("import json; print(json.dumps({'ran': 'yes'}))", unsafe, tmp_path / "unsafe")
     assert result.outcome is Outcome.CLEAN and seen == {"ran": "yes"}, result.message
     sandbox.sandbox_refusal.cache_clear()
+
+
+def test_a_program_under_a_hidden_folder_runs_and_its_neighbours_stay_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: Settings
+) -> None:
+    """A test binary built under /tmp (a CI checkout there) is bound back into the sandbox, read-only, and so is the
+    job's working directory; the rest of /tmp is not."""
+    project = tmp_path / "checkout"
+    project.mkdir()
+    program = project / "run-test"
+    program.write_text("#!/bin/sh\necho ran in \"$PWD\"\ncat ../neighbour.txt 2>&1\n")
+    program.chmod(0o755)
+    (tmp_path / "neighbour.txt").write_text(f"another job's file: {SECRET}")
+    monkeypatch.setenv("CUPROBE_COMMAND_ALLOWLIST", str(program))
+    params = {"argv": [str(program)], "cwd": str(project), "expect_exit": None}
+    request = ProbeRequest(probe="command", tool=Tool.NONE, params=params)
+    result = runner.run_probe(request, workdir=tmp_path / "job", settings=worker)
+    out = result.cases[0].observations["stdout_tail"]
+    assert result.outcome is Outcome.CLEAN and f"ran in {project}" in out, (result.message, out)
+    assert SECRET not in out and "No such file" in out
