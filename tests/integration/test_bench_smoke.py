@@ -4,7 +4,7 @@ so a change that breaks one fails here instead of the next time someone measures
 
 bench/sweep_service.py, bench/own_suite.py and bench/confirm_tests.py have smoke runs of their own
 (tests/integration/test_bench_sweep_service.py, tests/unit/gate/). bench/confirm.py and bench/sweep.py run the GPU
-probes under compute-sanitizer: the GPU box only."""
+probes under compute-sanitizer: their small size runs on the GPU box (tests/gpu/test_bench_smoke_gpu.py)."""
 
 from __future__ import annotations
 
