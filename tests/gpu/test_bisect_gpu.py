@@ -93,12 +93,14 @@ argv = ["./fill"]
     def nightly() -> tuple[Sweep, SweepDiff, list[Bisection]]:
         sweep_id = f"night{len(sweeps.list())}"
         sweeps.start(sweep_id, definition.name)
-        checkout = check_out(definition, settings, sweep_id)
-        sweep = run_sweep(definition, LocalRunner(tmp_path / sweep_id, settings, 1), sweep_id=sweep_id,
+        checkout = check_out(definition, settings)
+        # Findings in the repository's files named from its root, as `cuprobe sweep run` does.
+        roots = settings.model_copy(update={"source_roots": [*settings.source_roots, str(checkout.path)]})
+        sweep = run_sweep(definition, LocalRunner(tmp_path / sweep_id, roots, 1), sweep_id=sweep_id,
                           checkout=checkout)
         sweeps.save(sweep)
         diff = changes(sweeps, sweep)
-        found = bisect_changes(sweep, diff, sweeps, definition, checkout, settings)
+        found = bisect_changes(sweep, diff, sweeps, definition, checkout, roots)
         remove_checkout(checkout)
         return sweep, diff, found
 
@@ -119,6 +121,7 @@ argv = ["./fill"]
         print(f"  {step.commit.short} {step.commit.title:24} {step.verdict:8} {step.seen:4} {step.wall_s:5.1f} s"
               f"  {step.reason[:100]}")
     assert bisection.state == "found", bisection.message
+    assert "fill.cu:" in bisection.signature and str(tmp_path) not in bisection.signature  # named from the root
     assert bisection.first is not None and bisection.first.hash == hashes[BAD_AT - 1]
     assert bisection.first.title == "change 7: one more block" and "Ada Lovelace" in bisection.first.author
     by_commit = {step.commit.hash: step for step in bisection.steps}

@@ -82,6 +82,6 @@ def test_the_scheduled_nightly_bisects_on_the_gpu_workers(gpu_stack: Stack, tmp_
     assert proof is not None and proof.runs and all(run.startswith("job:") for run in proof.runs)
     job = gpu_stack.store.get(proof.runs[0].removeprefix("job:"))
     assert job is not None and job.state == "done" and job.queue == "gpu.sm90.sweep"
-    # Each step's job ran the test in the bisect's own worktree, which is gone now that the sweep is kept.
-    assert "/repos/worktrees/bisect-" in job.request["params"]["cwd"]
+    # Each step's job ran the test in the checkout at the definition's one path, gone now that the sweep is kept.
+    assert job.request["params"]["cwd"] == str(gpu_stack.settings.repos / "worktrees" / "own-nightly")
     assert list((gpu_stack.settings.repos / "worktrees").iterdir()) == []

@@ -35,7 +35,7 @@ from cuprobe.service.sweep.definition import DefinitionError, parse_definition
 from cuprobe.service.sweep.diff import SweepDiff
 from cuprobe.service.sweep.execute import LocalRunner, run_sweep
 from cuprobe.service.sweep.notify import payload
-from cuprobe.service.sweep.own_tests import check_out
+from cuprobe.service.sweep.own_tests import check_out, sweep_tree
 from tests.conftest import BOX_ROOT, REPLAY, VERSIONS, capture, replaying
 from tests.unit.sweep.test_sweep_webhook import Hook
 
@@ -123,7 +123,7 @@ def nightly(team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     def run() -> tuple[Sweep, SweepDiff, list[Bisection]]:
         sweep_id = f"night{len(sweeps.list())}"
         sweeps.start(sweep_id, definition.name)
-        checkout = check_out(definition, settings, sweep_id)
+        checkout = check_out(definition, settings)
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, 1)
         sweep = run_sweep(definition, runner, sweep_id=sweep_id, checkout=checkout)
         sweeps.save(sweep)
@@ -211,15 +211,15 @@ def test_a_branch_the_repository_does_not_have_is_said_before_anything_runs(team
     _commit(team_repo, 1, "first")
     definition = parse_definition(_definition(team_repo).replace('branch = "main"', 'branch = "nightly"'))
     with pytest.raises(SourceError, match="branch 'nightly' is not in the repository"):
-        check_out(definition, Settings(data_dir=tmp_path / "data"), "s1")
+        check_out(definition, Settings(data_dir=tmp_path / "data"))
 
 
 def test_a_head_that_does_not_build_fails_the_sweep_with_the_build_s_words(team_repo: Path, tmp_path: Path) -> None:
     _commit(team_repo, BROKEN_AT, "half-written")
     settings = Settings(data_dir=tmp_path / "data")
     with pytest.raises(SourceError, match=r"(?s)build `.*py_compile fill.py` exited 1:.*SyntaxError"):
-        check_out(parse_definition(_definition(team_repo)), settings, "s1")
-    assert not (settings.repos / "worktrees" / "sweep-s1").exists()  # no half-made checkout is left behind
+        check_out(parse_definition(_definition(team_repo)), settings)
+    assert not sweep_tree(settings, "own-nightly").exists()  # no half-made checkout is left behind
 
 
 def test_a_fixed_finding_gets_the_commit_that_fixed_it(
