@@ -18,6 +18,7 @@ from cuprobe.service.cli.render import findings_table
 from cuprobe.service.client import ApiError, Client
 from cuprobe.service.config import get_settings
 from cuprobe.service.models import ExitCode, Finding
+from cuprobe.service.probing.secrets import not_dumpable
 from cuprobe.service.queue.waiting import ended, poll
 
 out = Console()
@@ -264,9 +265,11 @@ def serve(
     import uvicorn
 
     from cuprobe.service.api import create_app
+    from cuprobe.service.api.server import server_config
 
+    not_dumpable()
     settings = get_settings()
-    uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
+    uvicorn.Server(server_config(create_app(settings), host or settings.api_host, port or settings.api_port)).run()
 
 
 def worker(
@@ -284,6 +287,7 @@ def worker(
     from cuprobe.service.worker.gpu_slots import located_version, slots_for
     from cuprobe.service.worker.warm import warm_line
 
+    not_dumpable()
     settings = get_settings()
     devices = visible_gpus() if gpus else []
     version = located_version(settings.sanitizer_path) if devices else None

@@ -38,6 +38,7 @@ from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_
 from cuprobe.service.sanitizer.parse import parse_xml
 from cuprobe.service.sanitizer.summary import (
     DEFAULT_PREFIX,
+    LogTooLarge,
     is_text_log,
     other_prefix,
     read_log,
@@ -298,7 +299,11 @@ def parse(
     if prefix is not None and (not prefix or not log):
         err.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
         raise typer.Exit(ExitCode.USAGE)
-    raw = read_log(log) if log else None
+    try:
+        raw = read_log(log, settings.max_xml_bytes) if log else None
+    except LogTooLarge as exc:
+        err.print(f"[red]error:[/] --log {escape(str(exc))}, so the run cannot be called clean")
+        raise typer.Exit(ExitCode.NOT_RUN) from exc
     if raw is not None and prefix and prefix != DEFAULT_PREFIX and not any(
         line.startswith(prefix.rstrip()) for line in raw.splitlines()
     ):

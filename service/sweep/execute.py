@@ -90,22 +90,17 @@ class LocalRunner:
         stop = threading.Event()  # set when the sweep is interrupted: running probes killed, queued ones never run
 
         def run(slot: int) -> RunResult:
-            member = shared.for_request(slot)
-            try:
-                return run_probe(
-                    requests[slot],
-                    workdir=self.workdir / f"slot{slot:04d}",
-                    settings=self.settings,
-                    cancel_event=stop,
-                    spares=spares,
-                    shared=member,
-                    child_parser=server.child if server is not None else None,
-                    # A local sweep runs as the user who wrote it: their own tests run as `gate --local` runs them.
-                    trusted=requests[slot].probe == "command",
-                )
-            finally:
-                if member is not None:  # however it ended: re-runs its group holds back must not wait for it
-                    member.run_ended()
+            return run_probe(
+                requests[slot],
+                workdir=self.workdir / f"slot{slot:04d}",
+                settings=self.settings,
+                cancel_event=stop,
+                spares=spares,
+                shared=shared.for_request(slot),
+                child_parser=server.child if server is not None else None,
+                # A local sweep runs as the user who wrote it: their own tests run as `gate --local` runs them.
+                trusted=requests[slot].probe == "command",
+            )
 
         # Threads: each waits on its own probe subprocess, and parses in child processes (above).
         pool = ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot")
