@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models.bisect import Bisection
 from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.reports.html import html
 from cuprobe.service.reports.markdown import markdown
 from cuprobe.service.sweep import bisect
 from cuprobe.service.sweep.checkout import SourceError
@@ -180,6 +182,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
 
     kept = second.model_copy(update={"bisections": found})
     assert f"first seen in {named}" in markdown(kept, diff)  # `cuprobe sweep run`'s summary
+    assert escape(f"first seen in {named}") in html(kept, diff)  # and its --report page
     sweeps.save(kept)
     again = sweeps.get(second.id)
     assert again is not None and again.bisections == found and again.source == second.source
