@@ -58,7 +58,7 @@ for i in range(COUNT):
 print("filled", min(COUNT, SIZE)){tail}
 """
 BAD_AT = 7
-BROKEN_AT = 3
+BROKEN_AT = 5  # git's first pick in this range: the bisect must skip it and go on
 FIXED_AT = 12
 
 
@@ -149,7 +149,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     assert first.source is not None and first.source.commit.hash == hashes[0]
     assert not diff.new and found == []
 
-    titles = {2: "docs", 3: "fill: half-written refactor", 4: "fill: finish the refactor", 5: "ci", 6: "notes",
+    titles = {2: "docs", 3: "ci", 4: "notes", 5: "fill: half-written refactor", 6: "fill: finish the refactor",
               7: "fill: one more element", 8: "tune", 9: "notes again", 10: "release"}
     hashes += [_commit(team_repo, n, titles[n]) for n in range(2, 11)]
     second, diff, found = night()
@@ -167,13 +167,12 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     assert {by_commit[h].verdict for h in hashes[BAD_AT - 1:] if h in by_commit} == {"shows"}
     assert {by_commit[h].verdict for h in hashes[:BAD_AT - 1] if h in by_commit and h != hashes[BROKEN_AT - 1]} \
         == {"clean"}
-    if hashes[BROKEN_AT - 1] in by_commit:  # a commit git asked about that does not build is skipped, never judged
-        broken = by_commit[hashes[BROKEN_AT - 1]]
-        assert broken.verdict == "skipped" and "py_compile" in broken.reason
+    broken = by_commit[hashes[BROKEN_AT - 1]]  # git asked about the commit that does not build: skipped, not judged
+    assert broken.verdict == "skipped" and "py_compile" in broken.reason and broken.outcomes == []
     assert hashes[BAD_AT - 2] in by_commit  # the commit before it was tested and came back clean
     proof = bisection.proof
     assert proof is not None and proof.seen == "2/2" and proof.outcomes == ["findings", "findings"]
-    assert len(bisection.steps) <= 6  # a bisect of 9 commits: both ends and log2(9) steps, one test each
+    assert len(bisection.steps) <= 7  # 9 commits: both ends, about log2(9) of git's and the skipped one
     stored = sweeps.get(second.id)
     assert stored is not None and stored.source == second.source
     named = f"{hashes[BAD_AT - 1][:12]} fill: one more element (Ada Lovelace <ada@example.com>)"
