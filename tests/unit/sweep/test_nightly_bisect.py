@@ -25,7 +25,7 @@ from cuprobe.service.cli.main import app
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
-from cuprobe.service.models.bisect import Bisection
+from cuprobe.service.models.bisect import Bisection, BisectStep, Commit
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.reports.html import html
 from cuprobe.service.reports.markdown import markdown
@@ -34,7 +34,7 @@ from cuprobe.service.sweep.checkout import SourceError
 from cuprobe.service.sweep.compare import changes
 from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
 from cuprobe.service.sweep.definition import DefinitionError, parse_definition
-from cuprobe.service.sweep.diff import SweepDiff
+from cuprobe.service.sweep.diff import DiffItem, SweepDiff
 from cuprobe.service.sweep.execute import LocalRunner, run_sweep
 from cuprobe.service.sweep.notify import payload
 from cuprobe.service.sweep.own_tests import check_out, sweep_tree
@@ -306,3 +306,18 @@ def test_cuprobe_sweep_run_bisects_and_the_webhook_names_the_commit(
     assert bisection["first"]["hash"] == hashes[BAD_AT - 2] and bisection["state"] == "found"
     assert [p.name for p in (tmp_path / "data" / "repos" / "worktrees").iterdir()] == []  # every worktree removed
     hook.server.shutdown()
+
+
+def test_the_notification_links_the_job_that_proved_the_commit() -> None:
+    """A scheduled sweep's bisect steps are jobs: the webhook's line links the proving job's dashboard page."""
+    first = Commit(hash="a" * 40, author="Ada Lovelace <ada@example.com>", title="fill: one more element")
+    proof = BisectStep(commit=first, verdict="shows", seen="2/2", outcomes=["findings"] * 2, runs=["job:j1", "job:j2"])
+    bisection = Bisection(direction="new", case="fill/memcheck/fill", signature="memcheck|x", tool="memcheck",
+                          good="b" * 40, bad="c" * 40, state="found", message="", first=first, steps=[proof])
+    diff = SweepDiff(sweep="s2", previous="s1", definition="own-nightly",
+                     new=[DiffItem(case="fill/memcheck/fill", signature="memcheck|x", count=1, seen="2/2")])
+    text = payload(diff, None, [bisection], "https://cuprobe.example/")["text"]
+    assert (
+        "- new: fill/memcheck/fill memcheck|x (1)\n  first seen in aaaaaaaaaaaa fill: one more element "
+        "(Ada Lovelace <ada@example.com>) (1 step(s)); proved by https://cuprobe.example/ui/jobs/j1"
+    ) in text
