@@ -23,8 +23,6 @@ from tests.conftest import BOX_ROOT, REPLAY, VERSIONS, capture
 from tests.integration.stack import Stack, fresh_stack
 from tests.unit.sweep.test_nightly_bisect import BAD_AT, WITNESS, _commit, _definition, _git
 
-DB = 10  # this file's Redis database (shared with a pub/sub-only file: nothing of its is stored)
-
 
 @pytest.fixture
 def gpu_stack(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
@@ -38,7 +36,7 @@ def gpu_stack(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
         "CUPROBE_TASK_SOFT_TIME_LIMIT_S": "300",
         "CUPROBE_TASK_TIME_LIMIT_S": "310",
     }
-    with fresh_stack(tmp_path_factory, "nightly-bisect", DB, **env) as stack:
+    with fresh_stack(tmp_path_factory, "nightly-bisect", **env) as stack:
         for name, value in stack.env.items():  # the bisect's step processes read where the store and broker are
             monkeypatch.setenv(name, value)
         stack.start_worker(
