@@ -82,7 +82,7 @@ name = "own-nightly-gpu"
 repeats = 2
 [repo]
 url = "{repo}"
-build = "{NVCC} -o fill fill.cu"
+build = "{NVCC} -lineinfo -o fill fill.cu"
 [[test]]
 name = "fill"
 kind = "command"
