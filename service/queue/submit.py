@@ -78,13 +78,22 @@ class JobSpec(ProbeRequest):
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
 
 
+# The command probe runs programs as the user the workers run as: off unless the operator turns it on.
+COMMAND_OFF = (
+    "the command probe is off on this server: it runs programs as the user its workers run as. `cuprobe gate --local` "
+    "runs your tests on this machine without a server; a `cuprobe up` of your own allows them when started with "
+    "--command (only holders of its token, made for you alone, may submit); a shared server needs "
+    "CUPROBE_COMMAND_ENABLED=1, CUPROBE_API_TOKEN and CUPROBE_COMMAND_ALLOWLIST on its API and workers"
+)
+
+
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
     """Admit the spec and check it against server limits; returns it with tool and params filled in.
     BadRequest names the offending field."""
     if spec.probe == COMMAND_PROBE and not settings.command_enabled:
         raise BadRequest(
             "probe",
-            "the command probe is disabled on this server (CUPROBE_COMMAND_ENABLED)",
+            COMMAND_OFF,
             status=403,
         )
     if spec.probe == REPLAY_PROBE and not settings.replay_probe_enabled and runs_user_code(spec.params):
