@@ -11,6 +11,7 @@ from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cuprobe import internal_env
 from cuprobe.contract import CaseResult, Expectation, Tool
 from cuprobe.probes.allocator import Allocator
 from cuprobe.probes.allowed_env import allowlisted
@@ -33,7 +34,7 @@ from cuprobe.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
-TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+TRUSTED_ENV = internal_env.COMMAND_TRUSTED
 # Variables a service job's `env` and `env_modifications` may not set: the loader's and cuprobe's own.
 REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
 # Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cuprobe import IMPORT_ROOT
+from cuprobe import IMPORT_ROOT, internal_env
 from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.base import Probe, ProbeUnavailable, Recorder
 from cuprobe.probes.command import child_env
@@ -250,7 +250,7 @@ def unwritable_reason(directory: Path) -> str | None:
 
 def program_dir(params: ReplayParams) -> str:
     """Where the program runs: its `cwd`, else the directory cuprobe was started from, else this process's."""
-    return params.cwd or os.environ.get("CUPROBE_CALLER_CWD") or os.getcwd()
+    return params.cwd or os.environ.get(internal_env.CALLER_CWD) or os.getcwd()
 
 
 def deterministic_run(params: ReplayParams) -> bool:

@@ -29,6 +29,7 @@ from cuprobe.service.queue.ended import EndAnnouncer, EndListener
 from cuprobe.service.queue.reconciler import ReconcilerThread
 from cuprobe.service.queue.registry import WorkerRegistry
 from cuprobe.service.queue.served import ServedQueues, after_grace, served_reader
+from cuprobe.service.removed_settings import refuse_removed
 from cuprobe.service.web import install as install_dashboard
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ def create_app(
     `served_queues` says which queues live workers serve (the worker registry by default): a job for a queue
     none serves is answered `unavailable` at once, after `unserved_grace_s` of start-up.
     """
+    refuse_removed()  # the process's environment, even where the caller brings its own settings
     settings = settings or get_settings()
     if (settings.command_enabled or settings.replay_probe_enabled) and not settings.api_token:
         raise ValueError(

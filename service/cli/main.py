@@ -32,13 +32,15 @@ from cuprobe.service.probing.admission import BadRequest, needs_gpu_by_default
 from cuprobe.service.probing.environment import gpu_facts
 from cuprobe.service.probing.gpus import visible_gpus
 from cuprobe.service.probing.runner import run_probe
-from cuprobe.service.sanitizer.classify import RunEvidence, classify
-from cuprobe.service.sanitizer.launches import discount, nothing_checked
+from cuprobe.service.removed_settings import RemovedSetting, refuse_removed
+from cuprobe.service.sanitizer.classify import classify_saved
+from cuprobe.service.sanitizer.launches import discount
 from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
-from cuprobe.service.sanitizer.parse import parse_xml
+from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
 from cuprobe.service.sanitizer.summary import (
     DEFAULT_PREFIX,
     LogTooLarge,
+    SanitizerSummary,
     is_text_log,
     other_prefix,
     read_log,
@@ -46,7 +48,7 @@ from cuprobe.service.sanitizer.summary import (
     unprefixed,
 )
 from cuprobe.service.sanitizer.user_line import NotALine, read_line
-from cuprobe.service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
+from cuprobe.service.worker.gpu_slots import located_version, slots_for, steadier_sanitizer
 from cuprobe.service.worker.warm import warm_line
 
 app = typer.Typer(
@@ -257,24 +259,8 @@ def _read_sanitizer_line(
     return line.program, tool, options
 
 
-@app.command()
-def parse(
-    xml: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="a --xml --save file")],
-    log: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")] = None,
-    tool: ToolOption = None,
-    source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
-    fail_on_level: FailOnOpt = "error",
-    as_json: JsonFlag = False,
-    prefix: Annotated[
-        str | None,
-        typer.Option(
-            help="the --prefix the sanitizer ran with, when not its default '========= ' (the --log's lines start "
-            "with it)"
-        ),
-    ] = None,
-) -> None:
-    """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
-    level = fail_on(fail_on_level)
+def _saved_xml(xml: Path, tool: Tool | None, roots: list[str], settings: Settings) -> ParseResult:
+    """The saved XML parsed, read first as its records name their tool; a --tool that contradicts them refused."""
     if is_text_log(xml):
         err.print(
             f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
@@ -284,8 +270,6 @@ def parse(
     if tool is Tool.NONE:
         err.print("[red]error:[/] --tool none: saved sanitizer output comes from a sanitizer tool; name it")
         raise typer.Exit(ExitCode.USAGE)
-    settings = _settings()
-    roots = source_root or [str(Path.cwd())]
     reading = partial(parse_xml, xml, roots=roots, max_records=settings.max_records, max_bytes=settings.max_xml_bytes)
     parsed = reading(tool=None)  # first as the records name their tool
     if tool is not None and parsed.tool is not None and tool is not parsed.tool:
@@ -296,35 +280,42 @@ def parse(
         raise typer.Exit(ExitCode.USAGE)
     if tool is not None and parsed.tool is None and parsed.records and not parsed.error:
         parsed = reading(tool=tool)  # records that name no tool carry the one given
+    return parsed
+
+
+def _saved_summary(log: Path | None, prefix: str | None, settings: Settings) -> SanitizerSummary | None:
+    """The summary line of the sanitizer's saved text output, read with its --prefix; None without --log."""
     if prefix is not None and (not prefix or not log):
         err.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
         raise typer.Exit(ExitCode.USAGE)
+    if log is None:
+        return None
     try:
-        raw = read_log(log, settings.max_xml_bytes) if log else None
+        raw = read_log(log, settings.max_xml_bytes)
     except LogTooLarge as exc:
         err.print(f"[red]error:[/] --log {escape(str(exc))}, so the run cannot be called clean")
         raise typer.Exit(ExitCode.NOT_RUN) from exc
-    if raw is not None and prefix and prefix != DEFAULT_PREFIX and not any(
-        line.startswith(prefix.rstrip()) for line in raw.splitlines()
-    ):
+    if prefix and prefix != DEFAULT_PREFIX and not any(line.startswith(prefix.rstrip()) for line in raw.splitlines()):
         err.print(
             f"[red]error:[/] --prefix {escape(repr(prefix))}: no line of {escape(str(log))} starts with it; give the "
             "--prefix the sanitizer ran with (none for its default)"
         )
         raise typer.Exit(ExitCode.USAGE)
-    text = unprefixed(raw, prefix) if raw is not None and prefix else raw
-    summary = read_summary(text) if text is not None else None
-    if text is not None and summary is not None and not summary.present and (seen := other_prefix(text)):
+    text = unprefixed(raw, prefix) if prefix else raw
+    summary = read_summary(text)
+    if not summary.present and (seen := other_prefix(text)):
         err.print(
             f"[red]error:[/] {escape(str(log))}: its summary line starts with {escape(repr(seen))}, not "
             f"{escape(repr(prefix or DEFAULT_PREFIX))}: pass the --prefix the sanitizer ran with "
             f"(--prefix {escape(repr(seen))})"
         )
         raise typer.Exit(ExitCode.USAGE)
-    if summary and summary.not_printed:
-        parsed.truncated = True
-    if parsed.launches.total:  # run with --dump-kernel-launches: its summary counted the launch records as errors
-        discount(summary, parsed.launches, None, 0)
+    return summary
+
+
+def _saved_tool(tool: Tool | None, parsed: ParseResult, summary: SanitizerSummary | None, log: Path | None) -> Tool:
+    """The tool the saved run used: --tool, else as its records or racecheck's summary line say; refused where none
+    can be named or the summary line belongs to another tool (Tool.NONE only for a file that could not be read)."""
     used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
     if used is None and not parsed.error:
         err.print(
@@ -343,31 +334,41 @@ def parse(
                 f"{used.value}'s: pass the log and the tool of the same run"
             )
             raise typer.Exit(ExitCode.USAGE)
-    used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
-    if parsed.error:  # with or without a log: nothing in the file was read, so nothing can be called clean
-        outcome, message = Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}"
-    elif summary is None:
-        outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
-        fallout = sum(1 for f in parsed.findings if f.fallout)  # counted as classify counts them, with a --log
-        message = (
-            f"{len(parsed.findings) - fallout} finding(s) from {parsed.records} record(s)"
-            + (f" ({fallout} more the fallout of an earlier error)" if fallout else "")
-            if parsed.records
-            else "no records, and no --log with the summary line: cannot say the run was clean"
-        )
-    else:
-        verdict = classify(
-            RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed, probe_expected=False)
-        )
-        outcome, message = verdict.outcome, verdict.message
-        unchecked = nothing_checked(parsed.launches, ["its kernel or NVTX filters"]) if parsed.launches.total else None
-        if outcome is Outcome.CLEAN and unchecked:  # a launch dump in which every launch is marked filtered
-            outcome, message = Outcome.SANITIZER_ERROR, unchecked
+    return used or Tool.NONE
+
+
+@app.command()
+def parse(
+    xml: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="a --xml --save file")],
+    log: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="the sanitizer's text output")] = None,
+    tool: ToolOption = None,
+    source_root: Annotated[list[str] | None, typer.Option(help="make paths relative to this root")] = None,
+    fail_on_level: FailOnOpt = "error",
+    as_json: JsonFlag = False,
+    prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="the --prefix the sanitizer ran with, when not its default '========= ' (the --log's lines start "
+            "with it)"
+        ),
+    ] = None,
+) -> None:
+    """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
+    level = fail_on(fail_on_level)
+    settings = _settings()
+    parsed = _saved_xml(xml, tool, source_root or [str(Path.cwd())], settings)
+    summary = _saved_summary(log, prefix, settings)
+    if summary and summary.not_printed:
+        parsed.truncated = True
+    if parsed.launches.total:  # run with --dump-kernel-launches: its summary counted the launch records as errors
+        discount(summary, parsed.launches, None, 0)
+    used = _saved_tool(tool, parsed, summary, log)
+    verdict = classify_saved(used, summary, parsed)
     result = RunResult(
         probe="(saved output)",
         tool=used,
-        outcome=outcome,
-        message=message,
+        outcome=verdict.outcome,
+        message=verdict.message,
         records=parsed.records,
         summary_count=summary.errors if summary else None,
         truncated=parsed.truncated,
@@ -482,9 +483,8 @@ def doctor() -> None:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
         console.print(f"    a worker on it: {escape(warm_line(settings, k))}")
-    sweep_confirms = own_reruns_in_sweeps(settings)
-    if devices and not settings.gpu_slots and sweep_confirms != settings.confirm:
-        local = slots_for(devices[0], len(devices), 0, version, sweep_confirms)[0]
+    if devices and not settings.gpu_slots and settings.confirm:  # a local sweep's batches share one set of re-runs
+        local = slots_for(devices[0], len(devices), 0, version, False)[0]
         console.print(
             f"  a sweep run here (cuprobe sweep run): {local} at once (its batches share one set of the "
             "confirmation's re-runs)"
@@ -530,6 +530,12 @@ app.add_typer(cli_sweep.app, name="sweep")
 
 
 def main() -> None:
+    """The console script: refuses a removed setting still set before any command starts."""
+    try:
+        refuse_removed()
+    except RemovedSetting as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise SystemExit(ExitCode.USAGE) from None
     app()
 
 

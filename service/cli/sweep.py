@@ -107,13 +107,17 @@ def run_cmd(
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
             sweeps.progress(sweep_id, done, total, what)  # the dashboard shows it while the sweep runs
 
-        runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
         checkout = None
         try:
             with sweeps.beating(sweep_id):  # a store shared with other hosts: they see this sweep is alive
                 if parsed.repo is not None:
                     bar.update(task, description=f"{parsed.name}: checking out {parsed.repo.url} {parsed.repo.branch}")
-                    checkout = check_out(parsed, settings, sweep_id)
+                    checkout = check_out(parsed, settings)
+                    # Findings in the repository's files are named from its root, as in a gate run inside it.
+                    settings = settings.model_copy(
+                        update={"source_roots": [*settings.source_roots, str(checkout.path)]}
+                    )
+                runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
                 sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress, checkout=checkout)
             sweeps.save(sweep)
         except (SourceError, DefinitionError) as exc:  # the repository could not be had, built or its tests listed

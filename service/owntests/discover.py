@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
+from cuprobe import internal_env
 from cuprobe.contract import Tool
 from cuprobe.service.models import SanitizerOptions, Severity
 
@@ -189,7 +190,7 @@ def pytest_node_ids(text: str) -> list[str]:
 
 
 # A pytest plugin that writes the rootdir, which node ids are relative to, where ROOTDIR_FILE_ENV says.
-ROOTDIR_FILE_ENV = "CUPROBE_PYTEST_ROOTDIR_FILE"
+ROOTDIR_FILE_ENV = internal_env.PYTEST_ROOTDIR_FILE
 ROOTDIR_PLUGIN = f"""import os
 
 

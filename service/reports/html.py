@@ -8,6 +8,7 @@ from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.reports.markdown import FIRST_SWEEP, ran_on
 from cuprobe.service.reports.plots import findings_by_out_features, throughput_by_dtype
 from cuprobe.service.sweep.diff import SweepDiff
+from cuprobe.service.sweep.notify import culprit
 
 _STYLE = (
     "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;font-size:13px}"
@@ -35,6 +36,9 @@ def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         f"<p>{len(sweep.cases)} cases in {len(sweep.processes)} processes; wall {sweep.wall_s} s; "
         f"{escape(ran_on(sweep))}; {escape(counts)}</p>",
     ]
+    if sweep.source:
+        where = f"{sweep.source.url} {sweep.source.branch} at {sweep.source.commit.line()}"
+        parts.append(f"<p>Repository {escape(where)}</p>")
     if diff is not None:
         since = f"<h2>Changes since {escape(diff.previous)}</h2>" if diff.previous else None
         parts.append(since or f"<h2>Changes</h2><p>{FIRST_SWEEP}</p>")
@@ -45,6 +49,7 @@ def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
             for item in getattr(diff, name):
                 parts.append(_row([name, item.case, item.signature, item.count, item.explained]))
         parts.append("</table>")
+    parts += _commits(sweep)
     for title, svg in (
         ("Sanitizer records per case against out_features", findings_by_out_features(sweep)),
         ("Throughput per dtype", throughput_by_dtype(sweep)),
@@ -88,3 +93,24 @@ def html(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         )
     parts.append("</table></body></html>")
     return "\n".join(parts)
+
+
+def _commits(sweep: Sweep) -> list[str]:
+    """Each bisect: the commit it named (or why none) and every commit it tested with what each gave."""
+    if not sweep.bisections:
+        return []
+    parts = ["<h2>Commits</h2>"]
+    for b in sweep.bisections:
+        parts.append(
+            f"<h3>{escape(b.direction)} {escape(b.case)} <code>{escape(b.signature)}</code></h3>"
+            f"<p>{escape(culprit(b))}; {b.commits} commit(s), {len(b.steps)} step(s), {b.gpu_s / 60:.1f} GPU min</p>"
+            "<table><tr><th>commit</th><th>title</th><th>verdict</th><th>seen</th><th>seconds</th><th>what it gave</th>"
+            "</tr>"
+        )
+        for step in b.steps:
+            cls = "findings" if step.verdict == "shows" else "clean" if step.verdict == "clean" else "bad"
+            cells: list[object] = [step.commit.short, step.commit.title, step.verdict, step.seen, f"{step.wall_s:.1f}"]
+            cells.append(step.reason)
+            parts.append(_row(cells, cls))
+        parts.append("</table>")
+    return parts

@@ -140,7 +140,7 @@ def _up(tmp_path: Path, *args: str, **settings: str) -> tuple[subprocess.Popen[b
 
 
 def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
-    up, log, api = _up(tmp_path, worker_beat_s="0.5", worker_ttl_s="3", registry_refresh_s="0.5")
+    up, log, api = _up(tmp_path, worker_beat_s="0.5", registry_refresh_s="0.5")
 
     def worker_pids() -> set[int]:
         try:
