@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from cuprobe.probes import registry
+from cuprobe.service.cli.api_url import forget_serving, record_serving
 from cuprobe.service.cli.interrupt import sigterm_as_interrupt
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
@@ -238,11 +239,14 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
         return int(ExitCode.USAGE)
     sigterm_as_interrupt()
     with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
+        record_serving(settings.data_dir, stack.url)  # `cuprobe submit` and the rest find this port without --url
         try:
             while stack.api_thread.is_alive():
                 stack.api_thread.join(0.5)
         except KeyboardInterrupt:
             console.print("cuprobe up: stopping workers, API and broker")
+        finally:
+            forget_serving(settings.data_dir)
     return 0
 
 

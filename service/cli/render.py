@@ -21,6 +21,8 @@ from cuprobe.service.models import Finding, Outcome, RunResult
 from cuprobe.service.models.problems import SpellingDeprecated
 from cuprobe.service.sanitizer.classify import PAST_THE_CAP
 
+# Observation keys that say what a case measured: shown under the case, not only in --json.
+MEASURED = ("class", "verdict")
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
 
@@ -135,8 +137,21 @@ def print_result(result: RunResult, console: Console) -> None:
             else "[red]FAIL[/]"
         )
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
+        if measured := _measured(case.observations):
+            console.print(f"    {escape(measured)}")
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)
+
+
+def _measured(observations: dict[str, Any]) -> str:
+    """What a case measured, in its probe's words (bf16-matmul's class, gradcheck's verdict) with the evidence and
+    reasons it gives; empty for a probe that names none."""
+    said = [f"{key} {observations[key]}" for key in MEASURED if isinstance(observations.get(key), str)]
+    if not said:
+        return ""
+    evidence, reasons = observations.get("evidence"), observations.get("reasons") or []
+    details = [*([f"evidence {evidence}"] if evidence else []), *(str(r) for r in reasons)]
+    return ", ".join(said) + (f" ({'; '.join(details)})" if details else "")
 
 
 @contextmanager
