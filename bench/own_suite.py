@@ -36,7 +36,7 @@ from typing import Any
 
 from junitparser import JUnitXml
 
-from cuprobe.service.gate.discover import pytest_node_ids
+from cuprobe.service.owntests.discover import pytest_node_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -385,9 +385,7 @@ def confirmations(sweep: Sweep) -> str:
     spent = sorted({float(m) for p in sweep.processes for text in p.messages for m in RERUNS_S.findall(text)})
     took = f"; the re-runs took {', '.join(f'{s:g}' for s in spent)} s" if spent else ""
     warm = sum(1 for p in sweep.processes for m in p.messages if "in processes ready before it" in m)
-    held = sum(1 for p in sweep.processes for m in p.messages if "handed their cases once" in m)
-    held_in = f", held until the grid had run in {held}" if held else ""
-    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs, warm in {warm}{held_in}{took}"
+    return f"  confirmations: {found}; re-runs shared by {shared} of {runs} runs, warm in {warm}{took}"
 
 
 def xml_sizes(workdir: Path) -> str:

@@ -34,7 +34,7 @@ from cuprobe.proctree import become_subreaper, kill_descendants
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
 TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
-# Variables a service job's `env` may not set: the loader's and cuprobe's own.
+# Variables a service job's `env` and `env_modifications` may not set: the loader's and cuprobe's own.
 REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
 # Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
 ALLOWLIST_ENV = "CUPROBE_COMMAND_ALLOWLIST"
@@ -167,6 +167,13 @@ class CommandParams(BaseModel):
         return pattern
 
 
+def refused_names(params: CommandParams) -> list[str]:
+    """The loader's and cuprobe's variables that a job's `env` or `env_modifications` would set, change or unset:
+    LD_PRELOAD=set:evil.so runs code of the job's choice inside any allowlisted program."""
+    names = set(params.env) | {mod.partition("=")[0] for mod in params.env_modifications}
+    return sorted(name for name in names if REFUSED_ENV.match(name))
+
+
 def child_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     """The command's environment: the probe's own allowlist (what CUDA, torch and Triton need) plus what
     compute-sanitizer injected to follow it; no credentials, no cuprobe settings. Returns it and what was left out."""
@@ -175,13 +182,17 @@ def child_env(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     return {k: v for k, v in kept.items() if k not in cuprobe}, sorted(dropped + cuprobe)
 
 
-# Programs that run whatever their arguments say (shells, interpreters, launchers): allowlisting one allows
-# everything, so they run only when the allowlist names their exact path, never through a glob.
+# Programs that run whatever their arguments say (shells, interpreters, launchers, the dynamic loader): allowlisting
+# one allows everything, so they run only when the allowlist names their exact path, never through a glob. Many
+# other programs can start a shell too (an editor, a pager); the sandbox around a service job's run is what keeps
+# such a program away from cuprobe, not this list.
 INTERPRETER = re.compile(
     r"^(env|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|busybox|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|"
-    r"node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish[0-9.]*|R|Rscript|julia|java|"
+    r"node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish[0-9.]*|expect|R|Rscript|julia|java|"
     r"awk|gawk|mawk|nawk|xargs|nohup|timeout|nice|ionice|setsid|stdbuf|chroot|sudo|su|doas|strace|ltrace|"
-    r"gdb|valgrind|find|make|ssh|compute-sanitizer)$"
+    r"gdb|valgrind|find|make|ssh|compute-sanitizer|chrt|choom|taskset|flock|unshare|nsenter|setpriv|prlimit|"
+    r"runuser|numactl|capsh|bwrap|firejail|systemd-run|script|watch|time|parallel|cmake|ctest|ninja|"
+    r"ld-linux[-_.a-z0-9]*|ld[0-9.]*\.so[0-9.]*|ld-musl[-_.a-z0-9]*)$"
 )
 GLOB_CHARS = frozenset("*?[")
 
@@ -268,8 +279,11 @@ class Command(Probe[CommandParams]):
                 Path(executable).name
             ) else ""
             raise ProbeRefused(f"argv[0]: {executable} matches no glob in {ALLOWLIST_ENV}{exact}")
-        if not trusted and (refused := sorted(k for k in params.env if REFUSED_ENV.match(k))):
-            raise ProbeRefused(f"env: a service job may not set {', '.join(refused)}")
+        if not trusted and (refused := refused_names(params)):
+            raise ProbeRefused(
+                f"env: a service job may not set {', '.join(refused)} (the loader's and cuprobe's own variables), "
+                "neither in `env` nor in `env_modifications`"
+            )
         base = without_added_path({k: v for k, v in os.environ.items() if k not in (TRUSTED_ENV, ENABLED_ENV)})
         env, dropped = (base, []) if trusted else child_env(base)
         env.update(params.env)

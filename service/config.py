@@ -49,10 +49,6 @@ class Settings(BaseSettings):
     # four re-runs per sanitizer process, they would otherwise take the host's cores from the runs they confirm.
     # No timing is read from a re-run. 0 runs them at the worker's own priority.
     confirm_nice: int = Field(default=10, ge=0, le=19)
-    # Run the re-runs under SCHED_IDLE as well: they get a core only when no other process wants it (a much lower
-    # weight than nice 19). Off: on the H200 at K = 8 it was no faster than nice 10 (10.2 against 10.7 s, means of six
-    # alternating runs, within their spread; docs/sweep.md, "Session 15").
-    confirm_idle: bool = False
     # How the probe processes whose timing nobody reads (sanitizer runs, the confirmation's re-runs) wait for the GPU:
     # the primary context's scheduling flag (probes.gpu.SCHEDULES). `auto` leaves the driver's choice, which spins a
     # core while it waits wherever a process has fewer contexts than the host has cores; `blocking` sleeps until the
@@ -61,21 +57,10 @@ class Settings(BaseSettings):
     # stopped it, none of the 37 with `auto` (docs/sweep.md, "Session 15"). So `auto` stays the default. A bare run
     # of a probe (a timing probe's) always keeps the driver's choice; a user's own program is never touched.
     cuda_schedule: Literal["auto", "spin", "yield", "blocking"] = "auto"
-    # Re-run only the flagged cases (the probe's parameters cut down to them, where it can: Probe.narrowed), after the
-    # sanitizer run, instead of every case beside it: lighter bare processes where a run has many cases and few with
-    # findings, at the price of waiting for them after the run. Off by default: on the H200 it made the 384-case sweep
-    # slower at K = 8 (25.9 s against 22.5 s), since a re-run's cost is its start, not its cases; a sweep's batches
-    # share one set of re-runs instead (docs/confirmation.md, "Only the flagged cases").
-    confirm_flagged_only: bool = False
     # A local sweep's batches of one grid share one set of the confirmation's re-runs over all their cases
     # (service/probing/confirm_shared.py, docs/confirmation.md), and a sweep's jobs through the service one set per
     # host (confirm_host.py): a re-run's cost is mostly its start. Off: each batch confirms with its own four.
     confirm_shared: bool = True
-    # The early re-runs run the cases that import torch too. Off (the default): they leave those cases out
-    # (Probe.without_torch: narrow-matmul's torch variant), and a flagged case they left out is re-run after the
-    # sanitizer run. On the H200 torch's import and CUDA set-up were about 2 s of each early re-run of the 384-case
-    # grid, whose torch cases never held a finding (docs/confirmation.md, "The cases that import torch").
-    confirm_torch_early: bool = False
     # How many processes the confirmation's four bare re-runs (docs/confirmation.md, "Re-runs sharing a process")
     # take, dealt in turn: at 2 (the default) the two with the 0xFF poison in different processes, so determinism is
     # still checked across two, each followed by another re-run in its process; at 1 all four one after another in
@@ -84,12 +69,6 @@ class Settings(BaseSettings):
     # sanitizer process's time before its first case fell by about 0.3 s at 2 against 4 (docs/sweep.md,
     # "Session 32"). Re-runs taken from a caller's ready pool (service/probing/warm_reruns.py) stay one a process.
     confirm_processes: int = Field(default=2, ge=1, le=4)
-    # A local sweep's shared re-runs run in ready processes (the caller's pool, service/probing/warm_reruns.py, else
-    # four the sweep starts as it begins) held back until every batch of their grid has ended its sanitizer run, so
-    # that their cases do not share the GPU with the sanitizer processes (service/probing/confirm_shared.py; only in
-    # a sweep's last wave). An experiment, off by default: on an H100 it made the 384-case sweep slower (median
-    # 141,234 cases per GPU-hour against 163,772; docs/sweep.md, "Session 27").
-    confirm_hold: bool = False
     # A probe that runs its cases in its own process (Probe.warms) ends it with os._exit once its result is written
     # and its output flushed, skipping Python's finalizers and the CUDA contexts' teardown under the sanitizer, where
     # the run asks for nothing the sanitizer reports at teardown (memcheck's leak check, initcheck's unused memory,
@@ -178,6 +157,10 @@ class Settings(BaseSettings):
     # Records one batched sweep process may keep: grouping costs memory per finding, not per record, and a
     # full narrow-matmul grid produces about 63,000 initcheck records in one process.
     sweep_max_records: int = Field(1_000_000, gt=0)
+    # Where a sweep's [[test]] entries get their repository: mirrors and worktrees (service/sweep/checkout.py). GPU
+    # workers on other hosts run the tests in these worktrees, so there it is shared storage at the same path.
+    # Unset: DATA_DIR/repos.
+    repo_dir: Path | None = None
     # Parse each run's sanitizer XML in child processes (service/sanitizer/pool.py) instead of the process that ran
     # it, where its records make that pay. A local sweep runs its K slots as threads of one process, and K parses at
     # once there would queue for its one interpreter lock (docs/sweep.md, "Parsing beside other slots"). Unset: on
@@ -219,6 +202,10 @@ class Settings(BaseSettings):
     @property
     def broker(self) -> str:
         return self.broker_url or "redis://127.0.0.1:6379/0"
+
+    @property
+    def repos(self) -> Path:
+        return self.repo_dir or self.data_dir / "repos"
 
     @property
     def database(self) -> str:

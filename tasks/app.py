@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import bootsteps
+from celery import bootsteps, signals
 
 from cuprobe.service.config import get_settings
+from cuprobe.service.probing.secrets import not_dumpable
 from cuprobe.service.queue.celery_app import (
     TASK_RECONCILE,
     TASK_RESUME_SWEEP,
@@ -44,3 +45,13 @@ class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
 app = make_celery(get_settings())
 app.conf.include = ["cuprobe.tasks.probe", "cuprobe.tasks.maintenance", "cuprobe.tasks.sweep"]
 app.steps["worker"].add(RegistryHeartbeat)
+
+
+def _hide_secrets(**_: Any) -> None:
+    """The worker (before it forks its pool) and beat hold the store and broker URLs: no job's command may read
+    their /proc/PID/environ."""
+    not_dumpable()
+
+
+signals.worker_init.connect(_hide_secrets, weak=False)
+signals.beat_init.connect(_hide_secrets, weak=False)

@@ -36,7 +36,7 @@ os.environ.setdefault(
             "CUPROBE_REPLAY_BARE_DROP",
             "CUPROBE_REPLAY_PYTHON",
             "CUPROBE_REPLAY_LOG",
-            "CUPROBE_REPLAY_STAGGER_S",
+            "CUPROBE_REPLAY_WHEN",
         ]
     ),
 )

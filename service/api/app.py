@@ -15,6 +15,7 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import cuprobe
+from cuprobe.service.api.headers import SecurityHeaders
 from cuprobe.service.api.limits import BodySizeLimit
 from cuprobe.service.api.routes import findings, health, jobs, probes, sweeps
 from cuprobe.service.api.routes.health import HealthCache
@@ -152,5 +153,6 @@ def create_app(
     install_dashboard(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
     app.add_middleware(ServerTiming)
-    app.add_middleware(TokenGate, token=settings.api_token)  # added last: runs first, before the body is read
+    app.add_middleware(TokenGate, token=settings.api_token)  # runs before the body is read
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, the gate's 401s included
     return app

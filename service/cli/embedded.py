@@ -30,6 +30,7 @@ from cuprobe.service.db.store import Store
 from cuprobe.service.models import ExitCode
 from cuprobe.service.probing.admission import needs_gpu_by_default
 from cuprobe.service.probing.gpus import GpuDevice, visible_gpus
+from cuprobe.service.probing.secrets import not_dumpable
 from cuprobe.service.worker.commands import WorkerCommand, stop_all, worker_commands
 from cuprobe.service.worker.gpu_slots import located_version
 
@@ -188,6 +189,7 @@ def embedded_stack(
     import uvicorn
 
     from cuprobe.service.api import create_app
+    from cuprobe.service.api.server import server_config
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     given = nullcontext(broker) if broker else None
@@ -216,7 +218,7 @@ def embedded_stack(
             )
         workers = WorkerSupervisor(commands, settings, quiet=quiet)
         workers.start()
-        server = uvicorn.Server(uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning"))
+        server = uvicorn.Server(server_config(create_app(settings), host, port, log_level="warning"))
         thread = threading.Thread(target=server.run, name="cuprobe-api", daemon=True)
         thread.start()
         try:
@@ -238,6 +240,7 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
         console.print(f"[red]error:[/] cuprobe up: cannot serve on {host}:{port}: {taken}; choose another with --port")
         return int(ExitCode.USAGE)
     sigterm_as_interrupt()
+    not_dumpable()  # it serves the API and starts the workers: their token and URLs are in its memory
     with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
         record_serving(settings.data_dir, stack.url)  # `cuprobe submit` and the rest find this port without --url
         try:

@@ -21,12 +21,12 @@ from cuprobe.service.client import Client
 from cuprobe.service.config import get_settings
 from cuprobe.service.gate import github, junit, markdown, sarif
 from cuprobe.service.gate.baseline import Baseline, BaselineError, comment_lines, load_baseline, write_baseline
-from cuprobe.service.gate.discover import DiscoveryError
 from cuprobe.service.gate.runs import EntryRuns, ServiceRefused, run_local, run_remote
 from cuprobe.service.gate.suite import Suite, SuiteEntry, SuiteError, expand, load_suite
 from cuprobe.service.gate.verdict import GateReport, judge, updated_baseline
 from cuprobe.service.models import ExitCode, RunResult
 from cuprobe.service.models.reasons import by_reason, names_line
+from cuprobe.service.owntests.discover import DiscoveryError
 from cuprobe.service.worker.gpu_slots import host_slots
 
 out = Console()

@@ -345,10 +345,13 @@ def serve(
     import uvicorn
 
     from cuprobe.service.api import create_app
+    from cuprobe.service.api.server import server_config
     from cuprobe.service.config import get_settings
+    from cuprobe.service.probing.secrets import not_dumpable
 
+    not_dumpable()
     settings = get_settings()
-    uvicorn.run(create_app(settings), host=host or settings.api_host, port=port or settings.api_port)
+    uvicorn.Server(server_config(create_app(settings), host or settings.api_host, port or settings.api_port)).run()
 
 
 def worker(
@@ -364,10 +367,12 @@ def worker(
     from cuprobe.service.config import get_settings
     from cuprobe.service.models import ExitCode
     from cuprobe.service.probing.gpus import visible_gpus
+    from cuprobe.service.probing.secrets import not_dumpable
     from cuprobe.service.worker.commands import run_workers, worker_commands
     from cuprobe.service.worker.gpu_slots import located_version, slots_for
     from cuprobe.service.worker.warm import warm_line
 
+    not_dumpable()
     settings = get_settings()
     devices = visible_gpus() if gpus else []
     version = located_version(settings.sanitizer_path) if devices else None

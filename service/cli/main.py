@@ -192,6 +192,7 @@ def parse(
     from cuprobe.service.sanitizer.parse import parse_xml
     from cuprobe.service.sanitizer.summary import (
         DEFAULT_PREFIX,
+        LogTooLarge,
         is_text_log,
         other_prefix,
         read_log,
@@ -224,7 +225,11 @@ def parse(
     if prefix is not None and (not prefix or not log):
         err.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
         raise typer.Exit(ExitCode.USAGE)
-    raw = read_log(log) if log else None
+    try:
+        raw = read_log(log, settings.max_xml_bytes) if log else None
+    except LogTooLarge as exc:
+        err.print(f"[red]error:[/] --log {escape(str(exc))}, so the run cannot be called clean")
+        raise typer.Exit(ExitCode.NOT_RUN) from exc
     if raw is not None and prefix and prefix != DEFAULT_PREFIX and not any(
         line.startswith(prefix.rstrip()) for line in raw.splitlines()
     ):

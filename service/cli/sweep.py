@@ -65,10 +65,13 @@ def run_cmd(
     from cuprobe.service.models import ExitCode
     from cuprobe.service.reports.html import html
     from cuprobe.service.reports.markdown import markdown
+    from cuprobe.service.sweep.checkout import SourceError
     from cuprobe.service.sweep.compare import changes as changes_of
+    from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
     from cuprobe.service.sweep.definition import DefinitionError, load_definition
     from cuprobe.service.sweep.execute import LocalRunner, run_sweep
     from cuprobe.service.sweep.notify import notify, webhook_problem
+    from cuprobe.service.sweep.own_tests import check_out
     from cuprobe.service.sweep.plan import plan
     from cuprobe.service.worker.gpu_slots import host_slots
 
@@ -109,11 +112,21 @@ def run_cmd(
             sweeps.progress(sweep_id, done, total, what)  # the dashboard shows it while the sweep runs
 
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
+        checkout = None
         try:
             with sweeps.beating(sweep_id):  # a store shared with other hosts: they see this sweep is alive
-                sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress)
+                if parsed.repo is not None:
+                    bar.update(task, description=f"{parsed.name}: checking out {parsed.repo.url} {parsed.repo.branch}")
+                    checkout = check_out(parsed, settings, sweep_id)
+                sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress, checkout=checkout)
             sweeps.save(sweep)
+        except (SourceError, DefinitionError) as exc:  # the repository could not be had, built or its tests listed
+            sweeps.fail(sweep_id, str(exc))
+            stderr().print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(ExitCode.NOT_RUN) from exc
         except BaseException as exc:  # interrupted or broken: the stored sweep says so instead of `running`
+            if checkout is not None:
+                remove_checkout(checkout)
             if not isinstance(exc, KeyboardInterrupt):
                 sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
                 raise
@@ -122,7 +135,17 @@ def run_cmd(
             stderr().print(f"sweep {sweep_id} stopped: its running probes were killed and it is stored as failed")
             raise typer.Exit(ExitCode.NOT_RUN) from exc
     changes = changes_of(sweeps, sweep)
-    told = notify(changes, settings.sweep_webhook_url)
+    if checkout is not None:
+        try:
+            with Progress(console=stderr()) as bar:
+                bar.add_task(f"sweep {parsed.name}: bisecting new and fixed findings", total=None)
+                found = bisect_changes(sweep, changes, sweeps, parsed, checkout, settings)
+            if found:
+                sweep = sweep.model_copy(update={"bisections": found})
+                sweeps.save(sweep)
+        finally:
+            remove_checkout(checkout)
+    told = notify(changes, settings.sweep_webhook_url, sweep.bisections)
     if told:
         stderr().print(told, markup=False, highlight=False)  # stderr: a redirected stdout holds only the summary
     summary = markdown(sweep, changes)

@@ -24,30 +24,53 @@ def content_type(name: str) -> str:
     return _TYPES.guess_type(name)[0] or "application/octet-stream"
 
 
-def artifact_path(workdir: Path, name: str) -> Path | None:
-    """`workdir/name` when `name` is a served artifact and a regular file there (never a symlink)."""
-    if name not in NAMES:
-        return None
-    path = workdir / name
+# What a job can reach: its job directory `jobs/<id>/` and the attempt folders in it. The jobs directory above is
+# the operator's (it may be reached through a link they made); below it nothing is followed.
+UNTRUSTED_DEPTH = 2
+
+
+def _open_beneath(workdir: Path, name: str) -> int:
+    """A read-only descriptor of `workdir/name`, every component below the jobs directory opened without following
+    a link (openat with O_NOFOLLOW, one component at a time); OSError for a link anywhere there, or anything not
+    a regular file with one name (a hard link to a file elsewhere is refused too)."""
+    parts = [*workdir.parts[-UNTRUSTED_DEPTH:], name]
+    root = workdir.parents[UNTRUSTED_DEPTH - 1]
+    if any(part in ("", ".", "..") or os.sep in part for part in parts):
+        raise OSError(f"{workdir / name}: not a plain path below the jobs directory")
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        mode = path.lstat().st_mode
-    except OSError:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = inner
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:  # a FIFO or device planted; a hard link
+        os.close(fd)
+        raise OSError(f"{workdir / name}: not a regular file with a single name")
+    return fd
+
+
+def artifact_path(workdir: Path, name: str) -> Path | None:
+    """`workdir/name` when `name` is a served artifact that open_artifact would serve."""
+    opened = open_artifact(workdir, name)
+    if opened is None:
         return None
-    return path if stat.S_ISREG(mode) else None
+    opened.close()
+    return workdir / name
 
 
 def open_artifact(workdir: Path, name: str) -> BinaryIO | None:
-    """The artifact opened for reading without following a symlink (a probe may plant one); None if absent."""
-    if name not in NAMES:
+    """The artifact opened for reading, no link followed below the jobs directory (a probe may plant one, or make
+    its attempt folder a link), and no hard link; None if absent or refused."""
+    if name not in NAMES or len(workdir.parts) <= UNTRUSTED_DEPTH:
         return None
     try:
-        fd = os.open(workdir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:  # ELOOP: a symlink; ENOENT: not written
+        return os.fdopen(_open_beneath(workdir, name), "rb")
+    except OSError:  # ELOOP/ENOTDIR: a link; ENOENT: not written; not a regular file
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted under the name
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
 
 
 CHUNK = 1024 * 1024  # what a download streams at a time
@@ -71,11 +94,13 @@ def write_artifact(path: Path, data: str | bytes) -> None:
 
 
 def read_regular(path: Path) -> bytes:
-    """The bytes of `path` if it is a regular file; OSError for a symlink or anything else."""
+    """The bytes of `path` if it is a regular file with one name; OSError for a symlink, a hard link or anything
+    else."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise OSError(f"{path.name} is not a regular file with a single name")
         return f.read()
 
 

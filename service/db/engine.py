@@ -46,6 +46,34 @@ def make_engine(url: str, timeout_s: float = 30.0) -> Engine:
     )
 
 
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+class WriteHealth:
+    """Whether this process's last write to the store failed (a lock held past the timeout, a read-only or full
+    database) with no write committed since: reads alone can answer while every write fails."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.failed: str | None = None
+        event.listen(engine, "after_cursor_execute", self._wrote)
+        event.listen(engine, "commit", self._committing)
+        event.listen(engine, "handle_error", self._error)
+
+    def _wrote(self, conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith(WRITES):
+            conn.info["wrote"] = True
+
+    def _committing(self, conn: Any) -> None:
+        if conn.info.pop("wrote", False):
+            self.failed = None  # a failing commit comes back through _error
+
+    def _error(self, context: Any) -> None:
+        statement = context.statement
+        if statement is None or statement.lstrip().upper().startswith(WRITES):  # None: the commit itself
+            error = context.original_exception
+            self.failed = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:300]}"
+
+
 class Database:
     """An engine and its sessions; forked children (Celery prefork) open connections of their own."""
 
@@ -54,6 +82,24 @@ class Database:
         self.engine = make_engine(url, timeout_s)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._pid = os.getpid()
+        self.writes = WriteHealth(self.engine)
+        self._timeout_s = timeout_s
+
+    def try_write(self, within_s: float = 0.5) -> None:
+        """A write that changes nothing (it takes the write lock all the same), given up after about `within_s`: how
+        /health learns that writes work again after one failed. Raises the store's error when they do not."""
+        sqlite = self.engine.dialect.name == "sqlite"
+        with self.engine.connect() as conn:
+            try:
+                with conn.begin():
+                    if sqlite:
+                        conn.exec_driver_sql(f"PRAGMA busy_timeout={int(within_s * 1000)}")
+                    else:
+                        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(within_s * 1000)}")
+                    conn.execute(text("UPDATE jobs SET id = id WHERE 1 = 0"))
+            finally:
+                if sqlite:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={int(self._timeout_s * 1000)}")
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -9,7 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cuprobe.contract import Tool
 from cuprobe.service.config import get_settings
-from cuprobe.service.gate.discover import (
+from cuprobe.service.models import ProbeRequest, SanitizerOptions, Severity
+from cuprobe.service.models.files import load_toml
+from cuprobe.service.models.options import OPTION_TOOL
+from cuprobe.service.models.problems import respell
+from cuprobe.service.owntests.discover import (
     MAX_TIMEOUT_S,
     SANITIZER_MARGIN_S,
     TestCommand,
@@ -17,10 +21,6 @@ from cuprobe.service.gate.discover import (
     command_params,
     discover,
 )
-from cuprobe.service.models import ProbeRequest, SanitizerOptions, Severity
-from cuprobe.service.models.files import load_toml
-from cuprobe.service.models.options import OPTION_TOOL
-from cuprobe.service.models.problems import respell
 from cuprobe.service.probing.admission import BadRequest, admit
 from cuprobe.service.probing.confirm import refuse_unconfirmable
 

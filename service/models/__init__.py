@@ -143,7 +143,8 @@ class ProbeRequest(BaseModel):
     probe: str = Field(min_length=1, max_length=100, pattern=r"^[a-z0-9][a-z0-9._-]*$")
     tool: Tool | None = None
     params: dict[str, Any] = Field(default_factory=dict)
-    timeout_s: float | None = Field(None, gt=0, le=24 * 3600, allow_inf_nan=False)
+    # strict: a JSON request's "10" (a string) is refused, not read as a number
+    timeout_s: float | None = Field(None, gt=0, le=24 * 3600, allow_inf_nan=False, strict=True)
     kernel_filter: list[KernelName] = Field(
         default_factory=list, max_length=64, description="kernel names to check (--kernel-name kns=NAME)"
     )

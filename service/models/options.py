@@ -125,6 +125,11 @@ _FILTER_PART = re.compile(r"^(kernel_name|kne|kernel_substring|kns|regex)=")
 SHORT_NAMES = {"c": "launch-count", "s": "launch-skip", "q": "quiet", "h": "help", "v": "version"}
 
 
+# Options whose value names a file, a kernel or an NVTX range: passed as one argument, `--flag=value`, so that a
+# value can never be read as an option of its own.
+NAMING = frozenset({"--kernel-name", "--kernel-name-exclude", "--nvtx-include", "--nvtx-exclude", "--suppressions"})
+
+
 def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
@@ -245,7 +250,16 @@ class SanitizerOptions(BaseModel):
         for value in values:
             if not value.strip() or value != value.strip():
                 raise ValueError(f"{value!r} is not an NVTX scope: a name, without surrounding spaces")
+            if value.startswith("-"):
+                raise ValueError(f"{value!r} is not an NVTX scope: a scope never starts with '-' (an option does)")
         return values
+
+    @field_validator("suppressions")
+    @classmethod
+    def _suppressions_file(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith("-"):
+            raise ValueError(f"{value!r} is not a suppressions file: a name or path never starts with '-'")
+        return value
 
     @model_validator(mode="after")
     def _nvtx_for_scopes(self) -> SanitizerOptions:

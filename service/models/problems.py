@@ -6,7 +6,7 @@ import difflib
 import math
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -58,6 +58,22 @@ def bool_for_number(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[st
         kind = str(field.annotation) if field is not None else ""
         if isinstance(value, bool) and ("int" in kind or "float" in kind) and "bool" not in kind:
             return name, f"{name} takes a number, not {str(value).lower()}"
+    return None
+
+
+def _number_only(annotation: Any) -> bool:
+    """Whether a field's type takes numbers and nothing else (None aside): `int`, `float | None`."""
+    kinds = [a for a in (get_args(annotation) or (annotation,)) if a is not type(None)]
+    return bool(kinds) and all(kind in (int, float) for kind in kinds)
+
+
+def text_for_number(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first field of `model` that takes only a number but is given a string in `data` (a JSON request's
+    `"timeout_s": "10"`), with 'NAME takes a number, not the string '10'': lax mode would read it as one."""
+    for name, value in data.items():
+        field = model.model_fields.get(name)
+        if isinstance(value, str) and field is not None and _number_only(field.annotation):
+            return name, f"{name} takes a number, not the string {value[:40]!r}"
     return None
 
 

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from cuprobe.service.models import Finding, Outcome, Tool
+from cuprobe.service.models.bisect import Bisection, SweepSource
 
 
 class CaseRepeat(BaseModel):
@@ -99,6 +100,10 @@ class Sweep(BaseModel):
     environment: dict[str, Any] = Field(default_factory=dict)
     processes: list[ProcessRecord] = Field(default_factory=list)
     cases: list[SweepCase] = Field(default_factory=list)
+    source: SweepSource | None = Field(None, description="the repository commit its [[test]] entries ran against")
+    bisections: list[Bisection] = Field(
+        default_factory=list, description="the commit that brought each new finding of a [[test]] case, or fixed one"
+    )
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -18,7 +18,7 @@ from cuprobe.probes.base import Probe
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest
 from cuprobe.service.models.options import SanitizerOptions
-from cuprobe.service.models.problems import bool_for_number, describe
+from cuprobe.service.models.problems import bool_for_number, describe, text_for_number
 from cuprobe.service.models.queues import Lane, queue_for
 from cuprobe.service.sanitizer.options import OptionRefused, check_options
 
@@ -138,7 +138,7 @@ def admit(
     found = probe_named(probe)
     chosen = tool_for(found, tool)
     refuse_unencodable(dict(params), "params")
-    if slip := bool_for_number(found.Params, params):
+    if slip := bool_for_number(found.Params, params) or text_for_number(found.Params, params):
         raise BadRequest(f"params.{slip[0]}", f"bad parameters for probe {found.name}: {slip[1]}")
     try:
         model = found.Params.model_validate(dict(params))

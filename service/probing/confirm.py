@@ -101,9 +101,9 @@ def blind_spot_planted(version: str | None, filtered: bool) -> bool:
 def control_options(version: str | None, kernel_filter: list[str], filtered: bool) -> list[str]:
     """Sanitizer options for the confirmer's control: its writer unchecked, its readers checked (`kernel_filter`:
     the user's include filters; `filtered`: whether any filter of theirs leaves kernels unchecked)."""
-    options = ["--kernel-name-exclude", f"kns={HIDDEN_WRITER}"]
+    options = [f"--kernel-name-exclude=kns={HIDDEN_WRITER}"]
     if kernel_filter:
-        options += ["--kernel-name", f"kns={CHECKED_READERS}"]
+        options.append(f"--kernel-name=kns={CHECKED_READERS}")
     if _tracks_filtered(version) and not filtered:  # hides the writer's writes; blind_spot_planted says why not more
         options += ["--initcheck-track-filtered-global-memory", "no"]
     return options
@@ -179,7 +179,6 @@ def _bare_runs(
     cancel: threading.Event,
     folder: str = CONFIRM_DIR,
     warm: RerunPool | None = None,
-    release: threading.Event | None = None,
 ) -> list[BareRun]:
     """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder."""
     outs = [workdir / folder / label.replace("#", "-") / "result.json" for label, _ in group]
@@ -191,8 +190,8 @@ def _bare_runs(
     limit = (request.timeout_s or settings.timeout_s) * len(group)
     done = None
     if warm is not None and watch is None and not then:  # only the early re-runs, which watch every buffer, are warm
-        done = _warm_run(warm, request.probe, group[0][1], params, limit, cancel, outs[0], release)
-    if done is None and cancel.is_set():  # stopped before it began (a held set nobody needed): start nothing
+        done = _warm_run(warm, request.probe, group[0][1], params, limit, cancel, outs[0])
+    if done is None and cancel.is_set():  # stopped before it began: start nothing
         cancelled = zip(group, outs, strict=True)
         return [load_bare_run(label, mode, None, "cancelled", out) for (label, mode), out in cancelled]
     if done is None:
@@ -204,7 +203,6 @@ def _bare_runs(
             cwd=PROJECT_ROOT,
             cancel=cancel,
             nice=settings.confirm_nice,
-            idle=settings.confirm_idle,
         )
     runs: list[BareRun] = []
     for (label, mode), out in zip(group, outs, strict=True):
@@ -229,17 +227,12 @@ def _warm_run(
     limit: float,
     cancel: threading.Event,
     out: Path,
-    release: threading.Event | None = None,
 ) -> Supervised | None:
     """The re-run in a warm process of the pool, its files moved to where the cold one writes them; None where the
-    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold).
-    `release`: the process gets its parameters only once it is set (confirm_shared.py's hold; closing the re-runs
-    sets it too), and none where the re-run was cancelled meanwhile."""
+    pool holds none for it, or the one it held died before taking its parameters (the re-run then starts cold)."""
     warm = pool.take(probe, mode)
     if warm is None:
         return None
-    if release is not None:
-        release.wait()
     if (pool.after_s > 0 and cancel.wait(pool.after_s)) or cancel.is_set():
         warm.discard()
         return None
@@ -273,22 +266,19 @@ class Reruns:
         runs: tuple[Run, ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
         warm: RerunPool | None = None,
-        release: threading.Event | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm_shared.py)
         self.where = ""  # where the runs that share them are, for the message ("": this process)
-        self.held = ""  # how their warm processes were held back, for the message (confirm_shared.py's hold)
-        self.released: float | None = None  # when held warm processes got their parameters (spent_s counts from it)
         self._ends: list[float] = []  # each process's end (list.append: safe from the pool's threads)
-        self._cancel, self._release = threading.Event(), release
+        self._cancel = threading.Event()
         self._labels = [label for label, _ in runs]
         # A caller's ready pool holds one process per poison: its re-runs stay one a process.
         groups = dealt(runs, len(runs) if warm is not None else settings.confirm_processes)
         self._pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="confirm")
         self._pending = [
             self._pool.submit(
-                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm, release
+                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm
             )
             for group in groups
         ]
@@ -308,18 +298,12 @@ class Reruns:
 
     @property
     def spent_s(self) -> float:
-        """From the first start (or, held, from their release) to the last end."""
-        start = self.started if self.released is None else self.released
-        return round(max(0.0, max(self._ends, default=start) - start), 3)
-
-    def run_ended(self) -> None:
-        """Nothing to do: a run's own re-runs are never held (confirm_shared.py holds a sweep's)."""
+        """From the first start to the last end."""
+        return round(max(0.0, max(self._ends, default=self.started) - self.started), 3)
 
     def close(self) -> None:
-        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads (held ones let go)."""
+        """Stop whatever still runs (a run with nothing to confirm) and wait for the threads."""
         self._cancel.set()
-        if self._release is not None:
-            self._release.set()
         self._pool.shutdown(wait=True)
 
 
@@ -334,13 +318,7 @@ class EarlyReruns(Protocol):
     def where(self) -> str: ...
 
     @property
-    def held(self) -> str: ...
-
-    @property
     def spent_s(self) -> float: ...
-
-    def run_ended(self) -> None:
-        """The sanitizer run these serve has ended (its findings may still be read and parsed)."""
 
     def results(self) -> dict[str, BareRun]: ...
 
@@ -352,20 +330,18 @@ def start_early(
 ) -> Reruns | None:
     """The re-runs started beside the sanitizer run, when this run confirms and early starts are on (re-running only
     the flagged cases needs the findings first: those start after the run)."""
-    if not settings.confirm_early or settings.confirm_flagged_only or not confirming(request, tool, settings):
+    if not settings.confirm_early or not confirming(request, tool, settings):
         return None
     if not registry.get(request.probe).reruns_early:
         return None
-    return Reruns(request, early_params(request.probe, params, settings), None, settings, workdir)
+    return Reruns(request, early_params(request.probe, params), None, settings, workdir)
 
 
-def early_params(probe_name: str, params: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """What the early re-runs run: `params` less the cases that import torch (Probe.without_torch), unless
-    Settings.confirm_torch_early. Importing torch and setting up its CUDA state was about 2 s of each re-run of the
-    384-case grid on the H200, for cases that held no finding (docs/confirmation.md, "The cases that import torch");
-    a flagged case the early re-runs left out is re-run after the sanitizer run (confirm_findings)."""
-    if settings.confirm_torch_early:
-        return params
+def early_params(probe_name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What the early re-runs run: `params` less the cases that import torch (Probe.without_torch). Importing torch
+    and setting up its CUDA state was about 2 s of each re-run of the 384-case grid on the H200, for cases that held
+    no finding (docs/confirmation.md, "The cases that import torch"); a flagged case the early re-runs left out is
+    re-run after the sanitizer run (confirm_findings)."""
     probe = registry.get(probe_name)
     try:
         model = probe.Params.model_validate(params)
@@ -472,13 +448,7 @@ def confirm_findings(
             runs["sentinel"] = late.results()["sentinel"]
             spent = round(spent + late.spent_s, 3)
     else:
-        params = result.params
-        if settings.confirm_flagged_only:
-            own = {case for case in plan if not is_confirm_control(case)}
-            cut = narrowed_params(probe, params, own)
-            if cut is not None:
-                params, only = cut, f", only the flagged cases' parameters ({len(own)} case(s) flagged)"
-        late = Reruns(request, params, plan, settings, workdir)
+        late = Reruns(request, result.params, plan, settings, workdir)
         runs, spent = late.results(), late.spent_s
 
     def decided(finding: Finding) -> Finding:
@@ -525,7 +495,7 @@ def confirm_findings(
         if early is not None and early.shared_by > 1:
             when += f", one set for the sweep's {early.shared_by} processes of this grid{early.where}"
         if warm := sum(1 for run in runs.values() if run.warm):
-            when += f", {warm} of them in processes ready before it{early.held if early is not None else ''}"
+            when += f", {warm} of them in processes ready before it"
         update["message"] = (
             f"{result.message}; {confirmation_summary(findings)} ({spent:g} s of bare re-runs{when}{only})"
         )

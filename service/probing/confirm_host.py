@@ -109,7 +109,7 @@ def join(
         os.close(fd)
         return None
     lead = request.model_copy(update={"timeout_s": ticket.members * (request.timeout_s or settings.timeout_s)})
-    params = early_params(request.probe, ticket.params, settings)
+    params = early_params(request.probe, ticket.params)
     try:
         reruns = Reruns(lead, params, None, settings, folder, folder=RUNS_DIR)
     except BaseException:
@@ -138,7 +138,6 @@ class HostReruns:
         self.request, self.ticket, self.settings, self.folder, self.cancel = request, ticket, settings, folder, cancel
         self.workdir, self.member = workdir, member or uuid.uuid4().hex
         self.shared_by, self.where = ticket.members, " on this host"
-        self.held = ""  # a host's shared re-runs are never held back (confirm_shared.py holds a local sweep's)
         self._owner = owner
         self._runs: dict[str, BareRun] | None = None
         self._spent = 0.0
@@ -201,7 +200,7 @@ class HostReruns:
         handed back, killed, failed), or their files are gone."""
         if self.cancel.is_set():
             return {label: BareRun(label, mode, False, "cancelled") for label, mode in POISON_RUNS}
-        params = early_params(self.request.probe, self.request.params, self.settings)
+        params = early_params(self.request.probe, self.request.params)
         self._own = Reruns(self.request, params, None, self.settings, self.workdir)
         self.shared_by, self.where = 1, ""
         return self._own.results()
@@ -229,9 +228,6 @@ class HostReruns:
             runs[label] = run
         self._spent = float(done["spent_s"])
         return runs
-
-    def run_ended(self) -> None:
-        """Nothing to do: they are not held back for the jobs' runs."""
 
     def close(self) -> None:
         """Wait for the owner's re-runs (stopped where its job was cancelled), and count this job out of the group:

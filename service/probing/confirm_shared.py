@@ -12,8 +12,7 @@ the service shares one set per host among its jobs instead (confirm_host.py), gr
 from __future__ import annotations
 
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,8 @@ from cuprobe.service.probing.warm_reruns import RerunPool
 
 
 def sharing(settings: Settings) -> bool:
-    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early (re-running only
-    the flagged cases needs each batch's own findings first)."""
-    return settings.confirm_shared and settings.confirm_early and not settings.confirm_flagged_only
+    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early."""
+    return settings.confirm_shared and settings.confirm_early
 
 
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:
@@ -77,103 +75,54 @@ def share_groups(requests: list[ProbeRequest], settings: Settings) -> list[Share
     return groups
 
 
-@dataclass
-class _Started:
-    """A group's started re-runs (shared by its members), which of their sanitizer runs have ended, and the event
-    that hands its held warm processes their parameters."""
-
-    reruns: Reruns
-    release: threading.Event
-    ended: set[int] = field(default_factory=set)
-
-
 class SharedReruns:
     """The early re-runs of each group of `requests` whose probe can merge their parameters (Probe.merged), started
     when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own.
-    `warm`: a pool of re-run processes the caller keeps ready (warm_reruns.py), taken where it holds one.
-
-    With Settings.confirm_hold the re-runs run in ready processes held back: they get their parameters once every
-    run of their group has ended its sanitizer run, so that their cases do not run on the GPU beside the sanitizer
-    processes. Without a pool from the caller the set keeps its own, started now (beside the sweep's first runs, as
-    cold early re-runs would be) and closed with it. A hold applies only in a sweep's last wave: where a run of the
-    sweep has not started yet when a member asks for the results (more processes than slots), the group is released
-    at once, so a slot never waits on a run that needs that slot to start. Call from a thread that outlives the
-    sweep: a ready process dies with the thread that started it (warm_reruns.py)."""
+    `warm`: a pool of re-run processes the caller keeps ready (warm_reruns.py), taken where it holds one."""
 
     def __init__(
         self, requests: list[ProbeRequest], settings: Settings, workdir: Path, warm: RerunPool | None = None
     ) -> None:
-        self._settings, self._workdir = settings, workdir
+        self._settings, self._workdir, self._warm = settings, workdir, warm
         self._lock = threading.Lock()
-        self._requests = len(requests)
-        self._seen: set[int] = set()  # requests whose run has begun (for_request was called)
         self._group_of: dict[int, int] = {}  # request index -> its group's number
         self._plans: dict[int, tuple[ProbeRequest, dict[str, Any], int]] = {}  # group -> (request, params, members)
-        self._started: dict[int, _Started] = {}
+        self._started: dict[int, Reruns] = {}
         for number, group in enumerate(share_groups(requests, settings)):
-            params = early_params(group.lead.probe, group.merged, settings)
+            params = early_params(group.lead.probe, group.merged)
             self._plans[number] = (group.lead, params, len(group.members))
             self._group_of.update(dict.fromkeys(group.members, number))
-        self._own: RerunPool | None = None
-        if settings.confirm_hold and warm is None and self._plans:
-            warm = self._own = RerunPool(workdir / "held-reruns", settings)
-            for probe in sorted({lead.probe for lead, _, _ in self._plans.values()}):
-                warm.prepare(probe)
-        self._warm, self._hold = warm, settings.confirm_hold and warm is not None
 
     def merged_params(self, index: int) -> dict[str, Any] | None:
         """The parameters of the re-runs request `index` shares (every case of its group, less the cases that import
-        torch unless Settings.confirm_torch_early: early_params), or None: it has its own."""
+        torch: early_params), or None: it has its own."""
         return self._plans[self._group_of[index]][1] if index in self._group_of else None
 
     def for_request(self, index: int) -> SharedMember | None:
-        """The re-runs request `index` shares (started now if it is its group's first), or None: it has its own.
-        Called as each request's run begins, whether it shares or not (a hold counts the runs not yet begun)."""
+        """The re-runs request `index` shares (started now if it is its group's first), or None: it has its own."""
         with self._lock:
-            self._seen.add(index)
             if index not in self._group_of:
                 return None
             number = self._group_of[index]
             if number not in self._started:
                 lead, params, members = self._plans[number]
-                release = threading.Event()
-                if not self._hold:
-                    release.set()
                 folder = self._workdir / f"shared-confirm{number:03d}"
-                reruns = Reruns(lead, params, None, self._settings, folder, warm=self._warm, release=release)
+                reruns = Reruns(lead, params, None, self._settings, folder, warm=self._warm)
                 reruns.shared_by = members
-                self._started[number] = _Started(reruns, release)
-            return SharedMember(self, number, index, self._started[number].reruns)
-
-    def _ended(self, number: int, index: int, waiting: bool) -> None:
-        """Member `index` of group `number` ended its sanitizer run (`waiting`: and now wants the results): release
-        the group's held processes once all its members have, or at once where some run of the sweep has not begun."""
-        with self._lock:
-            group = self._started[number]
-            group.ended.add(index)
-            if group.release.is_set():
-                return
-            if len(group.ended) >= group.reruns.shared_by:
-                group.reruns.held = f", handed their cases once the grid's {group.reruns.shared_by} processes had run"
-            elif not (waiting and len(self._seen) < self._requests):
-                return
-            group.reruns.released = time.monotonic()
-            group.release.set()
+                self._started[number] = reruns
+            return SharedMember(self._started[number])
 
     def close(self) -> None:
         with self._lock:
-            for group in self._started.values():
-                group.release.set()
-                group.reruns.close()
-            if self._own is not None:
-                self._own.close()
+            for reruns in self._started.values():
+                reruns.close()
 
 
 class SharedMember:
     """One run's view of the re-runs its group shares (confirm.EarlyReruns)."""
 
-    def __init__(self, owner: SharedReruns, number: int, index: int, reruns: Reruns) -> None:
-        self._owner, self._number, self._index, self._reruns = owner, number, index, reruns
+    def __init__(self, reruns: Reruns) -> None:
+        self._reruns = reruns
 
     @property
     def shared_by(self) -> int:
@@ -184,18 +133,10 @@ class SharedMember:
         return self._reruns.where
 
     @property
-    def held(self) -> str:
-        return self._reruns.held
-
-    @property
     def spent_s(self) -> float:
         return self._reruns.spent_s
 
-    def run_ended(self) -> None:
-        self._owner._ended(self._number, self._index, waiting=False)
-
     def results(self) -> dict[str, BareRun]:
-        self._owner._ended(self._number, self._index, waiting=True)
         return self._reruns.results()
 
     def close(self) -> None:

@@ -352,8 +352,6 @@ def _run_planned(
         if (unavailable := once_more("undemangled", demangle=True)) is not None:
             return unavailable
         notes.append("run again with the sanitizer's demangler: a record named a mangled (C++) function")
-    if early is not None:  # the sanitizer run is over: re-runs held back for it may go (confirm_shared.py)
-        early.run_ended()
     tool, params = planned.admitted.tool, planned.admitted.params
     workdir, xml, result_path, sanitizer, version = (
         planned.workdir,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -112,3 +114,17 @@ def scrub_result(result: RunResult, secrets: list[str]) -> RunResult:
     if not secrets:
         return result
     return RunResult.model_validate(_scrub_value(result.model_dump(mode="json"), secrets))
+
+
+PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
+def not_dumpable() -> bool:
+    """Mark this process non-dumpable (prctl PR_SET_DUMPABLE 0), so that another process of the same user (a job's
+    command) cannot read its /proc/PID/environ, memory or fds, nor attach a debugger: the API and worker processes
+    hold the token and the store and broker URLs. Processes forked from it inherit the mark; a program it execs
+    does not. Returns whether the mark is set (False off Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)

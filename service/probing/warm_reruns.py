@@ -101,7 +101,6 @@ class RerunPool:
                 env=rerun_environment(settings),
                 cwd=PROJECT_ROOT,
                 nice=settings.confirm_nice,
-                idle=settings.confirm_idle,
             )
             with self._lock:
                 self._held.append(WarmRerun(probe, mode, folder, started))

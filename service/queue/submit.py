@@ -39,7 +39,12 @@ class JobSpec(ProbeRequest):
     arch: str | None = Field(default=None, pattern=r"^sm[0-9]{2,3}[a-z]?$", description="GPU architecture, e.g. sm90")
     lane: Lane = Field(default=Lane.GATE, description="gate (and interactive) or sweep")
     deadline_s: float | None = Field(
-        default=None, gt=0, le=7 * 24 * 3600, allow_inf_nan=False, description="seconds to wait for a worker"
+        default=None,
+        gt=0,
+        le=7 * 24 * 3600,
+        allow_inf_nan=False,
+        strict=True,
+        description="seconds to wait for a worker",
     )
     wait_for_worker: bool = Field(
         default=False,

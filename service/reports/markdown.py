@@ -7,6 +7,7 @@ from cuprobe.service.models.reasons import by_reason, names_line
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.reports.table import table
 from cuprobe.service.sweep.diff import SweepDiff
+from cuprobe.service.sweep.notify import culprit
 
 # Distinct reasons listed under "Could not run" before a line counting the rest.
 REASONS_SHOWN = 50
@@ -24,10 +25,16 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         if sweep.message
         else []
     )
+    source = (
+        [f"Repository {sweep.source.url} {sweep.source.branch} at {sweep.source.commit.line()}", ""]
+        if sweep.source
+        else []
+    )
     lines = [
         f"# Sweep {sweep.definition} ({sweep.id[:12]})",
         "",
         *unfinished,
+        *source,
         f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
         f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
         "",
@@ -59,6 +66,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
                 lines.append(f"- **{name}** `{item.case}` `{item.signature}` {item.explained}".rstrip())
         lines.append(f"- persisting: {len(diff.persisting)}")
         lines.append("")
+    lines += _commits(sweep)
     not_run = [c for c in sweep.cases if not c.outcome.ran]
     if not_run:
         groups = by_reason((f"`{c.key}`", f"{c.outcome} — {c.message}") for c in not_run)
@@ -93,3 +101,21 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         *table(["case", "signature", "records", "seen", "confirmation", "evidence"], rows),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _commits(sweep: Sweep) -> list[str]:
+    """Each bisect: the finding, the commit it named (or why none), and every commit it tested with what it gave."""
+    if not sweep.bisections:
+        return []
+    lines = ["## Commits", ""]
+    for b in sweep.bisections:
+        minutes = b.gpu_s / 60
+        lines += [
+            f"- **{b.direction}** `{b.case}` `{b.signature}`: {culprit(b)}",
+            f"  {b.commits} commit(s) after {b.good[:12] or '-'}; {len(b.steps)} step(s), {minutes:.1f} GPU min, "
+            f"{b.wall_s:.0f} s",
+        ]
+        lines += [
+            f"  - {s.commit.short} {s.verdict} {s.seen} {s.commit.title}: {s.reason}".rstrip() for s in b.steps
+        ]
+    return [*lines, ""]

@@ -209,6 +209,8 @@ def classify(ev: RunEvidence) -> Classification:
         return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML refused: {parsed.error}")
     if sanitized and parsed and parsed.error:
         return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML unreadable: {parsed.error}")
+    if sanitized and summary.disagreeing:
+        return Classification(Outcome.SANITIZER_ERROR, disagreeing_summaries(summary))
     if sanitized and not summary.present:
         return Classification(
             Outcome.SANITIZER_ERROR,
@@ -283,6 +285,16 @@ def classify(ev: RunEvidence) -> Classification:
         return Classification(Outcome.FINDINGS, "; ".join(parts), verdicts)
     what = f"compute-sanitizer {ev.tool}: 0 errors" if sanitized else "bare run completed"
     return Classification(Outcome.CLEAN, f"{what}; {len(verdicts)} case(s) met their expectations", verdicts)
+
+
+def disagreeing_summaries(summary: SanitizerSummary) -> str:
+    """What a log with summary lines that disagree is called: the program (or something else) printed one."""
+    shown = "; ".join(f"{line!r}" for line in summary.disagreeing[:4])
+    more = f" and {len(summary.disagreeing) - 4} more" if len(summary.disagreeing) > 4 else ""
+    return (
+        f"the output holds {len(summary.disagreeing)} summary lines that disagree ({shown}{more}): a program can "
+        "print such a line itself, so the count cannot be trusted and the run cannot be called clean"
+    )
 
 
 def _saved_output(ev: RunEvidence, findings: list[Finding], records: int) -> Classification:

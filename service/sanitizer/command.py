@@ -10,7 +10,7 @@ from typing import Any
 
 from cuprobe.contract import Tool
 from cuprobe.service.models import kernel_name
-from cuprobe.service.models.options import SanitizerOptions
+from cuprobe.service.models.options import NAMING, SanitizerOptions
 
 # Options cuprobe passes for a tool unless the request sets them itself.
 TOOL_DEFAULTS: dict[Tool, SanitizerOptions] = {
@@ -88,7 +88,12 @@ def sanitizer_command(
         *info,
     ]
     for flag, value in chosen.pairs():
-        cmd += [flag] if value is None else [flag, value]
+        if value is None:
+            cmd.append(flag)
+        elif flag in NAMING or value.startswith("-"):
+            cmd.append(f"{flag}={value}")
+        else:
+            cmd += [flag, value]
     cmd += [*extra, "--", *target]
     for part in cmd:
         if "\x00" in part:

@@ -37,6 +37,8 @@ class SanitizerSummary:
     returned_error: bool = False
     internal_error: str | None = None
     error_lines: tuple[str, ...] = ()
+    # Every summary line seen, in order, when they do not all say the same: a program can print one itself.
+    disagreeing: tuple[str, ...] = ()
 
     @property
     def present(self) -> bool:
@@ -46,11 +48,17 @@ class SanitizerSummary:
 def read_summary(text: str) -> SanitizerSummary:
     """Parse the sanitizer lines of `text` (stdout, or its tail: the summary is always last)."""
     summary = SanitizerSummary()
-    if match := _RACECHECK_SUMMARY.search(text):
-        summary.errors = int(match.group(1))
-        summary.racecheck_errors, summary.racecheck_warnings = int(match.group(2)), int(match.group(3))
-    elif matches := _ERROR_SUMMARY.findall(text):
-        summary.errors = int(matches[-1])
+    # One rule for every tool: the final summary line is the sanitizer's (it prints it after its target ended); an
+    # earlier one that says otherwise was printed by someone else, so the count cannot be trusted either way.
+    found = sorted([*_RACECHECK_SUMMARY.finditer(text), *_ERROR_SUMMARY.finditer(text)], key=lambda m: m.start())
+    if found:
+        last = found[-1]
+        if last.re is _RACECHECK_SUMMARY:
+            summary.racecheck_errors, summary.racecheck_warnings = int(last.group(2)), int(last.group(3))
+        summary.errors = int(last.group(1))
+        said = [m.group(0).lstrip("= ").strip() for m in found]
+        if len(set(said)) > 1:
+            summary.disagreeing = tuple(said)
     if match := _NOT_PRINTED.search(text):
         summary.not_printed = int(match.group(1))
     if match := _LEAK_SUMMARY.search(text):
@@ -86,11 +94,23 @@ def other_prefix(text: str) -> str | None:
     return None
 
 
-def read_log(path: Path) -> str:
-    """The text of a saved log, gunzipped when it is gzip (by its magic bytes, whatever its name)."""
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+class LogTooLarge(ValueError):
+    """A saved log (after gunzip) longer than the byte cap: it is not read on, and nothing in it is believed."""
+
+
+def read_log(path: Path, max_bytes: int) -> str:
+    """The text of a saved log, gunzipped as a stream when it is gzip (by its magic bytes, whatever its name); past
+    `max_bytes` (after gunzip, the cap the XML has) LogTooLarge, without reading the rest."""
+    with path.open("rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        with gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw as stream:
+            data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        size = "decompresses to" if gzipped else "holds"
+        raise LogTooLarge(
+            f"{path} {size} more than {max_bytes} bytes (CUPROBE_MAX_XML_BYTES, the cap the XML has): not read on"
+        )
     return data.decode("utf-8", errors="replace")
 
 

@@ -65,17 +65,14 @@ class CappedStream:
         )
 
 
-def _die_with_parent(nice: int = 0, idle: bool = False) -> None:
+def _die_with_parent(nice: int = 0) -> None:
     """In the child: SIGKILL when the supervising worker dies, so a killed worker leaves no orphan (Linux); and
     reaper of its orphans, so a process that leaves the group (setsid) stays in the run's tree to be killed.
-    `nice`: lower its CPU priority by that much; `idle`: schedule it (and its children) only on otherwise idle CPU
-    time (SCHED_IDLE)."""
+    `nice`: lower its CPU priority by that much."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     become_subreaper()
     if nice:
         os.nice(nice)
-    if idle:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def _pump(pipe: IO[bytes], sink: CappedStream) -> None:
@@ -179,10 +176,9 @@ def start(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     nice: int = 0,
-    idle: bool = False,
 ) -> Started:
     """Start `cmd` in its own process group (it dies with this thread), its output read into capped buffers;
-    `nice` lowers its CPU priority (and its children's) by that much, `idle` puts them under SCHED_IDLE."""
+    `nice` lowers its CPU priority (and its children's) by that much."""
     began = time.monotonic()
     proc = subprocess.Popen(
         list(cmd),
@@ -192,7 +188,7 @@ def start(
         env=dict(env) if env is not None else None,
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=partial(_die_with_parent, nice, idle),
+        preexec_fn=partial(_die_with_parent, nice),
     )
     spawned = time.monotonic() - began
     out, err = CappedStream(max_output_bytes), CappedStream(max_output_bytes)
@@ -219,12 +215,11 @@ def supervise(
     heartbeat: Path | None = None,
     stall_s: float = 0.0,
     nice: int = 0,
-    idle: bool = False,
 ) -> Supervised:
     """Run `cmd` to completion or until the limit, the XML cap, `cancel` or a stall (no progress for `stall_s` after
     the first beat in `heartbeat`, when both are given); the whole group dies on any of them."""
     return watch(
-        start(cmd, max_output_bytes=max_output_bytes, env=env, cwd=cwd, nice=nice, idle=idle),
+        start(cmd, max_output_bytes=max_output_bytes, env=env, cwd=cwd, nice=nice),
         timeout_s=timeout_s,
         xml_path=xml_path,
         max_xml_bytes=max_xml_bytes,

@@ -11,6 +11,7 @@ from cuprobe.contract import Tool
 from cuprobe.service.models import SanitizerOptions
 from cuprobe.service.models.files import load_toml, parse_toml
 from cuprobe.service.models.problems import respell
+from cuprobe.service.owntests.discover import TestEntry
 from cuprobe.service.probing.admission import BadRequest, options_for, probe_named, tool_for
 
 
@@ -134,6 +135,17 @@ class Entry(BaseModel):
         return {k: v.values() if isinstance(v, IntRange) else list(v) for k, v in self.grid.items()}
 
 
+class RepoSource(BaseModel):
+    """`[repo]`: the git repository whose [[test]] entries the sweep runs, at the head of `branch`, after `build`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, description="what `git clone` takes: a URL or a path")
+    branch: str = Field("main", min_length=1, pattern=r"^[^\s~^:?*\[\\]+$")
+    build: str | None = Field(None, description="shell command run in the checkout before its tests (exit 0: built)")
+    build_timeout_s: float = Field(3600, gt=0, le=24 * 3600)
+
+
 class SweepDefinition(BaseModel):
     """A whole sweep: its name (sweeps of one name are diffed against each other), repeats and entries."""
 
@@ -142,7 +154,24 @@ class SweepDefinition(BaseModel):
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     repeats: int = Field(1, ge=1, le=50)
-    entries: list[Entry] = Field(min_length=1, alias="entry")
+    entries: list[Entry] = Field(default_factory=list, alias="entry")
+    repo: RepoSource | None = None
+    test: list[TestEntry] = Field(
+        default_factory=list, description="the team's own tests (as a suite's [[test]]), run in the [repo] checkout"
+    )
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> SweepDefinition:
+        if not self.entries and not self.test:
+            raise ValueError("a sweep needs at least one [[entry]] (a probe) or [[test]] (with a [repo])")
+        if self.test and self.repo is None:
+            raise ValueError("[[test]] entries need a [repo] (url, branch, build): their tests run in its checkout")
+        if self.repo is not None and not self.test:
+            raise ValueError("[repo] is read only with [[test]] entries: add the tests to run in its checkout")
+        names = [e.name for e in self.entries] + [t.name for t in self.test]
+        if both := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"entry and test names must be unique (they name the cases): {', '.join(both)}")
+        return self
 
     @field_validator("entries")
     @classmethod

@@ -29,8 +29,9 @@ from cuprobe.service.queue.waiting import ended, job_fields, poll, result_of_job
 from cuprobe.service.sanitizer.forked import start_server
 from cuprobe.service.sweep.adopt import Labelled, labelled
 from cuprobe.service.sweep.attribute import attribute, control_fired, unattributed
-from cuprobe.service.sweep.definition import SweepDefinition
+from cuprobe.service.sweep.definition import DefinitionError, SweepDefinition
 from cuprobe.service.sweep.flaky import merge_findings, merge_outcome
+from cuprobe.service.sweep.own_tests import Checkout, test_processes
 from cuprobe.service.sweep.plan import Process, plan
 from cuprobe.service.sweep.warm_plan import warm_followed
 
@@ -89,20 +90,17 @@ class LocalRunner:
         stop = threading.Event()  # set when the sweep is interrupted: running probes killed, queued ones never run
 
         def run(slot: int) -> RunResult:
-            member = shared.for_request(slot)
-            try:
-                return run_probe(
-                    requests[slot],
-                    workdir=self.workdir / f"slot{slot:04d}",
-                    settings=self.settings,
-                    cancel_event=stop,
-                    spares=spares,
-                    shared=member,
-                    child_parser=server.child if server is not None else None,
-                )
-            finally:
-                if member is not None:  # however it ended: re-runs its group holds back must not wait for it
-                    member.run_ended()
+            return run_probe(
+                requests[slot],
+                workdir=self.workdir / f"slot{slot:04d}",
+                settings=self.settings,
+                cancel_event=stop,
+                spares=spares,
+                shared=shared.for_request(slot),
+                child_parser=server.child if server is not None else None,
+                # A local sweep runs as the user who wrote it: their own tests run as `gate --local` runs them.
+                trusted=requests[slot].probe == "command",
+            )
 
         # Threads: each waits on its own probe subprocess, and parses in child processes (above).
         pool = ThreadPoolExecutor(self.slots, thread_name_prefix="sweep-slot")
@@ -148,6 +146,7 @@ class ServiceRunner:
         self.slots, self.served, self.label = max(1, slots), served, label
         # The last run_all's jobs that were already under the label, and how many it sent.
         self.taken, self.sent = Labelled(), 0
+        self.job_ids: dict[int, str] = {}  # the last run_all's job per request
 
     def specs(self, requests: list[ProbeRequest]) -> list[JobSpec]:
         """One sweep-lane job per request; the jobs of one grid carry one ticket, so that on each host they share one
@@ -180,6 +179,7 @@ class ServiceRunner:
             if slot not in found.found:
                 pending[submit(spec, self.store, self.settings, self.enqueue, self.served).id] = slot
         self.taken, self.sent = found, len(specs) - len(found.found)
+        self.job_ids = {slot: job_id for job_id, slot in pending.items()}
 
         def finished(job: Job | None) -> bool:
             return job is None or ended(job.state)
@@ -225,12 +225,18 @@ def run_sweep(
     sweep_id: str | None = None,
     progress: Progress | None = None,
     started: datetime | None = None,
+    checkout: Checkout | None = None,
 ) -> Sweep:
     """Run every planned process (each `repeats` times), attribute findings to cases, merge the repeats. `started`:
-    when the sweep began, if before this call (a resumed sweep: its wall time counts from then)."""
+    when the sweep began, if before this call (a resumed sweep: its wall time counts from then). `checkout`: the
+    built repository the definition's [[test]] entries run in (own_tests.check_out)."""
     clock = time.monotonic() - ((utcnow() - started).total_seconds() if started else 0.0)
     started = started or utcnow()
     processes = plan(definition, runner.slots)
+    if definition.test:
+        if checkout is None:
+            raise DefinitionError(f"sweep {definition.name}: its [[test]] entries need the [repo] checked out")
+        processes += test_processes(definition, checkout.path, len(processes))
     slots = requests_of(processes)
     results: dict[int, list[RunResult]] = {p.index: [] for p in processes}
     for done, (slot, result) in enumerate(runner.run_all([r for _, r in slots]), start=1):
@@ -238,9 +244,10 @@ def run_sweep(
         results[process.index].append(result)
         if progress:
             progress(done, len(slots), f"{process.probe}/{process.tool} ({len(process.cases)} case(s))")
-    return assemble(
+    sweep = assemble(
         definition.name, processes, results, sweep_id or uuid.uuid4().hex, started, time.monotonic() - clock
     )
+    return sweep.model_copy(update={"source": checkout.source}) if checkout is not None else sweep
 
 
 def assemble(

@@ -28,9 +28,11 @@ from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.sweep.adopt import sweep_label
 from cuprobe.service.sweep.compare import changes
-from cuprobe.service.sweep.definition import load_definition
+from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
+from cuprobe.service.sweep.definition import SweepDefinition, load_definition
 from cuprobe.service.sweep.execute import ProcessRunner, ServiceRunner, run_sweep
 from cuprobe.service.sweep.notify import notify
+from cuprobe.service.sweep.own_tests import Checkout, check_out
 from cuprobe.service.sweep.schedule import running_key
 
 log = logging.getLogger(__name__)
@@ -46,33 +48,68 @@ def resume_key(sweep_id: str) -> str:
 
 
 def _run(
-    sweeps: SweepStore, sweep_id: str, definition_path: Path, runner: ProcessRunner, started: datetime | None = None
-) -> Sweep:
-    """Run the definition under `sweep_id`; a sweep that raises is stored as failed with why."""
+    sweeps: SweepStore,
+    sweep_id: str,
+    definition_path: Path,
+    runner: ProcessRunner,
+    settings: Settings,
+    started: datetime | None = None,
+) -> tuple[Sweep, Callable[[Sweep], Sweep]]:
+    """Run the definition under `sweep_id` (its [[test]] entries in a checkout of its repository's branch head); a
+    sweep that raises is stored as failed with why. Returns the sweep and what keeps it: store, bisect, notify."""
+    checkout = None
     try:
         definition = load_definition(definition_path)
         with sweeps.beating(sweep_id):  # another host can then tell this live sweep from an orphan
-            return run_sweep(
+            if definition.repo is not None:
+                checkout = check_out(definition, settings, sweep_id)
+            sweep = run_sweep(
                 definition,
                 runner,
                 sweep_id=sweep_id,
                 progress=lambda done, total, what: sweeps.progress(sweep_id, done, total, what),
                 started=started,
+                checkout=checkout,
             )
     except Exception as exc:
+        if checkout is not None:
+            remove_checkout(checkout)
         sweeps.fail(sweep_id, f"{type(exc).__name__}: {exc}")
         raise
+    # A bisect's steps run where the sweep's processes ran: jobs on the GPU workers, or here.
+    mode = "service" if isinstance(runner, ServiceRunner) else "local"
+    return sweep, lambda done: _keep(sweeps, done, settings, definition, checkout, mode)
 
 
-def _keep(sweeps: SweepStore, sweep: Sweep, settings: Settings) -> Sweep:
-    """Store the finished sweep, diff it against the previous one and tell the webhook if it changed; unless
-    another process has adopted it meanwhile (this one was silent too long): that one stores and tells, once."""
-    if not sweeps.owns(sweep.id):
-        log.warning("sweep %s: not stored here: another process resumed it while this one was not heard from", sweep.id)
+def _keep(
+    sweeps: SweepStore,
+    sweep: Sweep,
+    settings: Settings,
+    definition: SweepDefinition | None = None,
+    checkout: Checkout | None = None,
+    mode: str = "service",
+) -> Sweep:
+    """Store the finished sweep, diff it against the previous one, bisect the new and fixed findings of its
+    repository's tests (their steps are jobs like the sweep's), and tell the webhook if it changed; unless another
+    process has adopted it meanwhile (this one was silent too long): that one stores and tells, once."""
+    try:
+        if not sweeps.owns(sweep.id):
+            log.warning(
+                "sweep %s: not stored here: another process resumed it while this one was not heard from", sweep.id
+            )
+            return sweep
+        sweeps.save(sweep)
+        found = changes(sweeps, sweep)
+        if checkout is not None and definition is not None:
+            bisections = bisect_changes(sweep, found, sweeps, definition, checkout, settings, mode)
+            if bisections:
+                sweep = sweep.model_copy(update={"bisections": bisections})
+                sweeps.save(sweep)
+        notify(found, settings.sweep_webhook_url, sweep.bisections, dashboard=settings.api_url)
         return sweep
-    sweeps.save(sweep)
-    notify(changes(sweeps, sweep), settings.sweep_webhook_url)
-    return sweep
+    finally:
+        if checkout is not None:
+            remove_checkout(checkout)
 
 
 def run_and_store(
@@ -89,7 +126,8 @@ def run_and_store(
     sweeps = SweepStore(store)
     sweep_id = sweep_id or uuid.uuid4().hex
     sweeps.start(sweep_id, load_definition(definition_path).name, resume)
-    return _keep(sweeps, _run(sweeps, sweep_id, definition_path, runner), settings)
+    sweep, keep = _run(sweeps, sweep_id, definition_path, runner, settings)
+    return keep(sweep)
 
 
 def scheduled_runner(
@@ -137,7 +175,7 @@ def resume(
         runner = ServiceRunner(
             store, settings, enqueue, slots=int(adopted.resume["slots"]), label=sweep_label(sweep_id)
         )
-        sweep = _run(sweeps, sweep_id, Path(adopted.resume["path"]), runner, started=adopted.started_at)
+        sweep, keep = _run(sweeps, sweep_id, Path(adopted.resume["path"]), runner, settings, started=adopted.started_at)
         taken = runner.taken
         dropped = f", {len(taken.dropped)} no longer planned cancelled" if taken.dropped else ""
         times = f" (resume {adopted.times})" if adopted.times > 1 else ""
@@ -145,7 +183,7 @@ def resume(
             f"resumed{times} after {adopted.why}: {len(taken.found)} job(s) it had sent taken back, "
             f"{runner.sent} sent now{dropped}"
         )
-        return "resumed", _keep(sweeps, sweep.model_copy(update={"message": message}), settings)
+        return "resumed", keep(sweep.model_copy(update={"message": message}))
     finally:
         try:
             running.release()

@@ -7,7 +7,7 @@ import hmac
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 
 from cuprobe.service.config import Settings
 from cuprobe.service.web.render import page
@@ -93,9 +93,25 @@ def login_form(request: Request, next: str = "/ui/") -> Response:  # the query p
     return login_page(request, status_code=200, target=next)
 
 
+def cross_site(request: Request) -> bool:
+    """Whether a browser sent this request from another site's page (its Sec-Fetch-Site, else its Origin, says so):
+    such a form may not log anyone in or out. A client that sends neither (curl) is no browser to be tricked."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    return origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}"
+
+
+def _cross_site_refusal() -> Response:
+    return PlainTextResponse("refused: a form on another site may not log in or out of this dashboard", 403)
+
+
 @router.post("/login")
 def login(request: Request, token: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/ui/") -> Response:
     """Check the token; on success set the HttpOnly login cookie and go on to `next`, else the form again (401)."""
+    if cross_site(request):
+        return _cross_site_refusal()
     configured = _settings(request).api_token
     if configured is None:
         return RedirectResponse(_safe_next(next), status_code=303)
@@ -117,7 +133,9 @@ def login(request: Request, token: Annotated[str, Form()] = "", next: Annotated[
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    if cross_site(request):
+        return _cross_site_refusal()
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response

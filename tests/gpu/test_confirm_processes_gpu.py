@@ -36,7 +36,6 @@ def _decided(result: RunResult) -> list[tuple[object, ...]]:
 def test_fewer_processes_confirm_as_four(
     settings: Settings, workdir: Path, probe: str, params: dict[str, object]
 ) -> None:
-    settings = settings.model_copy(update={"confirm_torch_early": True})
     request = ProbeRequest(probe=probe, tool=Tool.INITCHECK, params=params)
     results = {
         count: run_probe(

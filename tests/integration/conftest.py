@@ -1,4 +1,5 @@
-"""Integration fixtures: real Redis (127.0.0.1:6379, DBs 11-12), real PostgreSQL and SQLite, real workers."""
+"""Integration fixtures: real Redis (a database of their own on 127.0.0.1:6379), real PostgreSQL and SQLite, real
+workers."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-import redis
 
-from tests.integration.stack import REDIS, REPO, Stack
+from tests.integration.stack import REPO, Stack
+from tests.redis_dbs import OwnedDb, owned_db
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 FIGURES = REPO / "build" / "integration-figures.txt"
@@ -60,35 +61,37 @@ def pg_url() -> Iterator[str]:
 
 
 @pytest.fixture
+def redis_db() -> Iterator[OwnedDb]:
+    """A Redis database of this test's own: claimed empty, given back emptied (never someone else's flushed)."""
+    with owned_db() as db:
+        yield db
+
+
+@pytest.fixture
 def pg_schema_url() -> Iterator[str]:
     """A PostgreSQL schema of this test's own."""
     yield from _pg_schema()
 
 
-def _redis_db(db: int) -> str:
-    redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
-    return f"{REDIS}/{db}"
-
-
-def _stack(name: str, db: int, database_url: str, data_dir: Path) -> Iterator[Stack]:
-    stack = Stack(name, broker_url=_redis_db(db), database_url=database_url, data_dir=data_dir)
-    stack.start_worker()
-    try:
-        yield stack
-    finally:
-        stack.stop()
-        redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+def _stack(name: str, database_url: str, data_dir: Path) -> Iterator[Stack]:
+    with owned_db() as db:
+        stack = Stack(name, broker_url=db.url, database_url=database_url, data_dir=data_dir)
+        stack.start_worker()
+        try:
+            yield stack
+        finally:
+            stack.stop()
 
 
 @pytest.fixture(scope="session")
 def sqlite_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data = tmp_path_factory.mktemp("sqlite-stack")
-    yield from _stack("sqlite", 11, f"sqlite:///{data / 'cuprobe.db'}", data)
+    yield from _stack("sqlite", f"sqlite:///{data / 'cuprobe.db'}", data)
 
 
 @pytest.fixture(scope="session")
 def postgres_stack(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Stack]:
-    yield from _stack("postgres", 12, pg_url, tmp_path_factory.mktemp("pg-stack"))
+    yield from _stack("postgres", pg_url, tmp_path_factory.mktemp("pg-stack"))
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])

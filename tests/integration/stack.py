@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 import uvicorn
 from starlette.responses import JSONResponse
 
@@ -25,10 +24,9 @@ from cuprobe.service.db.store import Store
 from cuprobe.service.probing.gpus import GpuDevice
 from cuprobe.service.queue.served import ServedQueues
 from cuprobe.service.worker.commands import worker_commands
+from tests.redis_dbs import owned_db
 
 REPO = Path(__file__).resolve().parents[2]
-# CUPROBE_TEST_REDIS lets parallel checkouts on one machine each use a Redis server of their own.
-REDIS = os.environ.get("CUPROBE_TEST_REDIS", "redis://127.0.0.1:6379")
 # Short limits so failure tests finish quickly; each keeps the ordering Settings checks.
 TEST_ENV = {
     "CUPROBE_VISIBILITY_TIMEOUT_S": "40",
@@ -203,16 +201,14 @@ def wait_running(client: httpx.Client, job_id: str, attempt: int = 1, timeout: f
 
 
 @contextmanager
-def fresh_stack(factory: pytest.TempPathFactory, name: str, db: int, **env: str) -> Iterator[Stack]:
-    """A Stack on Redis DB `db`, emptied before and after, with a SQLite store in a new folder; stopped after."""
-    redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+def fresh_stack(factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[Stack]:
+    """A Stack on a Redis database of its own (tests/redis_dbs.py), with a SQLite store in a new folder; stopped and
+    its database given back after."""
     data = factory.mktemp(name)
-    stack = Stack(
-        name, broker_url=f"{REDIS}/{db}", database_url=f"sqlite:///{data / 'cuprobe.db'}", data_dir=data, **env
-    )
-    try:
-        yield stack
-    finally:
-        stack.stop()
-        redis.Redis.from_url(f"{REDIS}/{db}").flushdb()
+    with owned_db() as db:
+        stack = Stack(name, broker_url=db.url, database_url=f"sqlite:///{data / 'cuprobe.db'}", data_dir=data, **env)
+        try:
+            yield stack
+        finally:
+            stack.stop()
 

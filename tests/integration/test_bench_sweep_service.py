@@ -12,12 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import redis
-
-from tests.integration.stack import REDIS
 
 REPO = Path(__file__).resolve().parents[2]
-DB = 8  # the --broker run's Redis database
 
 
 def _bench(tmp_path: Path, definition: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -41,12 +37,13 @@ def _rows(stdout: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("broker", ["embedded", "redis"])
-def test_both_paths_run_every_case_with_the_same_findings(tmp_path: Path, broker: str) -> None:
+def test_both_paths_run_every_case_with_the_same_findings(
+    tmp_path: Path, broker: str, request: pytest.FixtureRequest
+) -> None:
     # and through the service with each job's own re-runs, and with no job marked for a spare
     extra: tuple[str, ...] = ("--own-reruns", "--cold-jobs")
     if broker == "redis":  # the service's queues on a running Redis (as on the GPU box) instead of its own Valkey
-        redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
-        extra = ("--broker", f"{REDIS}/{DB}")
+        extra = ("--broker", request.getfixturevalue("redis_db").url)
     done = _bench(
         tmp_path,
         'name = "bench-cpu"\n[[entry]]\nprobe = "selftest"\ntool = "none"\ngrid = { behaviour = ["ok", "violate"] }\n',

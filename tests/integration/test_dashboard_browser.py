@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
@@ -24,14 +23,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from cuprobe.service.models import signature_key
 from tests import browser
-from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack, wait_for
+from tests.redis_dbs import claim
 from tests.seed_store import seed_sweeps
 
 TOKEN = "dashboard-browser-token"
 # Generous: a loaded 2-core machine starts Chromium, a Celery worker and a probe subprocess.
 WAIT_S = 120
-DB = 9
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +50,10 @@ def chromium() -> Iterator[Chrome]:
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str, httpx.Client]]:
     """A stack with a token and seeded sweeps; its worker is started by the test that watches a job wait for it."""
     data: Path = tmp_path_factory.mktemp("dashboard-browser")
-    redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
+    db = claim()
     stack = Stack(
         "dashboard",
-        broker_url=f"{REDIS}/{DB}",
+        broker_url=db.url,
         database_url=f"sqlite:///{data / 'cuprobe.db'}",
         data_dir=data,
         CUPROBE_API_TOKEN=TOKEN,
@@ -67,7 +65,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack
         yield stack, str(api.base_url).rstrip("/"), api
     finally:
         stack.stop()
-        redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
+        db.release()
 
 
 def _wait(driver: Chrome) -> WebDriverWait[Chrome]:

@@ -21,7 +21,6 @@ def short_ttl_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]
     with fresh_stack(
         tmp_path_factory,
         "deadworker",
-        15,
         CUPROBE_WORKER_BEAT_S="0.5",
         CUPROBE_WORKER_TTL_S=str(WORKER_TTL_S),
         CUPROBE_REGISTRY_REFRESH_S="0.5",

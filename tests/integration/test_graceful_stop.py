@@ -20,7 +20,6 @@ from tests.integration.stack import REPO, Stack, free_port, fresh_stack, still_r
 from tests.processes import processes_mentioning
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
-DB = 15
 
 
 def _probe_started(api: httpx.Client, job_id: str) -> list[int]:
@@ -127,7 +126,6 @@ def one_attempt_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stac
     with fresh_stack(
         tmp_path_factory,
         "graceful",
-        DB,
         CUPROBE_MAX_ATTEMPTS="1",
         # Queued jobs on a queue no worker serves end `unavailable` a second after they were stored...
         CUPROBE_UNSERVED_AFTER_S="1",

@@ -19,7 +19,7 @@ CALLS = 50
 
 @pytest.fixture(scope="module")
 def burst_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with fresh_stack(tmp_path_factory, "burst", 13, CUPROBE_API_TOKEN=TOKEN) as stack:
+    with fresh_stack(tmp_path_factory, "burst", CUPROBE_API_TOKEN=TOKEN) as stack:
         stack.start_worker(concurrency=1)
         yield stack
 

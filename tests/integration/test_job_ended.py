@@ -9,14 +9,12 @@ import pytest
 
 from cuprobe.service.config import Settings
 from cuprobe.service.queue.ended import EndAnnouncer, EndListener
-from tests.integration.conftest import REDIS
-
-DB = 10  # pub/sub only: nothing is stored in it
+from tests.redis_dbs import OwnedDb
 
 
 @pytest.fixture
-def settings() -> Settings:
-    return Settings(broker_url=f"{REDIS}/{DB}")
+def settings(redis_db: OwnedDb) -> Settings:
+    return Settings(broker_url=redis_db.url)
 
 
 def test_an_announcement_wakes_the_waiters_of_its_job_only(settings: Settings) -> None:

@@ -12,22 +12,18 @@ import redis
 from cuprobe.service.config import Settings
 from cuprobe.service.queue.reconciler import LOCK_KEY, locked
 from cuprobe.service.sweep.schedule import running_key, start_once
-from tests.integration.conftest import REDIS
 from tests.integration.test_sweep_beat import DUE, _sweep
-
-DB = 14
-
-
-@pytest.fixture
-def client() -> redis.Redis:
-    c = redis.Redis.from_url(f"{REDIS}/{DB}")
-    c.flushdb()
-    return c
+from tests.redis_dbs import OwnedDb
 
 
 @pytest.fixture
-def settings(client: redis.Redis) -> Settings:
-    return Settings(broker_url=f"{REDIS}/{DB}", reconcile_interval_s=10)
+def client(redis_db: OwnedDb) -> redis.Redis:
+    return redis_db.client
+
+
+@pytest.fixture
+def settings(redis_db: OwnedDb) -> Settings:
+    return Settings(broker_url=redis_db.url, reconcile_interval_s=10)
 
 
 def _in_other_process(settings: Settings) -> bool:

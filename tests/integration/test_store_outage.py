@@ -11,19 +11,26 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 
-from tests.integration.conftest import REDIS, Figures
+from tests.integration.conftest import Figures
 from tests.integration.private_pg import PrivateCluster
 from tests.integration.stack import Stack, wait_for, wait_running
 from tests.processes import processes_mentioning
+from tests.redis_dbs import OwnedDb, owned_db
 
-DB = 10  # Redis database of these tests' stacks
 
+class Stacks(list[Stack]):
+    """The stacks a test made, on a Redis database it owns; stopped after the test."""
 
-def _stack(name: str, database_url: str, data: Path, **extra: str) -> Stack:
-    redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
-    return Stack(name, broker_url=f"{REDIS}/{DB}", database_url=database_url, data_dir=data, **extra)
+    def __init__(self, db: OwnedDb) -> None:
+        super().__init__()
+        self.db = db
+
+    def new(self, name: str, database_url: str, data: Path, **extra: str) -> Stack:
+        self.db.flush()
+        stack = Stack(name, broker_url=self.db.url, database_url=database_url, data_dir=data, **extra)
+        self.append(stack)
+        return stack
 
 
 def _lock_sqlite(path: Path, seconds: float) -> threading.Thread:
@@ -42,24 +49,23 @@ def _lock_sqlite(path: Path, seconds: float) -> threading.Thread:
 
 
 @pytest.fixture
-def stacks() -> Iterator[list[Stack]]:
-    made: list[Stack] = []
-    yield made
-    for stack in made:
-        stack.stop()
-    redis.Redis.from_url(f"{REDIS}/{DB}").flushdb()
+def stacks() -> Iterator[Stacks]:
+    with owned_db() as db:
+        made = Stacks(db)
+        yield made
+        for stack in made:
+            stack.stop()
 
 
 def test_sqlite_locked_past_the_busy_timeout_while_storing_is_stored_clean_afterwards(
-    tmp_path: Path, stacks: list[Stack], figures: Figures
+    tmp_path: Path, stacks: Stacks, figures: Figures
 ) -> None:
     db = tmp_path / "cuprobe.db"
-    stack = _stack(
+    stack = stacks.new(
         "locked-finish", f"sqlite:///{db}", tmp_path,
         CUPROBE_STORE_TIMEOUT_S="2", CUPROBE_STALE_AFTER_S="60", CUPROBE_TASK_SOFT_TIME_LIMIT_S="70",
         CUPROBE_TASK_TIME_LIMIT_S="75", CUPROBE_VISIBILITY_TIMEOUT_S="80",
     )
-    stacks.append(stack)
     stack.start_worker(concurrency=1)
     api = stack.start_api()
     job = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "sleep", "seconds": 1}}).json()
@@ -78,15 +84,14 @@ def test_sqlite_locked_past_the_busy_timeout_while_storing_is_stored_clean_after
 
 
 def test_sqlite_locked_during_a_run_never_gives_the_job_two_probes(
-    tmp_path: Path, stacks: list[Stack], figures: Figures
+    tmp_path: Path, stacks: Stacks, figures: Figures
 ) -> None:
     db = tmp_path / "cuprobe.db"
-    stack = _stack(
+    stack = stacks.new(
         "locked-run", f"sqlite:///{db}", tmp_path,
         CUPROBE_STORE_TIMEOUT_S="2", CUPROBE_STALE_AFTER_S="20", CUPROBE_TASK_SOFT_TIME_LIMIT_S="100",
         CUPROBE_TASK_TIME_LIMIT_S="105", CUPROBE_VISIBILITY_TIMEOUT_S="110", CUPROBE_TIMEOUT_S="60",
     )
-    stacks.append(stack)
     stack.start_worker(concurrency=2)  # a second pool process free to take the job while the first still runs it
     api = stack.start_api()
     response = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "sleep", "seconds": 40}})
@@ -140,13 +145,12 @@ def private_pg() -> Iterator[PrivateCluster]:
 
 
 def test_postgresql_stopped_during_a_run_and_restarted_stores_the_result(
-    tmp_path: Path, stacks: list[Stack], private_pg: PrivateCluster, figures: Figures
+    tmp_path: Path, stacks: Stacks, private_pg: PrivateCluster, figures: Figures
 ) -> None:
-    stack = _stack(
+    stack = stacks.new(
         "pg-outage", private_pg.url, tmp_path, CUPROBE_STORE_TIMEOUT_S="2", CUPROBE_STALE_AFTER_S="60",
         CUPROBE_TASK_SOFT_TIME_LIMIT_S="70", CUPROBE_TASK_TIME_LIMIT_S="75", CUPROBE_VISIBILITY_TIMEOUT_S="80",
     )
-    stacks.append(stack)
     stack.start_worker(concurrency=1)
     api = stack.start_api()
     job = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "sleep", "seconds": 2}}).json()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import redis
 
 from cuprobe.service.db.store import Store, utcnow
@@ -14,16 +15,15 @@ from cuprobe.service.models.sweep import Sweep, SweepCase
 from cuprobe.service.queue.registry import WorkerRegistry
 from cuprobe.service.sweep.execute import ServiceRunner
 from cuprobe.service.sweep.schedule import running_key, start_once
-from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack
+from tests.redis_dbs import OwnedDb
 
 DUE = datetime(2026, 12, 3, 2, 0, 17, tzinfo=UTC)
 
 
-def _client() -> redis.Redis:
-    client = redis.Redis.from_url(f"{REDIS}/13")
-    client.flushdb()
-    return client
+@pytest.fixture
+def client(redis_db: OwnedDb) -> redis.Redis:
+    return redis_db.client
 
 
 def _sweep(sweep_id: str) -> Sweep:
@@ -39,16 +39,16 @@ def _sweep(sweep_id: str) -> Sweep:
     return Sweep(id=sweep_id, definition="nightly", state="done", started_at=utcnow(), cases=[case])
 
 
-def test_a_second_beat_at_the_same_due_time_does_not_start_it_again() -> None:
-    client, ran = _client(), []
+def test_a_second_beat_at_the_same_due_time_does_not_start_it_again(client: redis.Redis) -> None:
+    ran: list[int] = []
     first = start_once(client, "nightly", DUE, lambda: ran.append(1) or _sweep("a"), lock_ttl_s=60)
     second = start_once(client, "nightly", DUE.replace(second=59), lambda: ran.append(2) or _sweep("b"), lock_ttl_s=60)
     assert first[0] == "ran" and second == ("skipped: another beat already started the sweep due at this time", None)
     assert ran == [1] and client.get(running_key("nightly")) is None  # released when the sweep ended
 
 
-def test_a_sweep_still_running_is_not_started_twice() -> None:
-    client, ran = _client(), []
+def test_a_sweep_still_running_is_not_started_twice(client: redis.Redis) -> None:
+    ran: list[str] = []
 
     def long_sweep() -> Sweep:
         # While this one runs, the next day's beat fires.

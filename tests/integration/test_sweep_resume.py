@@ -29,10 +29,7 @@ from cuprobe.service.sweep.execute import requests_of
 from cuprobe.service.sweep.plan import plan
 from cuprobe.service.sweep.schedule import running_key
 from cuprobe.service.sweep.scheduled import resume, scheduled_runner
-from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack, fresh_stack
-
-DB = 7  # the Redis database of this file's stack
 
 # Three processes (selftest runs each case alone); `sleep` keeps the sweep waiting long enough to be killed.
 DEFINITION = (
@@ -44,7 +41,7 @@ EXPECTED = {"sleep": Outcome.CLEAN, "violate": Outcome.FINDINGS, "ok": Outcome.C
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with fresh_stack(tmp_path_factory, "resume", DB) as stack:
+    with fresh_stack(tmp_path_factory, "resume") as stack:
         stack.start_worker(concurrency=2)
         yield stack
 
@@ -85,7 +82,7 @@ def test_a_sweep_whose_worker_process_was_killed_is_resumed_from_its_jobs(stack:
     assert waiting is not None and waiting.state == "running"  # not failed: its jobs still run
     assert waiting.summary["message"].startswith("waiting to be resumed from its jobs by a CPU worker")
     # The killed process still holds the definition's lock until its TTL: the resume takes it over.
-    assert redis.Redis.from_url(f"{REDIS}/{DB}").get(running_key("resume-test")) is not None
+    assert redis.Redis.from_url(stack.settings.broker_url).get(running_key("resume-test")) is not None
 
     celery.send_task(TASK_RECONCILE, queue=CPU)  # beat sends this every reconcile interval
     done = _until("the resumed sweep to be stored", lambda: (r := sweeps.row(sweep_id)) and r.state != "running" and r)
@@ -120,7 +117,7 @@ def test_a_sweep_killed_while_sending_sends_only_the_jobs_it_had_not(stack: Stac
         assert row is not None
         row.summary = {**row.summary, "owner": {**this_process(), "pid": child.pid}}
 
-    client = redis.Redis.from_url(f"{REDIS}/{DB}")
+    client = redis.Redis.from_url(stack.settings.broker_url)
     status, sweep = resume(client, stack.store, stack.settings, sweep_id, lambda job: enqueue(celery, job))
     assert status == "resumed" and sweep is not None and sweep.state == "done"
     assert _outcomes(sweeps, sweep_id) == EXPECTED

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 from sqlalchemy import update
 from typer.testing import CliRunner
 
@@ -17,9 +16,9 @@ from cuprobe.service.config import Settings
 from cuprobe.service.db.tables import Job
 from cuprobe.service.queue.submit import JobSpec, create
 from tests.cli_app import cli_app
-from tests.integration.conftest import REDIS
 from tests.integration.stack import Stack, wait_for, wait_running
 from tests.processes import processes_mentioning
+from tests.redis_dbs import claim
 
 cli = CliRunner()
 
@@ -27,11 +26,11 @@ cli = CliRunner()
 @pytest.fixture(scope="module")
 def default_heartbeat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, httpx.Client]]:
     """A stack whose worker keeps the default 5 s heartbeat (the shared test stacks use 0.5 s)."""
-    redis.Redis.from_url(f"{REDIS}/13").flushdb()
+    db = claim()
     data = tmp_path_factory.mktemp("heartbeat")
     beat = str(Settings.model_fields["heartbeat_s"].default)
     stack = Stack(
-        "beat", broker_url=f"{REDIS}/13", database_url=f"sqlite:///{data / 'c.db'}", data_dir=data,
+        "beat", broker_url=db.url, database_url=f"sqlite:///{data / 'c.db'}", data_dir=data,
         CUPROBE_HEARTBEAT_S=beat,
     )
     try:
@@ -39,7 +38,7 @@ def default_heartbeat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
         yield stack, stack.start_api()
     finally:
         stack.stop()
-        redis.Redis.from_url(f"{REDIS}/13").flushdb()
+        db.release()
 
 
 def test_running_job_status_says_running_and_cancel_stops_it_within_2_s(

@@ -152,7 +152,6 @@ def test_soft_time_limit_stops_the_probe_and_stores_timeout(
     with fresh_stack(
         tmp_path_factory,
         "soft",
-        14,
         CUPROBE_TASK_SOFT_TIME_LIMIT_S="3",
         CUPROBE_TASK_TIME_LIMIT_S="8",
         CUPROBE_TIMEOUT_S="60",

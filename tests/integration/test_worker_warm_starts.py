@@ -22,7 +22,6 @@ from cuprobe.service.worker.spare_registry import PGID_NAME
 from tests.conftest import REPLAY, VERSIONS, capture
 from tests.integration.stack import Stack, fresh_stack
 
-DB = 6  # this file's Redis database
 GPU = "GPU-warm-integration"
 SLOTS = 2
 WAVES = """
@@ -36,7 +35,7 @@ grid = { behaviour = ["ok", "violate"], seconds = [1.0, 1.2, 1.4] }
 
 @pytest.fixture
 def warm_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with fresh_stack(tmp_path_factory, "warm", DB) as stack:
+    with fresh_stack(tmp_path_factory, "warm") as stack:
         stack.start_worker(
             SLOTS,
             gpu=GpuDevice(0, GPU, "NVIDIA H200", "9.0"),

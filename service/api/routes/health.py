@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -48,7 +49,11 @@ class HealthCache:
         view = self.registry.view()
         try:
             busy = self.store.busy_queues()
-            store_state = "ok"
+            if self.store.writes.failed is not None:  # reads answer while writes may not: try one again
+                with contextlib.suppress(Exception):
+                    self.store.try_write()
+            failed = self.store.writes.failed
+            store_state = "ok" if failed is None else f"writes failing: {failed}"
         except Exception as exc:  # any driver error means the store is unusable
             log.warning("health: store unreachable: %s", exc)
             busy, store_state = set(), f"unreachable: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
@@ -86,7 +91,8 @@ def health(
     request: Request,
     response: Response,
 ) -> Health | HealthBrief:
-    """200 when Redis and the store answer and every queue holding jobs has a live worker, else 503. Without the
+    """200 when Redis and the store answer (its writes too: a write that failed is tried again until one works) and
+    every queue holding jobs has a live worker, else 503. Without the
     token only `ok` is said; with it, each part and the workers (queues, GPU, last heartbeat)."""
     found = cache.get()
     if not found.ok:

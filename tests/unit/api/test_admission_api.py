@@ -47,7 +47,7 @@ def _job_count(api: TestClient) -> int:
         ({"probe": "no-such-probe"}, "probe", "unknown probe 'no-such-probe'"),
         ({"probe": "Not A Name"}, "probe", "pattern"),
         ({"probe": "selftest", "params": []}, "params", "dictionary"),
-        ({"probe": "selftest", "params": {"seconds": "soon"}}, "params.seconds", "valid number"),
+        ({"probe": "selftest", "params": {"seconds": "soon"}}, "params.seconds", "takes a number"),
         ({"probe": "selftest", "tool": "valgrind"}, "tool", "'initcheck'"),
         ({"probe": "determinism", "tool": "memcheck"}, "tool", "does not run under memcheck"),
         ({"probe": "selftest", "timeout_s": 100_000}, "timeout_s", "less than or equal"),

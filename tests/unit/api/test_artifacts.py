@@ -59,3 +59,36 @@ def test_runner_replaces_a_planted_stdout_symlink_instead_of_writing_through_it(
     assert result.outcome.value == "clean"
     assert target.read_text() == "must stay as it is"
     assert not (workdir / "stdout.txt").is_symlink() and (workdir / "exit_code").read_text() == "0\n"
+
+
+def test_a_symlinked_attempt_folder_is_not_served(tmp_path: Path) -> None:
+    """O_NOFOLLOW on the last component alone served `jobs/<id>/attempt-1` made a link to another directory."""
+    settings = Settings(data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'db.sqlite'}")
+    job_id, workdir = _job_with_workdir(settings)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "stdout.txt").write_text("another directory's file")
+    (workdir / "stdout.txt").write_text("the probe's own output")
+    client = TestClient(create_app(settings, reconciler=False))
+    assert client.get(f"/jobs/{job_id}/artifacts/stdout.txt").text == "the probe's own output"  # positive control
+    assert client.get(f"/ui/jobs/{job_id}/artifacts/stdout.txt").text == "the probe's own output"
+    workdir.rename(workdir.with_name("attempt-0"))
+    workdir.symlink_to(elsewhere, target_is_directory=True)
+    assert client.get(f"/jobs/{job_id}/artifacts/stdout.txt").status_code == 404
+    assert client.get(f"/jobs/{job_id}/artifacts").json()["artifacts"] == []
+    page = client.get(f"/ui/jobs/{job_id}/artifacts/stdout.txt")
+    assert page.status_code == 404 and "another directory" not in page.text
+
+
+def test_a_hard_linked_artifact_is_not_served(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'db.sqlite'}")
+    job_id, workdir = _job_with_workdir(settings)
+    secret = tmp_path / "data" / "secret.txt"
+    secret.write_text("a file of someone else's")
+    (workdir / "result.json").hardlink_to(secret)
+    (workdir / "stdout.txt").write_text("the probe's own output")
+    client = TestClient(create_app(settings, reconciler=False))
+    assert client.get(f"/jobs/{job_id}/artifacts/stdout.txt").status_code == 200  # positive control
+    refused = client.get(f"/jobs/{job_id}/artifacts/result.json")
+    assert refused.status_code == 404 and "someone else" not in refused.text
+    assert client.get(f"/jobs/{job_id}/artifacts").json()["artifacts"] == ["stdout.txt"]

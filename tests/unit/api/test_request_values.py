@@ -34,6 +34,11 @@ def client(tmp_path: Path) -> TestClient:
         ({"probe": "selftest", "kernel_filter": ["x,kne=y"]}, "kernel_filter.0"),
         ({"probe": "command", "params": {"argv": ["/bin/true\x00--x"]}}, "params.argv.0"),
         ({"probe": "selftest", "kernel_filter": ["a\x00b"]}, "kernel_filter.0"),
+        ({"probe": "selftest", "options": {"nvtx_exclude": ["--preload-library=/tmp/e.so"]}}, "options.nvtx_exclude"),
+        ({"probe": "selftest", "options": {"nvtx_include": ["--injection-path=/tmp/x"]}}, "options.nvtx_include"),
+        ({"probe": "selftest", "timeout_s": "10"}, "timeout_s"),
+        ({"probe": "selftest", "deadline_s": "10"}, "deadline_s"),
+        ({"probe": "command", "params": {"argv": ["/bin/true"], "timeout_s": "10"}}, "params.timeout_s"),
     ],
 )
 def test_bad_argv_values_are_422_naming_the_field(client: TestClient, body: dict[str, object], field: str) -> None:

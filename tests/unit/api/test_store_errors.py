@@ -44,3 +44,31 @@ def test_unreachable_postgresql_store_is_a_json_503(tmp_path: Path) -> None:
     response = client.get("/jobs")
     assert response.status_code == 503 and response.json()["error"].startswith("the store is unavailable")
     assert time.monotonic() - started < 5
+
+
+def test_health_is_not_ok_while_store_writes_fail(tmp_path: Path) -> None:
+    """A lock held on the SQLite file: reads answer, every submit is a 503, and /health said ok throughout."""
+    db = tmp_path / "db.sqlite"
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"sqlite:///{db}",
+        broker_url="redis://127.0.0.1:1/0",
+        store_timeout_s=1,
+        registry_refresh_s=0,
+    )
+    client = TestClient(create_app(settings, reconciler=False), raise_server_exceptions=False)
+    before = client.get("/health").json()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        assert client.post("/jobs", json={"probe": "selftest"}).status_code == 503
+        started = time.monotonic()
+        during = client.get("/health")
+        elapsed = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert during.status_code == 503 and during.json()["store"].startswith("writes failing: OperationalError")
+    assert elapsed < 3, f"/health took {elapsed:.1f} s under the lock"
+    after = client.get("/health").json()  # the lock is gone: its write goes through again
+    assert after["store"] == before["store"] == "ok", (before, after)

@@ -102,7 +102,7 @@ def test_suppressions_file_is_passed_as_a_local_path(
     result = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={supp}", "--json", "--", "true"])
     data = json.loads(result.output)
     assert result.exit_code == 0 and data["outcome"] == "clean"
-    assert data["command"][data["command"].index("--suppressions") + 1] == str(supp.resolve())
+    assert f"--suppressions={supp.resolve()}" in data["command"]
     missing = cli.invoke(app, ["exec", "-t", "memcheck", "-S", f"suppressions={tmp_path}/nope.xml", "--", "true"])
     assert missing.exit_code == 2 and "no such file" in missing.output
 

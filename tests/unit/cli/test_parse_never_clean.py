@@ -60,9 +60,12 @@ def test_tool_none_is_refused_for_saved_output() -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_a_cap_that_kept_none_of_the_counted_errors_is_not_clean(version: str) -> None:
+def test_a_cap_that_kept_none_of_the_counted_errors_is_not_clean(version: str, tmp_path: Path) -> None:
     case = capture(version, "initcheck_uninit")
-    args = (str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "initcheck")
+    # Its summary line alone: the log is under the byte cap too, which refuses a longer one.
+    (summary,) = [line for line in (case / "stdout.txt").read_text().splitlines() if "ERROR SUMMARY" in line]
+    log = _write(tmp_path / "summary.txt", f"{summary}\n".encode())
+    args = (str(xml_of(case)), "--log", str(log), "--tool", "initcheck")
     code, body = _parse(*args)
     assert (code, body["outcome"]) == (1, "findings")  # the positive control: uncapped, the findings are there
     code, body = _parse(*args, env={"CUPROBE_MAX_XML_BYTES": "100"})
@@ -129,3 +132,52 @@ def test_without_a_log_the_finding_count_is_the_one_a_log_gives_with_the_fallout
     assert real < len(bare["findings"])  # the capture holds fallout: the two counts could differ
     assert bare["message"].startswith(f"{real} finding(s) from {bare['records']} record(s) (")
     assert logged["message"].startswith(f"{real} finding(s) from {logged['records']} record(s)")
+
+
+FORGED_RACECHECK = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_summary_line_the_program_printed_first_is_not_believed(version: str, tmp_path: Path) -> None:
+    """A program can print a summary line of its own: racecheck's log of a run with hazards, behind a first line
+    that says 0, beside an XML of 0 records, was read as clean. Disagreeing summaries are never clean."""
+    real = capture(version, "sample_block_error_hazard")
+    log = _write(tmp_path / "race.txt", (FORGED_RACECHECK + (real / "stdout.txt").read_text()).encode())
+    empty = xml_of(capture(version, "racecheck_sound"))
+    code, body = _parse(str(empty), "--log", str(log), "--tool", "racecheck")
+    assert (code, body["outcome"]) == (3, "sanitizer_error"), body
+    assert "summary lines that disagree" in body["message"]
+    code, body = _parse(str(empty), "--log", str(capture(version, "racecheck_sound") / "stdout.txt"))
+    assert (code, body["outcome"]) == (0, "clean"), body  # the same XML with its own log stays clean
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_count_the_program_printed_before_the_sanitizers_zero_is_not_clean(version: str, tmp_path: Path) -> None:
+    ok = capture(version, "memcheck_ok")
+    forged = "========= ERROR SUMMARY: 5 errors\n" + (ok / "stdout.txt").read_text()
+    code, body = _parse(
+        str(xml_of(ok)), "--log", str(_write(tmp_path / "log.txt", forged.encode())), "--tool", "memcheck"
+    )
+    assert (code, body["outcome"]) == (3, "sanitizer_error"), body
+    assert "5 errors" in body["message"] and "0 errors" in body["message"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_sanitizers_not_printed_line_is_not_a_second_summary(version: str) -> None:
+    """A capped summary (`300 errors`, then `200 errors were not printed`) is one summary: its findings stand."""
+    case = capture(version, "initcheck_many_default_limit")
+    code, body = _parse(str(xml_of(case)), "--log", str(case / "stdout.txt"), "--tool", "initcheck")
+    assert (code, body["outcome"], body["truncated"]) == (1, "findings", True), body
+
+
+def test_a_gzipped_log_is_read_only_up_to_the_byte_cap(tmp_path: Path) -> None:
+    """A small gzip that decompresses past the cap is refused as it streams, never read whole or called clean."""
+    ok = capture(VERSIONS[1], "memcheck_ok")
+    padding = b"program output\n" * (4 * 1024 * 1024 // 15)
+    log = _write(tmp_path / "log.gz", gzip.compress(padding + (ok / "stdout.txt").read_bytes()))
+    assert log.stat().st_size < 100_000
+    args = (str(xml_of(ok)), "--log", str(log), "--tool", "memcheck")
+    result = cli.invoke(app, ["parse", *args], env={"CUPROBE_MAX_XML_BYTES": str(1024 * 1024)})
+    assert result.exit_code == 3 and "decompresses to more than 1048576 bytes" in result.stderr, result.stderr
+    code, body = _parse(*args)  # under the default cap the same log is read: the positive control
+    assert (code, body["outcome"]) == (0, "clean"), body

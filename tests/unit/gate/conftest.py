@@ -15,11 +15,16 @@ from cuprobe.service.cli.main import app
 from cuprobe.service.probing import runner
 from cuprobe.service.sanitizer.locate import _version
 from tests.conftest import BOX_ROOT, REPLAY, RUNS, VERSIONS, capture
+from tests.system_packages import missing_package
 
 # The initcheck positive control as the H200 ran it (uninit-read, 24 records at kernels/uninit_read.cu:6).
 CONTROL = {2025: RUNS / f"uninit-read-initcheck-{VERSIONS[0]}", 2026: RUNS / f"uninit-read-initcheck-{VERSIONS[1]}"}
 # A clean initcheck run captured on the H200, replayed around the real selftest probe (run for real as its child).
 INITCHECK_OK = {2025: capture(VERSIONS[0], "initcheck_ok"), 2026: capture(VERSIONS[1], "initcheck_ok")}
+# With this set to 1 (CI), a missing googletest fails the gtest tests instead of skipping them.
+REQUIRE_GTEST = "CUPROBE_REQUIRE_GTEST"
+# What g++ says where googletest's header or library is not installed.
+GTEST_MISSING = ("gtest/gtest.h: No such file", "cannot find -lgtest")
 
 BASE_SUITE = """
 name = "gate-test"
@@ -110,12 +115,18 @@ def summary(tmp_path: Path) -> str:
 
 
 def built_gtest(where: Path, source: str, name: str = "math_test") -> Path:
-    """A real gtest binary built from `source` with Debian's googletest (.ci/run installs it)."""
+    """A real gtest binary built from `source` with Debian's googletest (.ci/run installs it); the test skips where
+    g++ or googletest is missing, unless CUPROBE_REQUIRE_GTEST=1."""
+    if shutil.which("g++") is None:
+        missing_package("g++ is not installed: apt-get install -y g++ libgtest-dev (as .ci/run does)", REQUIRE_GTEST)
     (where / "t.cpp").write_text(source)
     binary = where / name
-    subprocess.run(
+    built = subprocess.run(
         ["g++", "-std=c++17", str(where / "t.cpp"), "-o", str(binary), "-lgtest", "-lgtest_main", "-pthread"],
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if built.returncode != 0 and any(said in built.stderr for said in GTEST_MISSING):
+        missing_package("googletest is not installed: apt-get install -y libgtest-dev (as .ci/run does)", REQUIRE_GTEST)
+    assert built.returncode == 0, built.stderr
     return binary

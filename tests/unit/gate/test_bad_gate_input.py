@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cuprobe.contract import Tool
 from cuprobe.service.cli.main import app
-from cuprobe.service.gate.discover import DiscoveryError, TestEntry, discover
+from cuprobe.service.owntests.discover import DiscoveryError, TestEntry, discover
 from tests.unit.gate.conftest import BASE_SUITE, Gate
 
 

@@ -14,13 +14,13 @@ import pytest
 from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
 from cuprobe.service.gate import sarif
-from cuprobe.service.gate.discover import TestEntry, command_params, discover, with_xfail_report
 from cuprobe.service.gate.github import workflow_commands
 from cuprobe.service.gate.markdown import render
 from cuprobe.service.gate.runs import run_local
 from cuprobe.service.gate.suite import Suite, expand
 from cuprobe.service.gate.verdict import judge
 from cuprobe.service.models import Outcome
+from cuprobe.service.owntests.discover import TestEntry, command_params, discover, with_xfail_report
 from cuprobe.service.probing import runner
 from cuprobe.service.probing.environment import GpuFacts
 from tests.conftest import VERSIONS, capture

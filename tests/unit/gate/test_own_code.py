@@ -12,11 +12,11 @@ import pytest
 
 from cuprobe.contract import Tool
 from cuprobe.service.config import Settings
-from cuprobe.service.gate.discover import DiscoveryError, TestEntry, discover
 from cuprobe.service.gate.runs import EntryRuns, run_local
 from cuprobe.service.gate.suite import Suite, SuiteError, expand, load_suite
 from cuprobe.service.gate.verdict import Status, judge
 from cuprobe.service.models import Finding, Outcome, RunResult
+from cuprobe.service.owntests.discover import DiscoveryError, TestEntry, discover
 from cuprobe.service.probing import runner
 from cuprobe.service.probing.environment import GpuFacts
 from tests.conftest import VERSIONS, capture

@@ -11,11 +11,11 @@ import pytest
 
 from cuprobe.probes.pytest_run import ADDED_PYTHONPATH_ENV, PLUGIN, PLUGIN_DIR, plugin_env, without_added_path
 from cuprobe.service.config import Settings
-from cuprobe.service.gate.discover import project_python
 from cuprobe.service.gate.runs import EntryRuns, run_local
 from cuprobe.service.gate.suite import Suite, SuiteEntry, expand
 from cuprobe.service.gate.verdict import judge
 from cuprobe.service.models import Outcome, RunResult
+from cuprobe.service.owntests.discover import project_python
 from tests.conftest import VERSIONS, capture, replaying
 from tests.project_env import bare_python, project
 

@@ -182,3 +182,44 @@ def test_a_virtual_environments_python_runs_as_itself(run_probe: ProbeRun, tmp_p
     case = result["cases"][0]
     assert case["violations"] == [] and f"prefix={env_dir}" in case["observations"]["stdout_tail"]
     assert case["params"]["executable"] == str(python.resolve())
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"env_modifications": ["LD_PRELOAD=set:/tmp/evil.so"]},
+        {"env_modifications": ["LD_LIBRARY_PATH=path_list_prepend:/tmp/evil"]},
+        {"env_modifications": ["CUPROBE_COMMAND_TRUSTED=set:1"]},
+        {"env": {"LD_PRELOAD": "/tmp/evil.so"}},
+    ],
+)
+def test_a_service_job_cannot_set_the_loaders_variables(
+    run_probe: ProbeRun, script: Path, params: dict[str, object]
+) -> None:
+    """ctest's ENVIRONMENT and ENVIRONMENT_MODIFICATION reach the command as `env` and `env_modifications`: neither
+    may name LD_* or CUPROBE_*, or a job runs a library of its choice inside any allowlisted program."""
+    code, result, _ = run_probe("command", {"argv": [str(script)], **params}, env=enabled(str(script)))
+    assert code == 2 and result["cases"] == []
+    assert "may not set" in result["error"] and ("LD_" in result["error"] or "CUPROBE_" in result["error"])
+
+
+def test_the_users_own_run_keeps_its_loader_variables(run_probe: ProbeRun, script: Path) -> None:
+    """cuprobe exec and gate --local run the user's own command for them: its LD_* settings are theirs to make."""
+    code, result, _ = run_probe(
+        "command",
+        {"argv": [str(script)], "env_modifications": ["LD_LIBRARY_PATH=path_list_append:/opt/mine"]},
+        env={"CUPROBE_COMMAND_TRUSTED": "1", "LD_LIBRARY_PATH": "/opt/base"},
+    )
+    assert code == 0 and result["cases"][0]["violations"] == []
+    assert "LD_LIBRARY_PATH=/opt/base:/opt/mine" in result["cases"][0]["observations"]["stdout_tail"]
+
+
+@pytest.mark.parametrize(
+    "program", ["chrt", "choom", "taskset", "flock", "unshare", "cmake", "ctest", "ld-linux-x86-64.so.2"]
+)
+def test_launchers_run_only_when_listed_by_exact_path(program: str) -> None:
+    """`chrt -o 0 python3 -c ...` through an allowlisted /usr/bin/c* ran the Python the allowlist refuses by name."""
+    path = f"/usr/bin/{program}"
+    assert not allowed(path, "/usr/bin/*") and not allowed(path, "/usr/bin/c*")
+    assert allowed(path, path)
+    assert allowed("/usr/bin/cuobjdump", "/usr/bin/c*")  # an ordinary program still matches the glob

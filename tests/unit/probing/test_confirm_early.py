@@ -35,14 +35,12 @@ def _watch(entry: dict[str, object]) -> str:
     return str(args[args.index("--watch") + 1])
 
 
-@pytest.mark.parametrize(
-    ("idle", "schedule"), [(False, "auto"), (True, "blocking")], ids=["defaults", "idle-and-blocking"]
-)
+@pytest.mark.parametrize("schedule", ["auto", "blocking"])
 def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings(
-    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, idle: bool, schedule: str
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, schedule: str
 ) -> None:
     log, settings = bare
-    settings = settings.model_copy(update={"confirm_idle": idle, "cuda_schedule": schedule})
+    settings = settings.model_copy(update={"cuda_schedule": schedule})
     # The stand-in sanitizer finishes only once the four re-runs have started (or after 60 s).
     monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
@@ -62,8 +60,6 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     assert all(float(str(r["started"])) < ended for r in runs)
     # Below the sanitizer run's CPU priority, so they do not take its cores (Settings.confirm_nice, default 10).
     assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
-    # Under SCHED_IDLE where Settings.confirm_idle says so.
-    assert {r["idle"] for r in runs} == {idle}
     # Their timing is not read: they wait for the GPU as Settings.cuda_schedule says (auto: as the driver chooses).
     assert {r["schedule"] for r in runs} == {None if schedule == "auto" else schedule}
     # Before the findings are known, the sentinel run snapshots every buffer.
@@ -148,14 +144,11 @@ def test_the_probe_snapshots_every_buffer_with_watch_all_up_to_its_byte_cap(monk
     assert set(watched.snapshots["a"]) == {"y"}
 
 
-@pytest.mark.parametrize("mode", ["flagged-only", "early", "torch-early"])
 def test_which_cases_the_reruns_run_and_when(
-    mode: str, bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """flagged-only (CUPROBE_CONFIRM_FLAGGED_ONLY): the re-runs wait for the findings and run only the flagged cases'
-    n values and variants (here 10 unguarded cases of 39, and no torch). early (the default): four re-runs beside the
-    run, of every case but the torch variant's (importing torch cost each re-run about 2 s on the H200); torch-early
-    (CUPROBE_CONFIRM_TORCH_EARLY): every case beside the run, torch's too.
+    """Four re-runs beside the run, of every case but the torch variant's (importing torch cost each re-run about 2 s
+    on the H200).
 
     The sanitizer run is the H200's 39-case narrow-matmul capture; the stand-in's re-runs are uninit-read's recorded
     ones (no bare narrow-matmul run can be made without a GPU), so what is checked is when they started and what they
@@ -167,10 +160,7 @@ def test_which_cases_the_reruns_run_and_when(
     params = {"m": 32, "k": 32, "tile": 32, "n": [1, 2, 3, 4, 8, 31, 32, 33, 63, 64, 65, 127, 128],
               "variants": ["unguarded", "guarded", "torch"]}  # fmt: skip
     request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params=params)
-    chosen = settings.model_copy(
-        update={"confirm_flagged_only": mode == "flagged-only", "confirm_torch_early": mode == "torch-early"}
-    )
-    result = run_probe(request, workdir=tmp_path / "run", settings=chosen)
+    result = run_probe(request, workdir=tmp_path / "run", settings=settings)
 
     flagged = sorted({f.case for f in result.findings if f.case and f.tool is Tool.INITCHECK})
     assert flagged == [f"unguarded-n{n}" for n in (1, 127, 2, 3, 31, 33, 4, 63, 65, 8)]
@@ -179,12 +169,9 @@ def test_which_cases_the_reruns_run_and_when(
     before = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] < ended]  # type: ignore[operator,union-attr]
     after = [json.loads(str(r["args"][r["args"].index("--params") + 1])) for r in runs if r["started"] >= ended]  # type: ignore[operator,union-attr]
     flagged_cases = {"n": [1, 2, 3, 4, 8, 31, 33, 63, 65, 127], "variants": ["unguarded"]}
-    if mode == "flagged-only":
-        assert (len(before), len(after)) == (0, 4)
-    else:
-        variants = params["variants"] if mode == "torch-early" else ["unguarded", "guarded"]
-        assert len(before) == 4 and all(a["n"] == params["n"] and a["variants"] == variants for a in before)
-        assert len(after) == 4
+    variants = ["unguarded", "guarded"]
+    assert len(before) == 4 and all(a["n"] == params["n"] and a["variants"] == variants for a in before)
+    assert len(after) == 4
     assert all({k: a[k] for k in flagged_cases} == flagged_cases for a in after)
     # Every flagged case was decided from re-runs asked for it; the stand-in's hold none of them, and say so.
     reasons = {f.confirmation_evidence.reason for f in result.findings if f.case in flagged and f.confirmation_evidence}

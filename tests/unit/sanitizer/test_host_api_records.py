@@ -83,7 +83,7 @@ def test_the_confirmers_untracking_option_is_never_passed_beside_a_users_filter(
     assert control_options(NEW, [], filtered=False)[-2:] == untrack
     assert untrack[0] not in control_options(NEW, ["_guarded_"], filtered=True)
     assert control_options(NEW, ["_guarded_"], filtered=True) == [
-        "--kernel-name-exclude", "kns=cuprobe_hidden_write", "--kernel-name", "kns=cuprobe_control_",
+        "--kernel-name-exclude=kns=cuprobe_hidden_write", "--kernel-name=kns=cuprobe_control_",
     ]  # fmt: skip
     assert untrack[0] not in control_options(OLD, [], filtered=False)
     assert blind_spot_planted(OLD, True) and blind_spot_planted(NEW, False) and not blind_spot_planted(NEW, True)

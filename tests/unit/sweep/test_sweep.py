@@ -334,13 +334,8 @@ def test_the_nightly_grids_batches_share_one_confirmation_of_every_case(slots: i
     assert all(m == merged[0] for m in merged) and merged[0] is not None
     # Every case of the grid but the torch variant's: a flagged torch case is re-run after its batch's run.
     assert sorted(merged[0]["n"]) == list(range(1, 129)) and merged[0]["variants"] == ["unguarded", "guarded"]
-    with_torch = SharedReruns(requests, Settings(confirm_torch_early=True), tmp_path).merged_params(grid[0])
-    assert with_torch is not None and with_torch["variants"] == ["unguarded", "guarded", "torch"]
     others = [i for i in range(len(requests)) if i not in grid]
     assert others and all(shared.merged_params(i) is None for i in others)
-    # Re-running only the flagged cases needs each run's findings first: no shared early set then.
-    narrowed = SharedReruns(requests, Settings(confirm_flagged_only=True), tmp_path)
-    assert all(narrowed.merged_params(i) is None for i in grid)
     assert all(SharedReruns(requests, Settings(confirm=False), tmp_path).merged_params(i) is None for i in grid)
     # CUPROBE_CONFIRM_SHARED=0: each batch confirms with its own re-runs.
     assert all(SharedReruns(requests, Settings(confirm_shared=False), tmp_path).merged_params(i) is None for i in grid)

@@ -105,3 +105,31 @@ def test_with_no_token_configured_the_pages_are_open(deployment: Deployment, ope
     assert open_ui.get("/login", follow_redirects=False).status_code == 303
     home = open_ui.get("/", follow_redirects=False)
     assert home.status_code == 307 and home.headers["location"] == "/ui/"
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}]
+)
+def test_another_sites_form_cannot_log_a_browser_in_or_out(deployment: Deployment, headers: dict[str, str]) -> None:
+    ui = client(deployment.settings, api_token=TOKEN)
+    target = f"/ui/jobs/{deployment.seeded.job_with_findings}"
+    assert ui.post("/login", data={"token": TOKEN}, headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200
+    assert ui.get(target).status_code == 200
+    out = ui.post("/logout", headers=headers, follow_redirects=False)
+    assert out.status_code == 403 and COOKIE not in out.headers.get("set-cookie", "")
+    assert ui.get(target).status_code == 200  # still logged in
+    forced = client(deployment.settings, api_token=TOKEN).post(
+        "/login", data={"token": TOKEN}, headers=headers, follow_redirects=False
+    )
+    assert forced.status_code == 403 and COOKIE not in forced.headers.get("set-cookie", "")
+    own = ui.post("/logout", headers={"Origin": str(ui.base_url).rstrip("/")}, follow_redirects=False)
+    assert own.status_code == 303 and f"{COOKIE}=" in own.headers["set-cookie"]  # this site's own button works
+
+
+def test_pages_and_the_api_forbid_framing_and_inline_script(deployment: Deployment) -> None:
+    ui = client(deployment.settings, api_token=TOKEN)
+    for path in ("/login", "/ui/jobs", "/health", "/jobs"):
+        headers = ui.get(path).headers
+        assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"
+        policy = headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy and "unsafe-inline" not in policy

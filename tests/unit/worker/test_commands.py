@@ -137,7 +137,6 @@ def test_a_local_sweep_is_capped_as_without_the_confirmation_when_its_batches_sh
     assert slots_for(h200, 1, 0, "2025.3.1.0")[0] == 4  # the worker's
     assert gpu_slots.host_slots(Settings()) == 8
     assert gpu_slots.host_slots(Settings(confirm_shared=False)) == 4
-    assert gpu_slots.host_slots(Settings(confirm_flagged_only=True)) == 4  # no shared set then
     assert gpu_slots.host_slots(Settings(confirm=False)) == 8
     assert gpu_slots.host_slots(Settings(gpu_slots=3)) == 3
     # `cuprobe doctor` says both: the worker's K, and a local sweep's.

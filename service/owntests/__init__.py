@@ -1,0 +1,1 @@
+"""The user's own tests (pytest, ctest, gtest, a command): discovered as one sanitized process each."""
