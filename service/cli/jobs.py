@@ -25,7 +25,16 @@ SHORT_ID = 8
 # The most jobs one GET /jobs lists (the API's own cap).
 MAX_LISTED = 1000
 
-UrlOpt = Annotated[str | None, typer.Option("--url", envvar="CUPROBE_API_URL", help="API URL")]
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="CUPROBE_API_URL",
+        help="API URL (default: the `cuprobe up` serving this CUPROBE_DATA_DIR, on whatever --port it was given, "
+        "else http://127.0.0.1:8000)",
+        show_default=False,
+    ),
+]
 TokenOpt = Annotated[
     str | None, typer.Option("--token", envvar="CUPROBE_API_TOKEN", help="bearer token", show_default=False)
 ]
