@@ -314,10 +314,10 @@ def check(
     """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
     broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
     from rich.markup import escape
-    from rich.table import Table
 
     from cuprobe.service.cli.check import check_local, check_service
     from cuprobe.service.cli.local import console, settings_or_exit
+    from cuprobe.service.cli.render import word_table
     from cuprobe.service.models import ExitCode, Outcome
     from cuprobe.service.models.reasons import ALSO, by_reason, names_line
 
@@ -328,9 +328,8 @@ def check(
             status.update(f"cuprobe check: {escape(text)}")
 
         rows = check_local(timeout, progress) if local else check_service(settings, timeout, progress)
-    table = Table(title="cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})"))
-    for column in ("probe", "tool", "outcome", "what happened", *(() if local else ("job",))):
-        table.add_column(column, overflow="fold")
+    title = "cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})")
+    table = word_table(title, "probe", "tool", "outcome", "what happened", *(() if local else ("job",)))
     # A reason several probes share is said once, below the table, with the probes it applies to.
     shared = [(reason, names) for reason, names in by_reason((r.probe, r.message) for r in rows) if len(names) > 1]
     note = {reason: i for i, (reason, _) in enumerate(shared, 1)}

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import typer
-from rich.box import SIMPLE_HEAD
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from cuprobe.probes import registry
-from cuprobe.service.cli.render import parameter_rows
+from cuprobe.service.cli.render import parameter_rows, word_table
 from cuprobe.service.models import ExitCode
 from cuprobe.service.probing.admission import needs_gpu_by_default
 
@@ -17,17 +15,9 @@ console = Console()
 err = Console(stderr=True)
 
 
-def _table(title: str, *columns: str) -> Table:
-    """A table that fits 80 columns without breaking a word: no outer edge, one space between the columns."""
-    table = Table(title=title, box=SIMPLE_HEAD, show_edge=False, padding=0, show_lines=True)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
-
-
 def list_all() -> None:
     """A table of every registered probe (cuprobe's own and plug-ins); one that cannot load says why."""
-    table = _table("Probes", "name", "tools (default first)", "GPU", "summary")
+    table = word_table("Probes", "name", "tools (default first)", "GPU", "summary")
     for probe_name in registry.available():
         try:
             probe = registry.get(probe_name)
@@ -56,7 +46,7 @@ def show_one(name: str) -> None:
         f"tools: {', '.join(t.value for t in probe.tools)} (default {probe.tools[0].value}); "
         f"needs a GPU at its defaults: {'yes' if needs_gpu_by_default(name) else 'no'}"
     )
-    table = _table(f"{name} parameters (-p NAME=VALUE)", "name", "type", "default", "allowed", "description")
+    table = word_table(f"{name} parameters (-p NAME=VALUE)", "name", "type", "default", "allowed", "description")
     for row in parameter_rows(probe.Params):
         table.add_row(*(escape(cell) for cell in row))
     console.print(table)

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from rich.box import SIMPLE_HEAD
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -60,6 +61,15 @@ def _details(finding: Finding) -> str:
     said, at = what(finding), where(finding)
     lines = [at if not said.startswith(f"{at}:") else "", said, " · ".join(extra)]
     return "\n".join(line for line in lines if line and line != "-")
+
+
+def word_table(title: str | None, *columns: str, lines: bool = True) -> Table:
+    """A table that fits 80 columns without breaking a word: no outer edge, one space between the columns, a blank
+    line between the rows (`lines`); a word longer than its column is folded."""
+    table = Table(title=title, box=SIMPLE_HEAD, show_edge=False, padding=0, show_lines=lines)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
 
 
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
