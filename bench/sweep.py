@@ -9,7 +9,8 @@ re-runs (--no-warm-reruns: those start cold during the sweep), started and ready
 Prints a table of wall times and ratios, and under each row where its slowest process spent its time (sanitizer
 run, parse, confirmation's bare re-runs...). Writes report.html and summary.md of the last sweep to --out.
 --compare-parse adds, for each 384-case row with K > 1, the same run with every XML parsed in the sweep's own process
-(`parse_in_children` off) beside the default (parsed in child processes: docs/sweep.md, "Parsing beside other slots").
+(LocalRunner's `parse_in_children` off) beside the default (parsed in child processes: docs/sweep.md, "Parsing
+beside other slots").
     python bench/sweep.py [--full] [--slots 1,2,4,8] [--compare-parse] [--out DIR]
     python bench/sweep.py --render DIR/sweep.json --out DIR    (the report from a saved sweep, e.g. on a CPU box)
 """
@@ -35,10 +36,13 @@ from cuprobe.contract import is_confirm_control  # noqa: E402
 from cuprobe.probes import registry  # noqa: E402
 from cuprobe.service.config import Settings, get_settings  # noqa: E402
 from cuprobe.service.models.sweep import Sweep  # noqa: E402
-from cuprobe.service.probing.confirm import CONFIRM_DIR, LATE_DIR  # noqa: E402
+from cuprobe.service.probing.confirm import (  # noqa: E402
+    CONFIRM_DIR,
+    LATE_DIR,
+    RerunPool,
+)
 from cuprobe.service.probing.runner import RESULT_NAME, XML_NAME, start_spare  # noqa: E402
 from cuprobe.service.probing.spares import Spares  # noqa: E402
-from cuprobe.service.probing.warm_reruns import RerunPool  # noqa: E402
 from cuprobe.service.reports.html import html  # noqa: E402
 from cuprobe.service.reports.markdown import markdown  # noqa: E402
 from cuprobe.service.sweep.definition import parse_definition  # noqa: E402
@@ -69,10 +73,12 @@ def timed(
     slots: int,
     primed: bool = False,
     warm_reruns: bool = False,
+    parse_in_children: bool | None = None,
+    share_reruns: bool = True,
 ) -> tuple[Sweep, float]:
     """One sweep's wall time. `primed`: K spares are started and ready before the clock starts (a worker whose
     spares are warm from its last run of this kind); they serve the first K processes. `warm_reruns` (with `primed`,
-    where the confirmation is on): so are the four re-runs the sweep's batches share (warm_reruns.py), made once
+    where the confirmation is on): so are the four re-runs the sweep's batches share (confirm/warm.py), made once
     the spares are ready (READY_RERUNS_ORDER)."""
     grid = GRID.format(name=name, batch=str(batch).lower(), last=last)
     if options := os.environ.get("CUPROBE_BENCH_OPTIONS"):  # an experiment: sanitizer options for every process,
@@ -118,7 +124,9 @@ def timed(
     try:
         sweep = run_sweep(
             definition,
-            LocalRunner(workdir / name, settings, slots, spares, None if idle else reruns),
+            LocalRunner(
+                workdir / name, settings, slots, spares, None if idle else reruns, parse_in_children, share_reruns
+            ),
             progress=lambda done, total, what: print(
                 f"  {time.monotonic() - start:7.1f}s {name}: {done}/{total} {what}", file=sys.stderr, flush=True
             ),
@@ -182,7 +190,7 @@ def main() -> int:
     parser.add_argument(
         "--baseline-own-reruns",
         action="store_true",
-        help="the baseline's processes confirm with their own re-runs each (CUPROBE_CONFIRM_SHARED=0), as before "
+        help="the baseline's processes confirm with their own re-runs each, as before "
         "a sweep's processes shared one set",
     )
     parser.add_argument(
@@ -211,8 +219,8 @@ def main() -> int:
     cold = settings.model_copy(update={"warm_starts": False})
     if not args.skip_compare:
         # The baseline is one process per case, one at a time, each started cold (as before warm starts).
-        alone = cold.model_copy(update={"confirm_shared": False}) if args.baseline_own_reruns else cold
-        base, t_base = timed("bench48-per-case", 16, False, work, alone, 1)
+        own = args.baseline_own_reruns
+        base, t_base = timed("bench48-per-case", 16, False, work, cold, 1, share_reruns=not own)
         reference = per_case(base)
         ok &= all(c.outcome.ran for c in base.cases)
         label = "per-case, K=1, own re-runs" if args.baseline_own_reruns else "per-case, K=1 (baseline)"
@@ -264,10 +272,10 @@ def main() -> int:
             parses = [None, False] if args.compare_parse and k > 1 else [None]
             primings = [p for p, skipped in ((False, args.no_cold), (True, args.no_warm)) if not skipped]
             for primed, parse in [(p, q) for p in primings for q in parses]:
-                chosen = (settings if primed else cold).model_copy(update={"parse_in_children": parse})
+                chosen = settings if primed else cold
                 where = "child" if k > 1 and parse is None else "here"
                 name = f"nightly-narrow-matmul-k{k}{'-primed' if primed else ''}-{where}"
-                full, wall = timed(name, 128, True, work, chosen, k, primed, args.warm_reruns)
+                full, wall = timed(name, 128, True, work, chosen, k, primed, args.warm_reruns, parse)
                 cases = per_case(full)
                 first = first if first is not None else cases
                 agrees = not differences(first, cases)
@@ -371,7 +379,7 @@ def in_cases(sweep: Sweep, index: int, run_s: float | None) -> str:
     return f"\n  its run stage, in its cases (seconds, cases): {parts}{outside}"
 
 
-# The confirmation's wall time, as a process's message gives it (service/probing/confirm.py).
+# The confirmation's wall time, as a process's message gives it (service/probing/confirm/).
 RERUNS_S = re.compile(r"\(([0-9.]+) s of bare re-runs")
 
 

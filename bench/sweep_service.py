@@ -102,11 +102,15 @@ def main() -> int:
                 else:
                     # No tickets where the jobs confirm with their own re-runs; a job for a queue no worker serves (a
                     # GPU probe here without a GPU) ends at once.
-                    submitting = stack.settings.model_copy(
-                        update={"confirm_shared": path != "service-own", "warm_starts": path != "service-cold"}
-                    )
+                    submitting = stack.settings.model_copy(update={"warm_starts": path != "service-cold"})
                     runner = ServiceRunner(
-                        store, submitting, lambda job: enqueue(celery, job), poll_s=0.2, slots=service_k, served=served
+                        store,
+                        submitting,
+                        lambda job: enqueue(celery, job),
+                        poll_s=0.2,
+                        slots=service_k,
+                        served=served,
+                        share_reruns=path != "service-own",
                     )
                 sweep, wall = timed(definition, runner)
                 rows.append((name, sweep, wall))

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cuprobe import internal_env
 from cuprobe.tool import Tool as Tool  # re-exported: the contract names the tools its results carry
 
 RESULT_SCHEMA_VERSION = 1
@@ -14,11 +15,11 @@ EXIT_ERROR = 1
 EXIT_BAD_PARAMS = 2
 EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no CUDA device, pycuda or torch missing
 # The file a beating probe (Probe.beats) rewrites as each case starts; the runner's watchdog reads its changes.
-HEARTBEAT_ENV = "CUPROBE_HEARTBEAT"
-# The harness's flag to end its process with os._exit once its result is written (Settings.quick_exit).
+HEARTBEAT_ENV = internal_env.HEARTBEAT
+# The harness's flag to end its process with os._exit once its result is written (runner.quick_exits).
 QUICK_EXIT_FLAG = "--quick-exit"
 # The harness's flag to import torch on a second thread from its start, where its parameters use torch
-# (Settings.torch_prefetch, probes/prefetch.py).
+# (service/probing/runner.py, prefetches_torch; probes/prefetch.py).
 PREFETCH_TORCH_FLAG = "--prefetch-torch"
 # Case ids of the confirmer's own planted cases (probes/confirm_control.py): never the user's findings.
 CONFIRM_CONTROL_PREFIX = "cuprobe-confirm-control/"

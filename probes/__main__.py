@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from cuprobe import internal_env
 from cuprobe.contract import (
     EXIT_BAD_PARAMS,
     EXIT_ERROR,
@@ -43,7 +44,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warm", default="import", choices=WARM_LEVELS, help="what to do before the parameters come")
     parser.add_argument("--out", required=True, type=Path, help="where to write result.json")
     parser.add_argument(
-        "--tool", default=os.environ.get("CUPROBE_TOOL", "none"), choices=[t.value for t in Tool]
+        "--tool", default=os.environ.get(internal_env.TOOL, "none"), choices=[t.value for t in Tool]
     )
     parser.add_argument(
         "--poison",

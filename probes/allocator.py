@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
+from cuprobe import internal_env
 from cuprobe.contract import Tool
 from cuprobe.probes import allocator_state
 from cuprobe.probes.allocator_state import (
@@ -18,7 +19,7 @@ from cuprobe.probes.allocator_state import (
 Allocator = Literal["caching-nvtx", "caching", "no-caching"]
 ALLOCATORS: tuple[str, ...] = get_args(Allocator)
 # What cuprobe's pytest plugin in a user's test process reads.
-ENV = "CUPROBE_ALLOCATOR"
+ENV = internal_env.ALLOCATOR
 # Under a sanitizer: caching-nvtx found both planted defects on the H200 (docs/allocator.md, measured table).
 SANITIZED_DEFAULT: Allocator = "caching-nvtx"
 FIELD_DESCRIPTION = (

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from cuprobe import internal_env
+
 # Names that carry credentials in any family: dropped even when an allowed prefix or an operator names them.
 SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|CREDENTIAL|KEY|AUTH|COOKIE|SESSION|PRIVATE|CERT|(^|_)(URL|URI|DSN)$", re.IGNORECASE
@@ -23,8 +25,8 @@ NAMES = frozenset(
         "CUDA_MPS_LOG_DIRECTORY", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_TF32_OVERRIDE",
         "LD_LIBRARY_PATH",
         # what the probes themselves read
-        "CUPROBE_TOOL", "CUPROBE_COMMAND_ENABLED", "CUPROBE_COMMAND_ALLOWLIST", "CUPROBE_WORKER_GPU",
-        "CUPROBE_ALLOCATOR", "CUPROBE_CALLER_CWD", "CUPROBE_EXTENSION_DIR", "CUPROBE_NVTX_CALL_LOG",
+        internal_env.TOOL, "CUPROBE_COMMAND_ENABLED", "CUPROBE_COMMAND_ALLOWLIST", internal_env.WORKER_GPU,
+        internal_env.ALLOCATOR, internal_env.CALLER_CWD, internal_env.EXTENSION_DIR, internal_env.NVTX_CALL_LOG,
         "CUBLAS_WORKSPACE_CONFIG",
     }
 )

@@ -11,6 +11,7 @@ from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cuprobe import internal_env
 from cuprobe.contract import CaseResult, Expectation, Tool
 from cuprobe.probes.allocator import Allocator
 from cuprobe.probes.allowed_env import allowlisted
@@ -33,7 +34,7 @@ from cuprobe.proctree import become_subreaper, kill_descendants
 
 ENABLED_ENV = "CUPROBE_COMMAND_ENABLED"
 # Set only by cuprobe's local runs (cuprobe exec, gate --local): the user's own command, no allowlist, no scrub.
-TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
+TRUSTED_ENV = internal_env.COMMAND_TRUSTED
 # Variables a service job's `env` and `env_modifications` may not set: the loader's and cuprobe's own.
 REFUSED_ENV = re.compile(r"^(LD_|CUPROBE_)")
 # Exact paths or globs over the resolved path (wildcards stay within one segment), os.pathsep-separated.
@@ -86,6 +87,11 @@ class CommandParams(BaseModel):
         600, gt=0, le=24 * 3600, description="wall-clock limit; every process the command started is killed"
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
+    gpu: bool = Field(
+        True,
+        description="bare (tool none) only: false sends the job to a CPU worker, for a program that needs no GPU "
+        "(CPU-only tests); under a sanitizer a GPU is always needed",
+    )
     expect_exit: int | None = Field(
         0, ge=0, le=255, description="exit status the command must end with (0-255; a signal is never one); null: any"
     )
@@ -251,6 +257,10 @@ class Command(Probe[CommandParams]):
     # bare re-runs start once the findings are known, watching only the flagged allocations.
     poisonable = True
     reruns_early = False
+
+    def gpu_needed(self, params: CommandParams) -> bool:
+        """Asked for bare runs only (a sanitizer always needs a GPU): whether the program needs one."""
+        return params.gpu
 
     def poison_refusal(self, params: CommandParams) -> str | None:
         if runs_pytest(params.argv):

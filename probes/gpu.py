@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from cuprobe.probes.base import ProbeUnavailable, Recorder
 
-# How a probe's host thread waits for the GPU (the primary context's scheduling flag, cuDevicePrimaryCtxSetFlags):
-# unset or `auto`, the driver's own choice, which spins a core while it waits where a process has fewer contexts
-# than the host has cores. cuprobe sets it only in sanitizer runs and confirmation re-runs (Settings.cuda_schedule).
-SCHEDULE_ENV = "CUPROBE_CUDA_SCHEDULE"
+# How a probe's host thread waits for the GPU (the primary context's scheduling flag). cuprobe leaves it to the
+# driver (`auto`): `blocking` cut a sweep's CPU seconds by a third at the same wall time on the H200, but with
+# `blocking` or `yield` two sweeps of 23 had a process stall until the watchdog stopped it, none of 37 with `auto`.
+# A result records the flag its context had (probe_context.cuda_schedule).
 SCHEDULES = {"auto": 0, "spin": 1, "yield": 2, "blocking": 4}
-
-
-def set_schedule(libcuda: Any, device: Any, name: str | None) -> bool:
-    """Set the primary context's scheduling flag to `name` (SCHEDULES) before it is created; False where the name is
-    unknown or the driver refused (the driver's default stays)."""
-    flag = SCHEDULES.get(name or "auto")
-    if not flag:
-        return False
-    setter = getattr(libcuda, "cuDevicePrimaryCtxSetFlags_v2", None) or libcuda.cuDevicePrimaryCtxSetFlags
-    return bool(setter(device, ctypes.c_uint(flag)) == 0)
 
 
 # The primary context's scheduling flag as read while cuda_context held it. Read after the probe instead, on the
@@ -110,10 +99,6 @@ def cuda_context() -> Iterator[Any]:
     cuda.init()
     context = _primary.get("context")
     if context is None:
-        libcuda = ctypes.CDLL("libcuda.so.1")
-        device = ctypes.c_int(0)
-        if libcuda.cuDeviceGet(ctypes.byref(device), 0) == 0:
-            set_schedule(libcuda, device, os.environ.get(SCHEDULE_ENV))  # only before the context exists
         # The primary context, not a new one: torch in the same process then sees the same address space,
         # and buffers of both stay valid together.
         context = _primary["context"] = cuda.Device(0).retain_primary_context()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
+from cuprobe import internal_env
 from cuprobe.contract import CaseResult, Tool
 from cuprobe.probes.allocator import ENV as ALLOCATOR_ENV
 from cuprobe.probes.allocator import NO_CACHING
@@ -19,13 +20,13 @@ from cuprobe.probes.base import Recorder
 # The folder that holds the plugin and nothing else: added to the test's PYTHONPATH, after the test's own entries.
 PLUGIN_DIR = Path(__file__).resolve().parent / "inject"
 PLUGIN = "_cuprobe_pytest"
-REPORT_ENV = "CUPROBE_PYTEST_REPORT"
+REPORT_ENV = internal_env.PYTEST_REPORT
 CONFIRM_ENV = "CUPROBE_CONFIRM"
 AUTOTUNE_CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
-EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"
+EXTENSION_DIR_ENV = internal_env.EXTENSION_DIR
 # What the probe process's PYTHONPATH starts with only so that it can import cuprobe (service/probing/secrets.py):
 # taken off again before the user's command starts, so a test never sees cuprobe's import root.
-ADDED_PYTHONPATH_ENV = "CUPROBE_PYTHONPATH_ADDED"
+ADDED_PYTHONPATH_ENV = internal_env.PYTHONPATH_ADDED
 
 
 def runs_pytest(argv: list[str]) -> bool:

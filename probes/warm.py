@@ -9,12 +9,9 @@ that is exactly a cold run's: the same probe code, the same cases, one run per p
 from __future__ import annotations
 
 import ctypes
-import os
 import time
 from pathlib import Path
 from typing import Literal
-
-from cuprobe.probes.gpu import SCHEDULE_ENV, set_schedule
 
 # What a spare does before its parameters come: import the probe only; also create the CUDA primary context;
 # also import torch (probes whose parameters use it).
@@ -75,7 +72,6 @@ def _retain_primary_context(warmed: Warmed) -> None:
     device, context = ctypes.c_int(0), ctypes.c_void_p()
     if (code := libcuda.cuDeviceGet(ctypes.byref(device), 0)) != 0:
         raise RuntimeError(f"cuDeviceGet returned {code}")
-    set_schedule(libcuda, device, os.environ.get(SCHEDULE_ENV))
     if (code := libcuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)) != 0:
         raise RuntimeError(f"cuDevicePrimaryCtxRetain returned {code}")
     warmed._libcuda, warmed._device = libcuda, device

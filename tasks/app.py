@@ -16,6 +16,7 @@ from cuprobe.service.queue.celery_app import (
     make_celery,
 )
 from cuprobe.service.queue.registry import WorkerHeartbeat
+from cuprobe.service.removed_settings import refuse_removed
 
 __all__ = ["TASK_RECONCILE", "TASK_RESUME_SWEEP", "TASK_RUN_PROBE", "TASK_RUN_SWEEP", "app"]
 
@@ -42,6 +43,7 @@ class RegistryHeartbeat(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
             self.heartbeat.stop()
 
 
+refuse_removed()  # a worker or beat started by celery itself, not through `cuprobe worker`
 app = make_celery(get_settings())
 app.conf.include = ["cuprobe.tasks.probe", "cuprobe.tasks.maintenance", "cuprobe.tasks.sweep"]
 app.steps["worker"].add(RegistryHeartbeat)

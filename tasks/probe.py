@@ -46,7 +46,7 @@ def run_probe(job_id: str) -> dict[str, Any]:
     """Run job `job_id` once; a redelivered or duplicate message finds its result and stores nothing."""
     # SIGTERM while the job runs (the worker is stopping): the job is handed back, then the process ends (stopping.py).
     with sigterm_deferred() as stop:
-        return execute_job(
+        report = execute_job(
             job_id,
             store=_store(),
             settings=get_settings(),
@@ -55,3 +55,4 @@ def run_probe(job_id: str) -> dict[str, Any]:
             announce=_announcer(),
             stop=stop,
         )
+    return report.summary()

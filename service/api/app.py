@@ -29,6 +29,7 @@ from cuprobe.service.queue.ended import EndAnnouncer, EndListener
 from cuprobe.service.queue.reconciler import ReconcilerThread
 from cuprobe.service.queue.registry import WorkerRegistry
 from cuprobe.service.queue.served import ServedQueues, after_grace, served_reader
+from cuprobe.service.removed_settings import refuse_removed
 from cuprobe.service.web import install as install_dashboard
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ def create_app(
     `served_queues` says which queues live workers serve (the worker registry by default): a job for a queue
     none serves is answered `unavailable` at once, after `unserved_grace_s` of start-up.
     """
+    refuse_removed()  # the process's environment, even where the caller brings its own settings
     settings = settings or get_settings()
     if (settings.command_enabled or settings.replay_probe_enabled) and not settings.api_token:
         raise ValueError(
@@ -139,6 +141,8 @@ def create_app(
         version=cuprobe.__version__,
         lifespan=lifespan,
         description="Sanitizer-driven correctness service for GPU kernels",
+        docs_url=None,  # Swagger UI and ReDoc load from a CDN: the dashboard serves /ui/api (and /docs leads there)
+        redoc_url=None,
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.state.registry, app.state.health = registry, HealthCache(settings, store, registry)

@@ -12,7 +12,7 @@ from cuprobe.service.models import ExitCode
 from cuprobe.service.probing.environment import gpu_facts
 from cuprobe.service.probing.gpus import visible_gpus
 from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
-from cuprobe.service.worker.gpu_slots import located_version, own_reruns_in_sweeps, slots_for, steadier_sanitizer
+from cuprobe.service.worker.gpu_slots import located_version, slots_for, steadier_sanitizer
 from cuprobe.service.worker.warm import warm_line
 
 console = Console()
@@ -33,9 +33,8 @@ def diagnose(settings: Settings) -> ExitCode:
         k, why = slots_for(device, len(devices), settings.gpu_slots, version, settings.confirm)
         console.print(f"  gpu{device.index}: {k} sanitizer process(es) at once ({escape(why)})")
         console.print(f"    a worker on it: {escape(warm_line(settings, k))}")
-    sweep_confirms = own_reruns_in_sweeps(settings)
-    if devices and not settings.gpu_slots and sweep_confirms != settings.confirm:
-        local = slots_for(devices[0], len(devices), 0, version, sweep_confirms)[0]
+    if devices and not settings.gpu_slots and settings.confirm:  # a local sweep's batches share one set of re-runs
+        local = slots_for(devices[0], len(devices), 0, version, False)[0]
         console.print(
             f"  a sweep run here (cuprobe sweep run): {local} at once (its batches share one set of the "
             "confirmation's re-runs)"

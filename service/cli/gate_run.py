@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cuprobe.service.cli.api_url import api_url
+from cuprobe.service.cli.local_token import local_token
 from cuprobe.service.cli.options import unwritable
 from cuprobe.service.cli.render import spelling_warnings
 from cuprobe.service.client import Client
@@ -104,7 +105,8 @@ def _run(
             progress.console.print(f"{escape(file)} {repeat + 1}/{entry.repeats}: {said}")
 
         if not local:
-            client = Client(api_url(url, get_settings()), token)
+            settings = get_settings()
+            client = Client(api_url(url, settings), token or local_token(settings.data_dir))
             try:
                 return run_remote(suite, client, hold_s=hold_s, on_result=on_result, on_file=on_file)
             except ServiceRefused as exc:

@@ -53,10 +53,13 @@ ParamOpt = Annotated[
 
 def _client(url: str | None, token: str | None) -> Client:
     from cuprobe.service.cli.api_url import api_url
+    from cuprobe.service.cli.local_token import local_token
     from cuprobe.service.client import Client
     from cuprobe.service.config import get_settings
 
-    return Client(api_url(url, get_settings()), token)
+    settings = get_settings()
+    # A local `cuprobe up --command` keeps its token in the data directory, for its own user's CLI.
+    return Client(api_url(url, settings), token or local_token(settings.data_dir))
 
 
 def _fail(exc: ApiError) -> typer.Exit:
@@ -434,12 +437,23 @@ def up(
     host: Annotated[str, typer.Option(help="bind address")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8000,
     cpu_concurrency: Annotated[int, typer.Option(help="processes of the CPU worker (0: one per core)")] = 0,
+    command: Annotated[
+        bool,
+        typer.Option(
+            "--command",
+            help="allow the command probe (your own tests through `cuprobe gate`): it runs programs as you, so only "
+            "holders of a token may submit; without CUPROBE_API_TOKEN one is made in CUPROBE_DATA_DIR/api-token, "
+            "readable by you alone, which the CLI reads",
+        ),
+    ] = False,
 ) -> None:
     """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
     from cuprobe.service.cli.embedded import up as run_up
     from cuprobe.service.config import get_settings
 
-    raise typer.Exit(run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
+    raise typer.Exit(
+        run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency, command=command)
+    )
 
 
 def register(app: typer.Typer) -> None:

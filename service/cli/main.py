@@ -15,6 +15,7 @@ from cuprobe import __version__
 from cuprobe.service.cli import gate as cli_gate
 from cuprobe.service.cli import jobs as cli_jobs
 from cuprobe.service.cli.options import FailOnOpt, SanitizerOpt, fail_on
+from cuprobe.service.removed_settings import RemovedSetting, refuse_removed
 from cuprobe.tool import Tool
 
 app = typer.Typer(
@@ -181,120 +182,27 @@ def parse(
     ] = None,
 ) -> None:
     """Findings from saved sanitizer output. Without --log there is no summary line, so never `clean`."""
-    from functools import partial
-
-    from rich.markup import escape
-
-    from cuprobe.service.cli.local import emit, err, settings_or_exit
-    from cuprobe.service.models import ExitCode, Outcome, RunResult
-    from cuprobe.service.sanitizer.classify import RunEvidence, classify
-    from cuprobe.service.sanitizer.launches import discount, nothing_checked
-    from cuprobe.service.sanitizer.parse import parse_xml
-    from cuprobe.service.sanitizer.summary import (
-        DEFAULT_PREFIX,
-        LogTooLarge,
-        is_text_log,
-        other_prefix,
-        read_log,
-        read_summary,
-        unprefixed,
-    )
+    from cuprobe.service.cli.local import emit, settings_or_exit
+    from cuprobe.service.cli.saved import saved_summary, saved_tool, saved_xml
+    from cuprobe.service.models import RunResult
+    from cuprobe.service.sanitizer.classify import classify_saved
+    from cuprobe.service.sanitizer.launches import discount
 
     level = fail_on(fail_on_level)
-    if is_text_log(xml):
-        err.print(
-            f"[red]error:[/] {escape(str(xml))} is the sanitizer's text output, not its XML: pass it with --log "
-            "and give the --xml --save file as the argument"
-        )
-        raise typer.Exit(ExitCode.USAGE)
-    if tool is Tool.NONE:
-        err.print("[red]error:[/] --tool none: saved sanitizer output comes from a sanitizer tool; name it")
-        raise typer.Exit(ExitCode.USAGE)
     settings = settings_or_exit()
-    roots = source_root or [str(Path.cwd())]
-    reading = partial(parse_xml, xml, roots=roots, max_records=settings.max_records, max_bytes=settings.max_xml_bytes)
-    parsed = reading(tool=None)  # first as the records name their tool
-    if tool is not None and parsed.tool is not None and tool is not parsed.tool:
-        err.print(
-            f"[red]error:[/] --tool {tool.value}, but the file's records name {parsed.tool.value}: "
-            "pass the tool that wrote them, or leave --tool out"
-        )
-        raise typer.Exit(ExitCode.USAGE)
-    if tool is not None and parsed.tool is None and parsed.records and not parsed.error:
-        parsed = reading(tool=tool)  # records that name no tool carry the one given
-    if prefix is not None and (not prefix or not log):
-        err.print("[red]error:[/] --prefix needs --log, and a prefix that is not empty")
-        raise typer.Exit(ExitCode.USAGE)
-    try:
-        raw = read_log(log, settings.max_xml_bytes) if log else None
-    except LogTooLarge as exc:
-        err.print(f"[red]error:[/] --log {escape(str(exc))}, so the run cannot be called clean")
-        raise typer.Exit(ExitCode.NOT_RUN) from exc
-    if raw is not None and prefix and prefix != DEFAULT_PREFIX and not any(
-        line.startswith(prefix.rstrip()) for line in raw.splitlines()
-    ):
-        err.print(
-            f"[red]error:[/] --prefix {escape(repr(prefix))}: no line of {escape(str(log))} starts with it; give the "
-            "--prefix the sanitizer ran with (none for its default)"
-        )
-        raise typer.Exit(ExitCode.USAGE)
-    text = unprefixed(raw, prefix) if raw is not None and prefix else raw
-    summary = read_summary(text) if text is not None else None
-    if text is not None and summary is not None and not summary.present and (seen := other_prefix(text)):
-        err.print(
-            f"[red]error:[/] {escape(str(log))}: its summary line starts with {escape(repr(seen))}, not "
-            f"{escape(repr(prefix or DEFAULT_PREFIX))}: pass the --prefix the sanitizer ran with "
-            f"(--prefix {escape(repr(seen))})"
-        )
-        raise typer.Exit(ExitCode.USAGE)
+    parsed = saved_xml(xml, tool, source_root or [str(Path.cwd())], settings)
+    summary = saved_summary(log, prefix, settings)
     if summary and summary.not_printed:
         parsed.truncated = True
     if parsed.launches.total:  # run with --dump-kernel-launches: its summary counted the launch records as errors
         discount(summary, parsed.launches, None, 0)
-    used = tool or parsed.tool or (Tool.RACECHECK if summary and summary.racecheck_errors is not None else None)
-    if used is None and not parsed.error:
-        err.print(
-            "[red]error:[/] tool unknown: pass --tool (the file holds no record that names its tool"
-            + ("" if log else ", and there is no --log with racecheck's summary")
-            + ")"
-        )
-        raise typer.Exit(ExitCode.USAGE)
-    if used is not None and summary is not None and summary.present:
-        says = Tool.RACECHECK if summary.racecheck_errors is not None else None
-        if (used is Tool.RACECHECK) != (says is Tool.RACECHECK):
-            line = "a RACECHECK SUMMARY" if says else "an ERROR SUMMARY"
-            whose = "only racecheck prints" if says else "racecheck never prints"
-            err.print(
-                f"[red]error:[/] {escape(str(log))} ends with {line} line, which {whose}, but the run is read as "
-                f"{used.value}'s: pass the log and the tool of the same run"
-            )
-            raise typer.Exit(ExitCode.USAGE)
-    used = used or Tool.NONE  # only for a file that could not be read: no tool can be named
-    if parsed.error:  # with or without a log: nothing in the file was read, so nothing can be called clean
-        outcome = Outcome.SANITIZER_ERROR
-        message = f"sanitizer XML refused or unreadable: {parsed.error} ({SAVE_HINT})"
-    elif summary is None:
-        outcome = Outcome.FINDINGS if parsed.records else Outcome.SANITIZER_ERROR
-        fallout = sum(1 for f in parsed.findings if f.fallout)  # counted as classify counts them, with a --log
-        message = (
-            f"{len(parsed.findings) - fallout} finding(s) from {parsed.records} record(s)"
-            + (f" ({fallout} more the fallout of an earlier error)" if fallout else "")
-            if parsed.records
-            else "no records, and no --log with the summary line: cannot say the run was clean"
-        )
-    else:
-        verdict = classify(
-            RunEvidence(tool=used, returncode=None, summary=summary, parsed=parsed, probe_expected=False)
-        )
-        outcome, message = verdict.outcome, verdict.message
-        unchecked = nothing_checked(parsed.launches, ["its kernel or NVTX filters"]) if parsed.launches.total else None
-        if outcome is Outcome.CLEAN and unchecked:  # a launch dump in which every launch is marked filtered
-            outcome, message = Outcome.SANITIZER_ERROR, unchecked
+    used = saved_tool(tool, parsed, summary, log)
+    verdict = classify_saved(used, summary, parsed)
     result = RunResult(
         probe="(saved output)",
         tool=used,
-        outcome=outcome,
-        message=message,
+        outcome=verdict.outcome,
+        message=f"{verdict.message} ({SAVE_HINT})" if parsed.error else verdict.message,
         records=parsed.records,
         summary_count=summary.errors if summary else None,
         truncated=parsed.truncated,
@@ -314,11 +222,11 @@ def check(
     """Every registered probe once at its defaults, as jobs of the embedded service (SQLite store, Valkey
     broker, workers, API — nothing to set up): CPU probes run for real, GPU probes say if they cannot."""
     from rich.markup import escape
+    from rich.table import Table
 
-    from cuprobe.service.cli.check import check_local, check_service
+    from cuprobe.service.cli.check import check_local, check_service, check_verdict
     from cuprobe.service.cli.local import console, settings_or_exit
-    from cuprobe.service.cli.render import word_table
-    from cuprobe.service.models import ExitCode, Outcome
+    from cuprobe.service.models import Outcome
     from cuprobe.service.models.reasons import ALSO, by_reason, names_line
 
     settings = settings_or_exit()
@@ -328,8 +236,9 @@ def check(
             status.update(f"cuprobe check: {escape(text)}")
 
         rows = check_local(timeout, progress) if local else check_service(settings, timeout, progress)
-    title = "cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})")
-    table = word_table(title, "probe", "tool", "outcome", "what happened", *(() if local else ("job",)))
+    table = Table(title="cuprobe check" + (" (local)" if local else f" (jobs stored in {settings.database})"))
+    for column in ("probe", "tool", "outcome", "what happened", *(() if local else ("job",))):
+        table.add_column(column, overflow="fold")
     # A reason several probes share is said once, below the table, with the probes it applies to.
     shared = [(reason, names) for reason, names in by_reason((r.probe, r.message) for r in rows) if len(names) > 1]
     note = {reason: i for i, (reason, _) in enumerate(shared, 1)}
@@ -348,15 +257,9 @@ def check(
     skipped = [r.probe for r in rows if r.outcome == Outcome.UNAVAILABLE]
     if skipped:
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
-    ran = [r for r in rows if r.outcome is not None]
-    failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
-    raise typer.Exit(
-        ExitCode.NOT_RUN
-        if failed
-        else ExitCode.FINDINGS
-        if any(r.outcome == "findings" for r in ran)
-        else ExitCode.CLEAN
-    )
+    code, line = check_verdict(rows, strict)
+    console.print(f"[{'green' if code == 0 else 'red'}]{escape(line)}[/]")
+    raise typer.Exit(code)
 
 
 @app.command("probes")
@@ -391,6 +294,14 @@ app.add_typer(cli_sweep.app, name="sweep")
 
 
 def main() -> None:
+    """The console script: refuses a removed setting still set before any command starts."""
+    try:
+        refuse_removed()
+    except RemovedSetting as exc:
+        from cuprobe.service.models import ExitCode
+
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(ExitCode.USAGE) from None
     app()
 
 

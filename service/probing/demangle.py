@@ -7,7 +7,7 @@ came out line for line the same with `--demangle no`, addresses aside; only the 
 `_Z12tiled_matmulIfLb0EEvPKT_S2_PS0_iii` instead of `void tiled_matmul<float, (bool)0>(...)`). The demangling is
 not free: a record-heavy run of a quarter of the nightly grid's unguarded cases (17,408 records) took 8.6 s and
 16.3 CPU s with it and 6.5 s and 12.3 CPU s without, and the whole 384-case grid in one process 35.8 s against
-22.0 s (docs/sweep.md, "Session 13"). With eight such processes at once the host's cores are the limit and the
+22.0 s. With eight such processes at once the host's cores are the limit and the
 difference was within the spread between runs.
 
 cuprobe reads findings from the XML only, so a run that asks for no host backtrace (`--show-backtrace device` or
@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 
 from cuprobe.contract import Tool
-from cuprobe.service.config import Settings
 from cuprobe.service.models import Backtrace
 from cuprobe.service.sanitizer.options import installed_options
 
@@ -32,12 +31,11 @@ NO_DEMANGLING = ["--demangle", "no"]
 _MANGLED = re.compile(rb"<func>\s*_Z")
 
 
-def skips_demangling(tool: Tool, backtrace: Backtrace | None, sanitizer: Path, settings: Settings) -> bool:
+def skips_demangling(tool: Tool, backtrace: Backtrace | None, sanitizer: Path) -> bool:
     """Whether this run goes without the sanitizer's demangler: a sanitizer tool, no host backtrace asked (None is
-    the sanitizer's default, `yes`), a sanitizer that has the option, and the setting on."""
+    the sanitizer's default, `yes`), and a sanitizer that has the option."""
     return (
-        settings.skip_demangling
-        and tool is not Tool.NONE
+        tool is not Tool.NONE
         and backtrace in ("device", "no")
         and "--demangle" in installed_options(sanitizer).options
     )

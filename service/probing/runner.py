@@ -8,9 +8,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
 
 from cuprobe.contract import (
     HEARTBEAT_ENV,
@@ -39,20 +39,22 @@ from cuprobe.service.probing.confirm import (
 )
 from cuprobe.service.probing.demangle import NO_DEMANGLING, holds_mangled_names, skips_demangling
 from cuprobe.service.probing.environment import PROJECT_ROOT, fingerprint, gpu_facts
+from cuprobe.service.probing.handover import FIFO_NAME, hand_over, move_artifacts
 from cuprobe.service.probing.launch import read_probe_result
-from cuprobe.service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
-from cuprobe.service.probing.spares import (
-    FIFO_NAME,
-    Spare,
-    Spares,
-    hand_over,
-    move_artifacts,
-    params_json,
-    spare_command,
-    warm_key,
+from cuprobe.service.probing.planned import PlannedRun
+from cuprobe.service.probing.sandbox import (
+    NO_SANDBOX,
+    job_environment,
+    job_paths,
+    prepare_workdir,
+    runs_jobs_code,
+    sandbox_command,
+    sandbox_refusal,
 )
+from cuprobe.service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
+from cuprobe.service.probing.spares import Spare, Spares, params_json, spare_command, warm_key
 from cuprobe.service.sanitizer.chunks import Context
-from cuprobe.service.sanitizer.classify import Classification, RunEvidence, classify
+from cuprobe.service.sanitizer.classify import Classification, RunEvidence, classify, control_verdict
 from cuprobe.service.sanitizer.command import passed_anyway, probe_command, sanitizer_command
 from cuprobe.service.sanitizer.findings import bounded
 from cuprobe.service.sanitizer.launches import DUMP_FLAG, Launches, checked_note, discount, nothing_checked
@@ -60,13 +62,23 @@ from cuprobe.service.sanitizer.locate import SanitizerMissing, find_sanitizer, s
 from cuprobe.service.sanitizer.options import OptionRefused, check_options, installed_options
 from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
 from cuprobe.service.sanitizer.pool import ChildParser
-from cuprobe.service.sanitizer.ports import PortLease
 from cuprobe.service.sanitizer.ports import lease as lease_ports
-from cuprobe.service.sanitizer.summary import read_summary
+from cuprobe.service.sanitizer.summary import SanitizerSummary, read_summary
 from cuprobe.service.sanitizer.supervise import Supervised, start, watch
 
 XML_NAME, RESULT_NAME, STDOUT_NAME, STDERR_NAME = "run.xml", "result.json", "stdout.txt", "stderr.txt"
 EXIT_CODE_NAME, HEARTBEAT_NAME = "exit_code", "heartbeat"
+
+
+@dataclass(frozen=True)
+class ChildParsing:
+    """Parse a run's XML in child processes (service/sanitizer/pool.py) instead of the process that ran it: a local
+    sweep's K slots are threads of one process, whose K parses would otherwise take turns on its interpreter lock.
+    `slots`: how many runs of this process parse at once (the more, the fewer records make a child pay); `start`:
+    what starts a child (a sweep's fork server, service/sanitizer/forked.py; None: pool.ChunkWorker)."""
+
+    slots: int
+    start: Callable[[Context], ChildParser] | None = None
 
 
 def _unavailable(request: ProbeRequest, tool: Tool, params: dict[str, object], message: str) -> RunResult:
@@ -117,7 +129,7 @@ def run_probe(
     stages: Stages | None = None,
     spares: Spares | None = None,
     shared: EarlyReruns | None = None,
-    child_parser: Callable[[Context], ChildParser] | None = None,
+    child_parsing: ChildParsing | None = None,
 ) -> RunResult:
     """Run `request` once; artifacts (run.xml, stdout.txt, stderr.txt, result.json) land in `workdir`.
 
@@ -126,12 +138,11 @@ def run_probe(
     the probe gets the allowlisted environment and suppressions are names.
     `stages`: where the wall time of each stage goes (a worker passes its own, holding its claim); the result
     carries them as `timing`.
-    `shared`: the confirmation's re-runs this run shares with others (a sweep's batches, confirm_shared.py), used
+    `shared`: the confirmation's re-runs this run shares with others (a sweep's batches, shared.py), used
     instead of its own and left running for their owner to close.
     `spares`: warm starts (service/probing/spares.py): the run goes to a matching spare process if one is ready,
     and asks for one for the next run like it.
-    `child_parser`: what starts a child process for a parse that goes to children (a local sweep forks them:
-    service/sanitizer/forked.py); pool.ChunkWorker by default.
+    `child_parsing`: parse the XML in child processes (a local sweep's, past one slot); None: here.
     BadRequest (service.probing.admission) when the request does not pass admission."""
     settings = settings or get_settings()
     stages = stages if stages is not None else Stages()
@@ -158,31 +169,12 @@ def run_probe(
             replan=plan,
             spare=spare,
             early=shared or own,
-            child_parser=child_parser,
+            child_parsing=child_parsing,
         )
     finally:
         ended.set()
         if own is not None:
             own.close()
-
-
-class PlannedRun(NamedTuple):
-    """A run ready to start: the admitted request, the command and its environment, its files, its sanitizer."""
-
-    admitted: Admission
-    cmd: list[str]
-    env: dict[str, str]
-    workdir: Path
-    xml: Path
-    result_path: Path
-    sanitizer: Path | None
-    version: str | None
-    # This run's block of sanitizer ports (service.sanitizer.ports): release it once the command has exited.
-    ports: PortLease | None
-    # Run with `--demangle no` (service/probing/demangle.py): its XML is checked for mangled names afterwards.
-    raw_names: bool = False
-    # Run with --dump-kernel-launches (its filters select launches): service/sanitizer/launches.py.
-    launch_dump: bool = False
 
 
 def plan_run(
@@ -209,15 +201,15 @@ def plan_run(
     extra: list[str] = []
     if backtrace := request.show_backtrace or settings.show_backtrace or default_backtrace(admitted):
         extra += ["--show-backtrace", backtrace]
-    raw_names = sanitizer is not None and not demangle and skips_demangling(tool, backtrace, sanitizer, settings)
+    raw_names = sanitizer is not None and not demangle and skips_demangling(tool, backtrace, sanitizer)
     if raw_names:
         extra += NO_DEMANGLING
     dump = sanitizer is not None and dumps_launches(request, sanitizer)
     if dump:
         extra.append(DUMP_FLAG)
-    if quick_exits(request, admitted, settings, sanitizer):
+    if quick_exits(request, admitted, sanitizer):
         target.append(QUICK_EXIT_FLAG)
-    if prefetches_torch(admitted, settings, sanitizer):
+    if prefetches_torch(admitted, sanitizer):
         target.append(PREFETCH_TORCH_FLAG)
     if confirming(request, tool, settings):
         target.append("--confirm-control")  # the confirmer's planted cases run in the same process
@@ -243,7 +235,19 @@ def plan_run(
     )
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
-    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
+    sandboxed = False
+    if not trusted and runs_jobs_code(admitted.probe, params):
+        if (why := sandbox_refusal()) is None:
+            prepare_workdir(workdir)
+            cmd = sandbox_command(list(cmd), workdir, settings, os.environ.get("HOME"), job_paths(params))
+            env, sandboxed = job_environment(env, workdir), True
+        elif not settings.unsafe_no_sandbox:
+            if ports is not None:
+                ports.release()
+            return _unavailable(request, tool, params, f"{NO_SANDBOX}: {why}")
+    return PlannedRun(
+        admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump, sandboxed
+    )
 
 
 def _own_cases_sanitized(admitted: Admission, sanitizer: Path | None) -> bool:
@@ -251,21 +255,20 @@ def _own_cases_sanitized(admitted: Admission, sanitizer: Path | None) -> bool:
     return sanitizer is not None and admitted.probe.warms
 
 
-def quick_exits(request: ProbeRequest, admitted: Admission, settings: Settings, sanitizer: Path | None) -> bool:
-    """Whether the probe's process ends with os._exit once its result is written (Settings.quick_exit): such a run
-    (_own_cases_sanitized) whose options ask for nothing the sanitizer reports as the CUDA contexts are torn down."""
-    return (
-        settings.quick_exit
-        and _own_cases_sanitized(admitted, sanitizer)
-        and not request.options.reports_at_teardown
-    )
+def quick_exits(request: ProbeRequest, admitted: Admission, sanitizer: Path | None) -> bool:
+    """Whether the probe's process ends with os._exit once its result is written, skipping Python's finalizers and
+    the CUDA contexts' teardown under the sanitizer: such a run (_own_cases_sanitized) whose options ask for nothing
+    the sanitizer reports at teardown. At K = 8 on H100s a sanitizer process's exit took 0.49-0.67 s (a sweep's
+    median) instead of 0.84-1.21 s, with the same records and findings."""
+    return _own_cases_sanitized(admitted, sanitizer) and not request.options.reports_at_teardown
 
 
-def prefetches_torch(admitted: Admission, settings: Settings, sanitizer: Path | None) -> bool:
-    """Whether the probe's process imports torch on a second thread from its start (Settings.torch_prefetch; the
-    harness does only where the parameters use torch): such a run (_own_cases_sanitized). Never a bare run: a bare
-    bf16-matmul times its kernels, and nothing may run beside them."""
-    return settings.torch_prefetch and _own_cases_sanitized(admitted, sanitizer)
+def prefetches_torch(admitted: Admission, sanitizer: Path | None) -> bool:
+    """Whether the probe's process imports torch on a second thread from its start (probes/prefetch.py; the harness
+    does only where the parameters use torch): such a run (_own_cases_sanitized). It took torch's import off the
+    critical path of the 384-case grid's cold sweep (about 6 % more cases per GPU-hour on H100s and the H200). Never
+    a bare run: a bare bf16-matmul times its kernels, and nothing may run beside them."""
+    return _own_cases_sanitized(admitted, sanitizer)
 
 
 def dumps_launches(request: ProbeRequest, sanitizer: Path) -> bool:
@@ -309,6 +312,193 @@ def _filtered_verdict(
     return verdict, notes
 
 
+@dataclass
+class Made:
+    """The run as it was finally made: its plan, how its process ended, the stalls it had on the way and what else
+    the message should say about how it was made."""
+
+    planned: PlannedRun
+    done: Supervised
+    stalls: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Read:
+    """What the run left, read back: the probe's result (or why it could not be read), the sanitizer's summary and
+    parsed XML, its launch dump, and the secrets scrubbed from all of it."""
+
+    probe: ProbeResult | None
+    unreadable: str | None
+    secrets: list[str]
+    summary: SanitizerSummary | None = None
+    parsed: ParseResult | None = None
+    launches: Launches | None = None
+
+
+def _make(
+    request: ProbeRequest,
+    planned: PlannedRun,
+    settings: Settings,
+    cancel_event: threading.Event | None,
+    stages: Stages,
+    replan: Callable[..., PlannedRun | RunResult],
+    spare: Spare | None,
+) -> Made | RunResult:
+    """Run the planned command (in `spare`, when given); a run the watchdog stopped, or one without the demangler
+    whose XML still names a mangled function, is planned again by `replan` and made once more, in a fresh process.
+    A RunResult where it can no longer run."""
+    made = Made(planned, _supervised(request, planned, settings, cancel_event, stages, spare))
+
+    def once_more(stage: str, **how: bool) -> RunResult | None:
+        """The attempt's time kept as `stage`, the run planned again (`how`: plan_run's options) and made in a fresh
+        process; the result where it can no longer run."""
+        stages.add(stage, made.done.duration_s)
+        again = replan(**how)
+        if isinstance(again, RunResult):
+            return again.model_copy(update={"timing": stages.rounded(), "stalls": made.stalls})
+        made.planned, made.done = again, _supervised(request, again, settings, cancel_event, stages)
+        return None
+
+    if made.done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
+        # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
+        made.stalls.append(_stall_note(made.done))
+        if (unavailable := once_more("stalled")) is not None:
+            return unavailable
+    cancelled = bool(cancel_event and cancel_event.is_set())
+    if made.planned.raw_names and not cancelled and holds_mangled_names(made.planned.xml):
+        # A record names a C++ function, which the run left mangled: run it again with the demangler, so that its
+        # findings are those of any other run (service/probing/demangle.py).
+        if (unavailable := once_more("undemangled", demangle=True)) is not None:
+            return unavailable
+        made.notes.append("run again with the sanitizer's demangler: a record named a mangled (C++) function")
+    done = made.done
+    stages.add("spawn", done.spawned_s)
+    stages.add("run", done.exited_s - done.spawned_s)
+    stages.add("reap", done.duration_s - done.exited_s)
+    return made
+
+
+def _keep_artifacts(made: Made, settings: Settings) -> Read:
+    """The process's output written beside its result, secrets scrubbed from both, and the probe's result read."""
+    planned, done = made.planned, made.done
+    secrets = secret_values(settings)
+    # The probe could have planted symlinks under these names: replace them, never write through them.
+    write_artifact(planned.workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
+    write_artifact(planned.workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
+    write_artifact(planned.workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
+    _scrub_file(planned.result_path, secrets)
+    probe, unreadable = read_probe_result(planned.result_path)
+    return Read(probe, unreadable, secrets)
+
+
+def _parse(
+    read: Read, made: Made, request: ProbeRequest, settings: Settings, child_parsing: ChildParsing | None
+) -> None:
+    """The sanitizer's summary and XML parsed into `read` (a bare run has neither), findings mapped to the probe's
+    cases by their buffers' addresses, and the launch dump taken out where the run asked for one."""
+    planned, probe = made.planned, read.probe
+    if planned.sanitizer is None:
+        return
+    read.summary = read_summary(made.done.stdout.tail_text())
+    xml = planned.xml
+    own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
+    read.parsed = (
+        parse_xml(
+            xml,
+            tool=planned.admitted.tool,
+            roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots],
+            allocations=allocations_of(probe) if probe else [],
+            single_case=own[0].id if len(own) == 1 else None,  # the confirmer's planted cases map by address
+            sanitizer_version=planned.version,
+            filtered=user_filters(request),
+            max_records=settings.max_records,
+            max_bytes=settings.max_xml_bytes,
+            in_children=child_parsing.slots if child_parsing else 0,
+            child=child_parsing.start if child_parsing else None,
+        )
+        if xml.exists() and not xml.is_symlink()
+        else ParseResult(tool=planned.admitted.tool, error=_not_regular(xml))
+    )
+    if read.summary and read.summary.not_printed:
+        read.parsed.truncated = True
+    if planned.launch_dump and not read.parsed.error:
+        read.launches = read.parsed.launches
+
+
+def _classified(read: Read, made: Made, request: ProbeRequest, settings: Settings) -> RunResult:
+    """The run's RunResult: its outcome from the classifier, with its findings, cases and how it was made."""
+    planned, done, parsed, probe = made.planned, made.done, read.parsed, read.probe
+    tool, version, sanitizer = planned.admitted.tool, planned.version, planned.sanitizer
+    # The launch records are counted in the summary and turn the exit status into the error exit code: taken out.
+    filters, chosen = _selecting(request)
+    returncode = done.returncode
+    if read.launches is not None:
+        returncode = discount(read.summary, read.launches, returncode, settings.error_exitcode)
+    verdict = classify(
+        RunEvidence(
+            tool=tool,
+            returncode=returncode,
+            timed_out=done.timed_out,
+            timeout_s=request.timeout_s or settings.timeout_s,
+            stalled_s=done.stalled_s,
+            last_beat=done.last_beat,
+            xml_capped=done.xml_capped,
+            cancelled=done.cancelled,
+            summary=read.summary,
+            parsed=parsed,
+            probe=probe,
+            probe_unreadable=read.unreadable,
+            error_exitcode=settings.error_exitcode,
+            stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
+            launches=read.launches,
+            filters=chosen,
+        )
+    )
+    notes = list(made.notes)
+    if verdict.outcome is Outcome.CLEAN:
+        verdict, said = _filtered_verdict(verdict, filters, chosen, read.launches, bool(parsed and parsed.truncated))
+        notes += said
+    findings = keyed_by_options(
+        (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request, tool
+    )
+    return RunResult(
+        probe=request.probe,
+        tool=tool,
+        params=planned.admitted.params,
+        outcome=verdict.outcome,
+        message="; ".join([m for m in (verdict.message, *made.stalls, *notes) if m]),
+        stalls=made.stalls,
+        warm_start=done.warm,
+        records=parsed.records if parsed else 0,
+        summary_count=read.summary.errors if read.summary else None,
+        truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
+        truncated_at_case=parsed.truncated_at_case if parsed else None,
+        filtered=user_filters(request) and tool is Tool.INITCHECK,
+        options=request.options,
+        sanitizer_version=version,
+        environment=fingerprint(version, str(sanitizer) if sanitizer else None),
+        findings=findings,
+        cases=verdict.cases,
+        command=planned.cmd,
+        exit_code=done.returncode,
+        signal=verdict.signal,
+        duration_s=round(done.duration_s, 3),
+        probe_context=probe.context if probe else {},
+    )
+
+
+def _confirmed(
+    result: RunResult, read: Read, request: ProbeRequest, settings: Settings, planned: PlannedRun,
+    early: EarlyReruns | None,
+) -> RunResult:  # fmt: skip
+    """An initcheck run's findings confirmed (service/probing/confirm/), and the classifier's word on its control."""
+    result = confirm_findings(result, read.parsed, request, settings, planned.workdir, early, planned.sandboxed)
+    if (control := control_verdict(result.confirmation_control)) is not None:
+        result = result.model_copy(update={"outcome": control.outcome, "message": control.message})
+    return result
+
+
 def _run_planned(
     request: ProbeRequest,
     planned: PlannedRun,
@@ -318,147 +508,24 @@ def _run_planned(
     replan: Callable[..., PlannedRun | RunResult],
     spare: Spare | None = None,
     early: EarlyReruns | None = None,
-    child_parser: Callable[[Context], ChildParser] | None = None,
+    child_parsing: ChildParsing | None = None,
 ) -> RunResult:
-    """Run the planned command (in `spare`, when given), then read, parse, classify and confirm what it left; a run
-    the watchdog stopped, or one without the demangler whose XML still names a mangled function, is planned again by
-    `replan` and run once more, in a fresh process. `early`: the confirmation's bare re-runs, started beside the
-    sanitizer run (the caller closes them)."""
-    done = _supervised(request, planned, settings, cancel_event, stages, spare)
-    stalls: list[str] = []
-    notes: list[str] = []  # what else the message should say about how the run was made
-
-    def once_more(stage: str, **how: bool) -> RunResult | None:
-        """The attempt's time kept as `stage`, the run planned again (`how`: plan_run's options) and made in a fresh
-        process; the result where it can no longer run."""
-        nonlocal planned, done
-        stages.add(stage, done.duration_s)
-        again = replan(**how)
-        if isinstance(again, RunResult):
-            return again.model_copy(update={"timing": stages.rounded(), "stalls": stalls})
-        planned = again
-        done = _supervised(request, planned, settings, cancel_event, stages)
-        return None
-
-    if done.stalled_s is not None and not (cancel_event and cancel_event.is_set()):
-        # A stalled process (docs/outcomes.md): stop it and run the same request once more, in a fresh process.
-        stalls.append(_stall_note(done))
-        if (unavailable := once_more("stalled")) is not None:
-            return unavailable
-    cancelled = bool(cancel_event and cancel_event.is_set())
-    if planned.raw_names and not cancelled and holds_mangled_names(planned.xml):
-        # A record names a C++ function, which the run left mangled: run it again with the demangler, so that its
-        # findings are those of any other run (service/probing/demangle.py).
-        if (unavailable := once_more("undemangled", demangle=True)) is not None:
-            return unavailable
-        notes.append("run again with the sanitizer's demangler: a record named a mangled (C++) function")
-    tool, params = planned.admitted.tool, planned.admitted.params
-    workdir, xml, result_path, sanitizer, version = (
-        planned.workdir,
-        planned.xml,
-        planned.result_path,
-        planned.sanitizer,
-        planned.version,
-    )
-    stages.add("spawn", done.spawned_s)
-    stages.add("run", done.exited_s - done.spawned_s)
-    stages.add("reap", done.duration_s - done.exited_s)
+    """Make the planned run (_make), then keep, parse, classify and confirm what it left, each a stage of its
+    timing. `early`: the confirmation's bare re-runs, started beside the sanitizer run (the caller closes them)."""
+    made = _make(request, planned, settings, cancel_event, stages, replan, spare)
+    if isinstance(made, RunResult):
+        return made
     with stages.stage("artifacts"):
-        secrets = secret_values(settings)
-        # The probe could have planted symlinks under these names: replace them, never write through them.
-        write_artifact(workdir / STDOUT_NAME, scrub(done.stdout.text(), secrets))
-        write_artifact(workdir / STDERR_NAME, scrub(done.stderr.text(), secrets))
-        write_artifact(workdir / EXIT_CODE_NAME, f"{done.returncode}\n")
-        _scrub_file(result_path, secrets)
-        probe, unreadable = read_probe_result(result_path)
+        read = _keep_artifacts(made, settings)
     with stages.stage("parse"):
-        summary = read_summary(done.stdout.tail_text()) if sanitizer else None
-        parsed = None
-        if sanitizer is not None:
-            allocations = allocations_of(probe) if probe else []
-            own = [c for c in probe.cases if not is_confirm_control(c.id)] if probe else []
-            single = own[0].id if len(own) == 1 else None  # the confirmer's planted cases map by address
-            parsed = (
-                parse_xml(
-                    xml,
-                    tool=tool,
-                    roots=[str(PROJECT_ROOT), os.getcwd(), *settings.source_roots],
-                    allocations=allocations,
-                    single_case=single,
-                    sanitizer_version=version,
-                    filtered=user_filters(request),
-                    max_records=settings.max_records,
-                    max_bytes=settings.max_xml_bytes,
-                    in_children=settings.parse_slots if settings.parse_in_children else 0,
-                    child=child_parser,
-                )
-                if xml.exists() and not xml.is_symlink()
-                else ParseResult(tool=tool, error=_not_regular(xml))
-            )
-            if summary and summary.not_printed:
-                parsed.truncated = True
-    launches = parsed.launches if planned.launch_dump and parsed is not None and not parsed.error else None
-    # The launch records are counted in the summary and turn the exit status into the error exit code: taken out.
-    filters, chosen = _selecting(request)
-    returncode = done.returncode
-    if launches is not None:
-        returncode = discount(summary, launches, returncode, settings.error_exitcode)
+        _parse(read, made, request, settings, child_parsing)
     with stages.stage("classify"):
-        verdict = classify(
-            RunEvidence(
-                tool=tool,
-                returncode=returncode,
-                timed_out=done.timed_out,
-                timeout_s=request.timeout_s or settings.timeout_s,
-                stalled_s=done.stalled_s,
-                last_beat=done.last_beat,
-                xml_capped=done.xml_capped,
-                cancelled=done.cancelled,
-                summary=summary,
-                parsed=parsed,
-                probe=probe,
-                probe_unreadable=unreadable,
-                error_exitcode=settings.error_exitcode,
-                stderr_tail=done.stderr.tail_text() + "\n" + done.stdout.tail_text(),
-                launches=launches,
-                filters=chosen,
-            )
-        )
-        if verdict.outcome is Outcome.CLEAN:
-            verdict, said = _filtered_verdict(verdict, filters, chosen, launches, bool(parsed and parsed.truncated))
-            notes += said
-        findings = keyed_by_options(
-            (parsed.findings if parsed else []) + violation_findings(request.probe, tool, probe), request, tool
-        )
-        result = RunResult(
-            probe=request.probe,
-            tool=tool,
-            params=params,
-            outcome=verdict.outcome,
-            message="; ".join([m for m in (verdict.message, *stalls, *notes) if m]),
-            stalls=stalls,
-            warm_start=done.warm,
-            records=parsed.records if parsed else 0,
-            summary_count=summary.errors if summary else None,
-            truncated=bool(parsed and parsed.truncated) or done.xml_capped or done.cancelled,
-            truncated_at_case=parsed.truncated_at_case if parsed else None,
-            filtered=user_filters(request) and tool is Tool.INITCHECK,
-            options=request.options,
-            sanitizer_version=version,
-            environment=fingerprint(version, str(sanitizer) if sanitizer else None),
-            findings=findings,
-            cases=verdict.cases,
-            command=planned.cmd,
-            exit_code=done.returncode,
-            signal=verdict.signal,
-            duration_s=round(done.duration_s, 3),
-            probe_context=probe.context if probe else {},
-        )
-    if tool is Tool.INITCHECK:
+        result = _classified(read, made, request, settings)
+    if made.planned.admitted.tool is Tool.INITCHECK:
         with stages.stage("confirm"):
-            result = confirm_findings(result, parsed, request, settings, workdir, early)
+            result = _confirmed(result, read, request, settings, made.planned, early)
     with stages.stage("scrub"):
-        result = scrub_result(result, secrets)
+        result = scrub_result(result, read.secrets)
     return result.model_copy(update={"timing": stages.rounded()})
 
 

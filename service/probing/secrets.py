@@ -10,19 +10,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from cuprobe import IMPORT_ROOT
+from cuprobe import IMPORT_ROOT, internal_env
 from cuprobe.contract import Tool
 from cuprobe.kernels.poison_alloc import cache_dir
 from cuprobe.probes.allowed_env import SECRET_NAME, allowlisted
-from cuprobe.probes.gpu import SCHEDULE_ENV
 from cuprobe.probes.pytest_run import ADDED_PYTHONPATH_ENV
 from cuprobe.service.config import Settings
 from cuprobe.service.models import RunResult
 
 REDACTED = "[redacted by cuprobe]"
 # What the command probe reads to run as the local user, unrestricted (cuprobe exec, gate --local).
-COMMAND_TRUSTED_ENV = "CUPROBE_COMMAND_TRUSTED"
-EXTENSION_DIR_ENV = "CUPROBE_EXTENSION_DIR"  # where probes cache built extensions (kernels/extension.py)
+COMMAND_TRUSTED_ENV = internal_env.COMMAND_TRUSTED
+EXTENSION_DIR_ENV = internal_env.EXTENSION_DIR
 # Shorter values are too likely to occur by chance ("1", "true") to be scrubbed from output.
 MIN_SECRET_LEN = 6
 
@@ -45,27 +44,19 @@ def probe_environment(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(IMPORT_ROOT), env.get("PYTHONPATH")]))
     env[ADDED_PYTHONPATH_ENV] = str(IMPORT_ROOT)  # a command probe takes it off again for the user's program
     env["PYTHONUNBUFFERED"] = "1"
-    env["CUPROBE_TOOL"] = tool.value
-    env.pop(SCHEDULE_ENV, None)
-    if tool is not Tool.NONE:
-        env.update(untimed_schedule(settings))
-    env["CUPROBE_CALLER_CWD"] = os.getcwd()  # probes run from the project root; replay runs the caller's program
+    env[internal_env.TOOL] = tool.value
+    env[internal_env.CALLER_CWD] = os.getcwd()  # probes run from the project root; replay runs the caller's program
     if tool in (Tool.INITCHECK, Tool.MEMCHECK):
         env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"  # a cached block looks written and in bounds
-    if settings.bytecode_cache:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir(source)))
+    # Probe processes keep their bytecode in cuprobe's cache even where PYTHONDONTWRITEBYTECODE is set (container
+    # images often set it): every process would otherwise compile torch again, 2.9 s of a 6.3 s bare re-run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir(source)))
     return env
 
 
-def untimed_schedule(settings: Settings) -> dict[str, str]:
-    """What a probe process whose timing nobody reads (a sanitizer run, a confirmation re-run) adds to its
-    environment: how it waits for the GPU (Settings.cuda_schedule); nothing where the driver chooses."""
-    return {} if settings.cuda_schedule == "auto" else {SCHEDULE_ENV: settings.cuda_schedule}
-
-
 def pycache_dir(source: Mapping[str, str]) -> Path:
-    """Where probe processes keep Python's bytecode (Settings.bytecode_cache). cuprobe starts many short Python
+    """Where probe processes keep Python's bytecode (probe_environment). cuprobe starts many short Python
     processes (a run, its spares, four bare re-runs each); where no bytecode can be read or written beside the
     sources (PYTHONDONTWRITEBYTECODE=1, a site-packages installed with --no-compile or read-only), each of them
     compiles torch from source again: about 3 s of CPU a process on the H200 box (docs/sweep.md). With

@@ -13,8 +13,6 @@ thread: a spare dies with the thread that started it (PR_SET_PDEATHSIG), and wit
 
 from __future__ import annotations
 
-import errno
-import os
 import shutil
 import threading
 import time
@@ -24,18 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cuprobe.probes.warm import READY_NAME, WarmLevel
+from cuprobe.service.probing.handover import FIFO_NAME, HAND_OVER_LOOK_S, params_at, waiting_for_params
+from cuprobe.service.probing.planned import PlannedRun
 from cuprobe.service.sanitizer.supervise import Started
 
 if TYPE_CHECKING:
     from cuprobe.probes.base import Probe
-    from cuprobe.service.probing.runner import PlannedRun
 
-FIFO_NAME = "params.fifo"
 # How long a spare waits for its run's first case before it starts anyway.
 FOLLOW_AFTER_S = 20.0
-# How often the starter thread looks at what it was asked to start, and a hand-over at a spare still warming up.
+# How often the starter thread looks at what it was asked to start.
 LOOK_S = 0.05
-HAND_OVER_LOOK_S = 0.005
 
 Key = tuple[object, ...]
 
@@ -81,7 +78,7 @@ def warm_key(planned: PlannedRun) -> Key | None:
         return None
     folder = str(planned.workdir)
     cmd = [part.replace(folder, "{dir}") for part in planned.cmd]
-    cmd[_params_at(cmd)] = "{params}"
+    cmd[params_at(cmd)] = "{params}"
     for flag in ("--port", "--max-connections"):
         if flag in cmd:
             cmd[cmd.index(flag) + 1] = "{port}"
@@ -91,67 +88,12 @@ def warm_key(planned: PlannedRun) -> Key | None:
 
 def params_json(planned: PlannedRun) -> str:
     """The parameters exactly as the planned (cold) command carries them: what a spare is handed instead."""
-    return planned.cmd[_params_at(planned.cmd)]
+    return planned.cmd[params_at(planned.cmd)]
 
 
 def spare_command(planned: PlannedRun) -> list[str]:
     """The planned command, waiting for its parameters (waiting_for_params) in its folder's FIFO."""
     return waiting_for_params(planned.cmd, planned.workdir / FIFO_NAME, warm_level(planned))
-
-
-def waiting_for_params(cmd: list[str], fifo: Path, level: WarmLevel) -> list[str]:
-    """A `... -m probes NAME --params JSON ...` command with `--params JSON` replaced by: get ready (probes/warm.py,
-    to `level`), then read the parameters from `fifo`."""
-    cmd = list(cmd)
-    at = _params_at(cmd)
-    cmd[at - 1 : at + 1] = ["--params-from", str(fifo), "--warm", level]
-    return cmd
-
-
-def _params_at(cmd: list[str]) -> int:
-    """Index of the probe's --params value in a `... -m probes NAME --params JSON ...` command."""
-    for i in range(len(cmd) - 3):
-        if cmd[i : i + 2] == ["-m", "cuprobe.probes"] and cmd[i + 3] == "--params":
-            return i + 4
-    raise ValueError("not a probe command: no `-m probes NAME --params`")
-
-
-def hand_over(fifo: Path, alive: Callable[[], bool], params_json: str, give_up: Callable[[], bool]) -> bool:
-    """Give a waiting process (a spare, a warm re-run) its run's parameters through its `fifo`, waiting while it still
-    warms up; False when it died first (`alive()` false) or `give_up()` said to stop waiting (the run's time limit, a
-    cancel)."""
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet, the target is still getting ready
-                raise
-        if not alive() or give_up():
-            return False
-        time.sleep(HAND_OVER_LOOK_S)
-    os.set_blocking(fd, True)
-    try:
-        os.write(fd, params_json.encode("utf-8"))
-    except BrokenPipeError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
-def move_artifacts(source: Path, target: Path) -> None:
-    """Everything the spare's run left in its folder, moved into the run's own folder (same names)."""
-    target.mkdir(parents=True, exist_ok=True)
-    for entry in source.iterdir():
-        if entry.name in (FIFO_NAME, READY_NAME):
-            entry.unlink(missing_ok=True)
-            continue
-        dest = target / entry.name
-        if dest.is_dir() and not dest.is_symlink():
-            shutil.rmtree(dest)
-        shutil.move(str(entry), str(dest))  # a rename on one file system
-    shutil.rmtree(source, ignore_errors=True)
 
 
 Start = Callable[[Callable[[], Spare | None]], Spare | None]

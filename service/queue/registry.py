@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import redis
 from pydantic import BaseModel, ValidationError
 
+from cuprobe import internal_env
 from cuprobe.proctree import children
 from cuprobe.service.config import Settings
 
@@ -138,7 +139,7 @@ def describe(name: str, queues: list[str], started_at: float, slots: int | None 
         pids=[pid, *children(pid)],
         queues=sorted(queues),
         gpu_uuid=(os.environ.get("CUDA_VISIBLE_DEVICES") or None) if arch else None,
-        gpu=os.environ.get("CUPROBE_WORKER_GPU"),
+        gpu=os.environ.get(internal_env.WORKER_GPU),
         arch=arch,
         slots=slots,
         started_at=started_at,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import signal as signals
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuprobe.contract import EXIT_UNAVAILABLE, CaseResult, ProbeResult, Tool, is_confirm_control
 from cuprobe.service.models import CaseVerdict, Finding, Outcome
-from cuprobe.service.sanitizer.launches import Launches, unchecked_note, unfired_controls
+from cuprobe.service.sanitizer.launches import Launches, nothing_checked, unchecked_note, unfired_controls
 from cuprobe.service.sanitizer.parse import ParseResult
 from cuprobe.service.sanitizer.summary import SanitizerSummary
 
@@ -44,6 +45,22 @@ class Classification:
     message: str
     cases: list[CaseVerdict] = field(default_factory=list)
     signal: int | None = None
+
+
+def control_verdict(checks: list[dict[str, Any]]) -> Classification | None:
+    """`sanitizer_error` where one of the confirmer's planted cases came out wrong (its `confirmation_control`
+    checks): the instrument is broken, so no confirmation of the run can be trusted. None where all held."""
+    wrong = [c for c in checks if not c["ok"]]
+    if not wrong:
+        return None
+    said = "; ".join(
+        f"{c['case']} expected {c['expected']}, got {', '.join(c['got']) or 'no finding'} ({c['reason']})"
+        for c in wrong
+    )
+    return Classification(
+        Outcome.SANITIZER_ERROR,
+        f"the confirmer's control came out wrong, so no confirmation of this run can be trusted: {said}",
+    )
 
 
 def _signal_name(number: int) -> str:
@@ -331,3 +348,26 @@ def test_in_process_outcome(verdict: str, message: str, violations: int, process
         return Classification(Outcome.FINDINGS, f"pytest reported the test failed in {process} ({message})")
     found = "" if process.startswith("one bare") else ", in which the sanitizer found no error"
     return Classification(Outcome.CLEAN, f"clean: passed in {process}{found}")
+
+
+def classify_saved(tool: Tool, summary: SanitizerSummary | None, parsed: ParseResult) -> Classification:
+    """The outcome of saved sanitizer output (`cuprobe parse`): no probe ran here, so there is no result.json, and
+    without the text log's summary line (`summary` None) records make `findings` but none never make `clean`."""
+    if parsed.error:  # with or without a log: nothing in the file was read, so nothing can be called clean
+        return Classification(Outcome.SANITIZER_ERROR, f"sanitizer XML refused or unreadable: {parsed.error}")
+    if summary is None:
+        if not parsed.records:
+            return Classification(
+                Outcome.SANITIZER_ERROR, "no records, and no --log with the summary line: cannot say the run was clean"
+            )
+        fallout = sum(1 for f in parsed.findings if f.fallout)  # counted as classify counts them, with a --log
+        more = f" ({fallout} more the fallout of an earlier error)" if fallout else ""
+        return Classification(
+            Outcome.FINDINGS, f"{len(parsed.findings) - fallout} finding(s) from {parsed.records} record(s){more}"
+        )
+    verdict = classify(RunEvidence(tool=tool, returncode=None, summary=summary, parsed=parsed, probe_expected=False))
+    unchecked = nothing_checked(parsed.launches, ["its kernel or NVTX filters"]) if parsed.launches.total else None
+    if verdict.outcome is Outcome.CLEAN and unchecked:  # a launch dump in which every launch is marked filtered
+        return Classification(Outcome.SANITIZER_ERROR, unchecked)
+    return verdict
+

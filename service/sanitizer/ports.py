@@ -14,14 +14,16 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cuprobe.service.config import get_settings
+
 BASE = 49152  # compute-sanitizer's default --port
 PER_RUN = 10  # its default --max-connections: ports tried for one run and the processes it follows
 BLOCKS = 64  # 49152..49791: room for 64 sanitizer processes on one host at once
 
 
 def lock_dir() -> Path:
-    """Host-wide, so every worker and local run on the host sees the same leases (CUPROBE_PORT_LOCK_DIR moves it)."""
-    return Path(os.environ.get("CUPROBE_PORT_LOCK_DIR") or Path(tempfile.gettempdir()) / "cuprobe-sanitizer-ports")
+    """Host-wide, so every worker and local run on the host sees the same leases (Settings.port_lock_dir moves it)."""
+    return get_settings().port_lock_dir or Path(tempfile.gettempdir()) / "cuprobe-sanitizer-ports"
 
 
 @dataclass

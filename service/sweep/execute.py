@@ -19,10 +19,9 @@ from cuprobe.service.models.confirm_share import ConfirmShare
 from cuprobe.service.models.queues import Lane
 from cuprobe.service.models.sweep import CaseRepeat, ProcessRecord, Sweep, SweepCase
 from cuprobe.service.probing.admission import BadRequest, admit
-from cuprobe.service.probing.confirm_shared import SharedReruns, share_groups
-from cuprobe.service.probing.runner import run_probe
+from cuprobe.service.probing.confirm import RerunPool, SharedReruns, share_groups
+from cuprobe.service.probing.runner import ChildParsing, run_probe
 from cuprobe.service.probing.spares import Spares
-from cuprobe.service.probing.warm_reruns import RerunPool
 from cuprobe.service.queue.served import ServedQueues
 from cuprobe.service.queue.submit import JobSpec, submit
 from cuprobe.service.queue.waiting import ended, job_fields, poll, result_of_job
@@ -52,7 +51,7 @@ class LocalRunner:
     Warm starts (settings.warm_starts): with more processes than slots, spare processes get ready while earlier
     ones run (service/probing/spares.py); `spares` is a pool the caller keeps (warm from earlier sweeps), else the
     runner keeps one for the sweep, starting no more spares than there are processes after the first K. `reruns`: a
-    pool of the confirmation's re-run processes the caller keeps ready (service/probing/warm_reruns.py), which the
+    pool of the confirmation's re-run processes the caller keeps ready (service/probing/confirm/warm.py), which the
     re-runs the sweep's batches share take where it holds them."""
 
     def __init__(
@@ -62,19 +61,17 @@ class LocalRunner:
         slots: int = 1,
         spares: Spares | None = None,
         reruns: RerunPool | None = None,
+        parse_in_children: bool | None = None,
+        share_reruns: bool = True,
     ) -> None:
         settings = settings or get_settings()
         self.workdir, self.slots, self.spares, self.reruns = workdir, max(1, slots), spares, reruns
-        # The slots are threads of this process: past one, each run's XML is parsed in child processes (unless the
-        # setting says otherwise), so the slots' parses do not take turns on this process's interpreter lock.
-        children = self.slots > 1 if settings.parse_in_children is None else settings.parse_in_children
-        self.settings = settings.model_copy(
-            update={
-                "max_records": settings.sweep_max_records,
-                "parse_in_children": children,
-                "parse_slots": self.slots,
-            }
-        )
+        # The slots are threads of this process: past one, each run's XML is parsed in child processes, so the
+        # slots' parses do not take turns on this process's interpreter lock (`parse_in_children`: bench/sweep.py's
+        # comparison chooses).
+        self.parse_in_children = self.slots > 1 if parse_in_children is None else parse_in_children
+        self.settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
+        self.share_reruns = share_reruns  # off: each batch confirms with its own re-runs (bench/sweep.py's baseline)
 
     def run_all(self, requests: list[ProbeRequest]) -> Iterator[tuple[int, RunResult]]:
         spares = self.spares
@@ -82,10 +79,16 @@ class LocalRunner:
         if own:
             spares = Spares(self.workdir / "spares", self.slots, budget=len(requests) - self.slots)
 
-        # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm_shared.py).
-        shared = SharedReruns(requests, self.settings, self.workdir, self.reruns)
-        # Their parses fork their child processes from one server that imports the parser now (forked.py).
-        server = start_server() if self.settings.parse_in_children and self.settings.fork_parsers else None
+        # The batches of one grid share one set of the confirmation's re-runs (service/probing/confirm/shared.py).
+        shared = SharedReruns(requests if self.share_reruns else [], self.settings, self.workdir, self.reruns)
+        # Their parses fork their child processes from one server that imports the parser now (forked.py): a parse
+        # then costs a fork, not a process that imports the parser (about 0.5 s).
+        parsing = None
+        if self.parse_in_children:
+            server = start_server()
+            parsing = ChildParsing(self.slots, server.child if server is not None else None)
+        else:
+            server = None
 
         stop = threading.Event()  # set when the sweep is interrupted: running probes killed, queued ones never run
 
@@ -97,7 +100,7 @@ class LocalRunner:
                 cancel_event=stop,
                 spares=spares,
                 shared=shared.for_request(slot),
-                child_parser=server.child if server is not None else None,
+                child_parsing=parsing,
                 # A local sweep runs as the user who wrote it: their own tests run as `gate --local` runs them.
                 trusted=requests[slot].probe == "command",
             )
@@ -141,8 +144,10 @@ class ServiceRunner:
         slots: int = 1,
         served: ServedQueues | None = None,
         label: str | None = None,
+        share_reruns: bool = True,
     ) -> None:
         self.store, self.settings, self.enqueue, self.poll_s = store, settings, enqueue, poll_s
+        self.share_reruns = share_reruns  # off: no tickets, each job confirms with its own (bench/sweep_service.py)
         self.slots, self.served, self.label = max(1, slots), served, label
         # The last run_all's jobs that were already under the label, and how many it sent.
         self.taken, self.sent = Labelled(), 0
@@ -150,12 +155,12 @@ class ServiceRunner:
 
     def specs(self, requests: list[ProbeRequest]) -> list[JobSpec]:
         """One sweep-lane job per request; the jobs of one grid carry one ticket, so that on each host they share one
-        set of the confirmation's re-runs (confirm_host.py). With a label the tickets are named after it, so the
+        set of the confirmation's re-runs (confirm/host.py). With a label the tickets are named after it, so the
         same requests get the same tickets when the sweep is resumed. Jobs a later job like them follows past the
         first wave are marked `warm_next`: the worker readies a spare for it (service/worker/warm.py)."""
         tickets: dict[int, ConfirmShare] = {}
         sweep = hashlib.sha256(self.label.encode()).hexdigest()[:16] if self.label else uuid.uuid4().hex[:16]
-        for number, group in enumerate(share_groups(requests, self.settings)):
+        for number, group in enumerate(share_groups(requests, self.settings) if self.share_reruns else []):
             try:  # a grid admission would refuse (too many cases for one run, say): each job keeps its own
                 admit(group.lead.probe, group.lead.tool, group.merged)
             except BadRequest:

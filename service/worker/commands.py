@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
+from cuprobe import internal_env
 from cuprobe.service.models.queues import CPU, gpu_queue, lane_queues
 from cuprobe.service.probing.gpus import GpuDevice
 from cuprobe.service.worker.gpu_slots import slots_for
@@ -77,7 +78,7 @@ def worker_commands(
                 argv=_celery_worker(python, name, lane_queues(gpu_queue(device.arch)), k, loglevel),
                 env={
                     "CUDA_VISIBLE_DEVICES": device.uuid or str(device.index),
-                    "CUPROBE_WORKER_GPU": device.name,
+                    internal_env.WORKER_GPU: device.name,
                 },
             )
         )

@@ -8,10 +8,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 
 from cuprobe.probes import registry
@@ -23,7 +25,7 @@ from cuprobe.service.models import Outcome, RunResult, Tool
 from cuprobe.service.models.queues import Lane
 from cuprobe.service.models.timing import Stages
 from cuprobe.service.probing import runner
-from cuprobe.service.probing.confirm_host import join
+from cuprobe.service.probing.confirm import join
 from cuprobe.service.queue.submit import JobSpec
 from cuprobe.service.worker.gpu_slots import gpu_held
 from cuprobe.service.worker.stopping import hand_back
@@ -42,21 +44,43 @@ def job_dir(settings: Settings, job_id: str) -> Path:
     return settings.data_dir / "jobs" / job_id
 
 
-def execute_job(
-    job_id: str,
-    *,
-    store: Store,
-    settings: Settings,
-    interrupts: tuple[type[BaseException], ...] = (),
-    time_limit_s: float | None = None,
-    announce: Callable[[str], None] | None = None,
-    stop: threading.Event | None = None,
-) -> dict[str, Any]:
-    """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`.
-    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed.
-    `announce(job_id)` tells waiters (a held GET /jobs/{id}) that the result is stored. `stop` set while the probe
-    runs (its worker is stopping: service/worker/stopping.py) stops the probe and hands the job back, uncounted."""
-    deadline = time.monotonic() + (time_limit_s or settings.task_soft_time_limit_s) - STORE_MARGIN_S
+class JobReport(BaseModel):
+    """What one execution of a job did: the Celery task's result. Only what applies to its path is set (`summary`):
+    not run (the claim's verdict, the job's state and outcome), handed back, re-queued, or stored."""
+
+    job_id: str
+    ran: bool
+    verdict: str | None = None
+    state: str | None = None
+    attempt: int | None = None
+    stored: bool | None = None
+    handed_back: bool | None = None
+    requeued: bool | None = None
+    outcome: str | None = None
+    cancelled: bool | None = None
+    warm_start: bool | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The fields this path set, as JSON (a field set to None, such as a not-run job's missing outcome, stays)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+@dataclass
+class Attempt:
+    """A claimed attempt at a job: its request, settings (a sweep batch's record cap), folder and timing."""
+
+    job_id: str
+    number: int
+    spec: JobSpec
+    settings: Settings
+    workdir: Path
+    stages: Stages
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _claim(job_id: str, store: Store, settings: Settings) -> Attempt | JobReport:
+    """This worker's claim on the job: an Attempt to run, or the report of why it is not run here (it has a
+    result, runs elsewhere, or has used up its attempts)."""
     base = job_dir(settings, job_id)
     stages = Stages()
     with stages.stage("claim"):
@@ -70,22 +94,26 @@ def execute_job(
     if claim.verdict is not ClaimVerdict.RUN:
         job = store.get(job_id)
         log.info("job %s not run: %s", job_id, claim.verdict)
-        return {
-            "job_id": job_id,
-            "ran": False,
-            "verdict": claim.verdict.value,
-            "state": job.state if job else None,
-            "outcome": job.outcome if job else None,
-        }
+        return JobReport(
+            job_id=job_id,
+            ran=False,
+            verdict=claim.verdict.value,
+            state=job.state if job else None,
+            outcome=job.outcome if job else None,
+        )
     with stages.stage("load"):
         spec = JobSpec.model_validate(claim.request)
-    workdir = base / f"attempt-{claim.attempt}"
-    cancel = threading.Event()
-    exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
     if spec.lane is Lane.SWEEP:  # one batch of a sweep: the sweep's record cap, as a local sweep's process has
         settings = settings.model_copy(update={"max_records": settings.sweep_max_records})
-    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
+    return Attempt(job_id, claim.attempt, spec, settings, base / f"attempt-{claim.attempt}", stages)
 
+
+def _start(attempt: Attempt) -> Future[RunResult]:
+    """The probe run on its own thread, holding the GPU (the whole of it for a timing probe), with this pool
+    process's spare where it matches and the host's shared re-runs where the job has a ticket."""
+    spec, settings, stages, cancel = attempt.spec, attempt.settings, attempt.stages, attempt.cancel
+    exclusive = registry.get(spec.probe).bare_only  # timing probes take the whole GPU
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # the GPU this worker is pinned to ("" on the CPU worker)
     # Warm starts (warm.py): this pool process's spare, taken where it matches; one readied for the next job like
     # this one only where the sweep said one comes.
     spares = worker_spares(settings, gpu)
@@ -97,12 +125,12 @@ def execute_job(
         with gpu_held(settings.data_dir / "locks", gpu, exclusive=exclusive, cancel=cancel, data_dir=settings.data_dir):
             stages.add("gpu_lock", time.perf_counter() - locking)
             request = spec.probe_request()
-            # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm_host.py).
-            shared = join(request, spec.confirm_share, settings, cancel, workdir, member=job_id)
+            # A sweep's jobs of one grid share one set of the confirmation's re-runs on this host (confirm/host.py).
+            shared = join(request, spec.confirm_share, settings, cancel, attempt.workdir, member=attempt.job_id)
             try:
                 return runner.run_probe(
                     request,
-                    workdir=workdir,
+                    workdir=attempt.workdir,
                     settings=settings,
                     cancel_event=cancel,
                     stages=stages,
@@ -115,16 +143,24 @@ def execute_job(
                 if spares is not None:
                     spares.touch()  # its spare's idle time counts from this job's end
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{job_id}")
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"probe-{attempt.job_id}")
     running = pool.submit(run)
     pool.shutdown(wait=False)  # the pool ends with its one run
-    beat = Heartbeat(store, settings, job_id, claim.attempt, cancel)
-    interrupted = False
+    return running
+
+
+def _watch(
+    running: Future[RunResult],
+    beat: Heartbeat,
+    settings: Settings,
+    interrupts: tuple[type[BaseException], ...],
+    stop: threading.Event | None,
+) -> bool:
+    """Wait for the run, reading the cancel flag every cancel_poll_s and beating every heartbeat_s, until it ends or
+    the worker stops; True where one of `interrupts` ended it (the probe is stopped)."""
     try:
         beat_at = time.monotonic()
         while not running.done() and not (stop is not None and stop.is_set()):
-            # The cancel flag is read every cancel_poll_s (a stop within about a second of the request);
-            # the heartbeat is written every heartbeat_s.
             wait([running], timeout=min(settings.cancel_poll_s, settings.heartbeat_s))
             if running.done():
                 break
@@ -134,54 +170,101 @@ def execute_job(
             else:
                 beat.check_cancel()
     except interrupts:
-        interrupted = True
-        cancel.set()
+        beat.cancel.set()
         wait([running], timeout=30)
-    if stop is not None and stop.is_set() and not (interrupted or beat.cancelled or running.done()):
+        return True
+    return False
+
+
+def _not_stored(
+    attempt: Attempt, running: Future[RunResult], beat: Heartbeat, store: Store, stopping: bool, deadline: float
+) -> JobReport | None:
+    """The report of an attempt that stores no result: its worker is stopping (the job handed back, uncounted), or
+    it lost the store (the job re-queued to run again); None where its result is to be stored."""
+    job_id, number, settings = attempt.job_id, attempt.number, attempt.settings
+    if stopping and not (beat.cancelled or running.done()):
         # The worker is stopping, not dying: stop the probe, and queue the job again without counting this attempt.
-        cancel.set()
-        handed = not wait([running], timeout=30).not_done and hand_back(store, settings, job_id, claim.attempt, workdir)
-        return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": False, "handed_back": handed}
+        attempt.cancel.set()
+        ended = not wait([running], timeout=30).not_done
+        handed = ended and hand_back(store, settings, job_id, number, attempt.workdir)
+        return JobReport(job_id=job_id, ran=True, attempt=number, stored=False, handed_back=handed)
     if beat.lost:
         # This attempt stopped its own probe before its heartbeat went stale: hand the job back, run it again.
         released = retry_store(
             lambda: store.requeue(
                 job_id,
-                claim.attempt,
-                f"re-queued: attempt {claim.attempt} stopped its probe after {beat.silent_s():.0f} s without "
+                number,
+                f"re-queued: attempt {number} stopped its probe after {beat.silent_s():.0f} s without "
                 "reaching the store (a store outage); it runs again",
                 utcnow() + timedelta(seconds=settings.queue_deadline_s),
             ),
             deadline,
         )
-        return {"job_id": job_id, "ran": True, "attempt": claim.attempt, "stored": False, "requeued": released}
-    result = _result_of(running, spec.probe, spec.tool or Tool.NONE, interrupted, settings)
+        return JobReport(job_id=job_id, ran=True, attempt=number, stored=False, requeued=released)
+    return None
+
+
+def _store(
+    attempt: Attempt, result: RunResult, store: Store, cancelled: bool, deadline: float
+) -> tuple[bool | None, RunResult]:
+    """The result kept beside the artifacts, then stored (retried through store outages until `deadline`); a result
+    the store refuses ends the job saying so. Whether it was stored (None: not before the deadline), and what was."""
+    job_id, number, workdir = attempt.job_id, attempt.number, attempt.workdir
     # Kept beside the artifacts until stored: past the retries the reconciler stores it when the store is back.
-    with stages.stage("pending"):
-        write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
-    result = result.model_copy(update={"timing": stages.rounded()})
+    with attempt.stages.stage("pending"):
+        write_pending(workdir, number, result, cancelled=cancelled)
+    result = result.model_copy(update={"timing": attempt.stages.rounded()})
     try:
-        stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
+        stored = retry_store(lambda: store.finish(job_id, number, result, cancelled=cancelled), deadline)
     except SQLAlchemyError as exc:
         # The store refused this result (a row it cannot hold, not an outage). Left running, the job would
         # be re-run until it ended `crashed` for a worker that never died; end it saying what happened.
         log.exception("job %s: the store refused its result", job_id)
         result = unstorable(result, exc, workdir)
-        write_pending(workdir, claim.attempt, result, cancelled=beat.cancelled)
-        stored = retry_store(lambda: store.finish(job_id, claim.attempt, result, cancelled=beat.cancelled), deadline)
-    if stored and announce is not None:
-        announce(job_id)
+        write_pending(workdir, number, result, cancelled=cancelled)
+        stored = retry_store(lambda: store.finish(job_id, number, result, cancelled=cancelled), deadline)
     if stored is not None:
         clear_pending(workdir)
-    return {
-        "job_id": job_id,
-        "ran": True,
-        "attempt": claim.attempt,
-        "stored": stored,
-        "outcome": result.outcome.value,
-        "cancelled": beat.cancelled,
-        "warm_start": result.warm_start,
-    }
+    return stored, result
+
+
+def execute_job(
+    job_id: str,
+    *,
+    store: Store,
+    settings: Settings,
+    interrupts: tuple[type[BaseException], ...] = (),
+    time_limit_s: float | None = None,
+    announce: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> JobReport:
+    """Run job `job_id` unless it already has a result or runs elsewhere; `interrupts` end it as `timeout`.
+    Store outages are retried until `time_limit_s` (default: the task's soft limit) minus a margin has passed.
+    `announce(job_id)` tells waiters (a held GET /jobs/{id}) that the result is stored. `stop` set while the probe
+    runs (its worker is stopping: service/worker/stopping.py) stops the probe and hands the job back, uncounted."""
+    deadline = time.monotonic() + (time_limit_s or settings.task_soft_time_limit_s) - STORE_MARGIN_S
+    attempt = _claim(job_id, store, settings)
+    if isinstance(attempt, JobReport):
+        return attempt
+    running = _start(attempt)
+    beat = Heartbeat(store, attempt.settings, job_id, attempt.number, attempt.cancel)
+    interrupted = _watch(running, beat, attempt.settings, interrupts, stop)
+    stopping = stop is not None and stop.is_set() and not interrupted
+    if (unstored := _not_stored(attempt, running, beat, store, stopping, deadline)) is not None:
+        return unstored
+    result = _result_of(running, attempt.spec.probe, attempt.spec.tool or Tool.NONE, interrupted, attempt.settings)
+    stored, result = _store(attempt, result, store, beat.cancelled, deadline)
+    if stored and announce is not None:
+        announce(job_id)
+    return JobReport(
+        job_id=job_id,
+        ran=True,
+        attempt=attempt.number,
+        stored=stored,
+        outcome=result.outcome.value,
+        cancelled=beat.cancelled,
+        warm_start=result.warm_start,
+    )
 
 
 class Heartbeat:

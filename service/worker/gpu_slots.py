@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cuprobe.service.config import Settings
-from cuprobe.service.probing.confirm_shared import sharing
 from cuprobe.service.probing.gpus import GpuDevice, visible_gpus
 from cuprobe.service.queue.registry import WorkerBeat
 from cuprobe.service.sanitizer.locate import SanitizerMissing, candidates, find_sanitizer, sanitizer_version
@@ -34,8 +33,8 @@ GIB_PER_PROCESS = 8
 # re-runs of its cases (the confirmation) the 384-case grid took 16.0 s at K = 4 and 24.9 s at K = 8 (spares ready):
 # past four the re-runs take the host's cores. Without them, 11.9, 7.3-7.8 and 11.0 s at K = 4, 8 and 16: past eight
 # the sanitizer processes themselves take the 16 cores. CUPROBE_GPU_SLOTS sets more. A worker's gate jobs bring four
-# re-runs each (a sweep's jobs of one grid share one set per host: service/probing/confirm_host.py); a local sweep's
-# batches share one set (service/probing/confirm_shared.py), so a local sweep's K is capped as without the
+# re-runs each (a sweep's jobs of one grid share one set per host: service/probing/confirm/host.py); a local sweep's
+# batches share one set (service/probing/confirm/shared.py), so a local sweep's K is capped as without the
 # confirmation (host_slots): there K = 8 took 9.4-11.1 s cold against 11.2-12.8 s at K = 4 (docs/sweep.md, "K
 # processes per GPU").
 MAX_SLOTS = 4
@@ -175,12 +174,6 @@ def slots_for(
     return default_slots(os.cpu_count() or 1, gpus, device.free_bytes, sanitizer, confirm)
 
 
-def own_reruns_in_sweeps(settings: Settings) -> bool:
-    """Whether a local sweep's processes each bring their own four re-runs: not when the batches of a grid share
-    one set (service/probing/confirm_shared.py), which needs the re-runs started early and not narrowed."""
-    return settings.confirm and not sharing(settings)
-
-
 def service_slots(settings: Settings, workers: list[WorkerBeat]) -> tuple[int, str]:
     """K for planning a sweep the service runs (the scheduled nightly), and why: the slots of the live GPU workers
     on the default architecture's queues together (its GPU jobs spread over them), else this host's (host_slots).
@@ -195,11 +188,12 @@ def service_slots(settings: Settings, workers: list[WorkerBeat]) -> tuple[int, s
 
 def host_slots(settings: Settings) -> int:
     """K for a sweep run here: the setting, else the first visible GPU's default (capped as without the
-    confirmation where the sweep's batches share their re-runs), else 1 (no GPU)."""
+    confirmation: the sweep's batches of a grid share one set of re-runs, service/probing/confirm/shared.py), else 1
+    (no GPU)."""
     if settings.gpu_slots:
         return settings.gpu_slots
     devices = visible_gpus()
     if not devices:
         return 1
     version = located_version(settings.sanitizer_path)
-    return slots_for(devices[0], len(devices), 0, version, own_reruns_in_sweeps(settings))[0]
+    return slots_for(devices[0], len(devices), 0, version, False)[0]

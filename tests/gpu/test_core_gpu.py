@@ -10,6 +10,7 @@ from cuprobe.contract import Tool
 from cuprobe.probes import confirm_control
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Outcome, ProbeRequest, RunResult
+from cuprobe.service.probing import runner
 from cuprobe.service.probing.runner import run_probe
 from tests.processes import processes_mentioning
 
@@ -139,13 +140,20 @@ def _what_it_found(result: RunResult) -> tuple[object, ...]:
     ],
 )
 def test_a_quick_exit_finds_what_a_full_exit_finds(
-    settings: Settings, workdir: Path, probe: str, params: dict[str, object], tool: Tool, outcome: Outcome
+    settings: Settings,
+    workdir: Path,
+    probe: str,
+    params: dict[str, object],
+    tool: Tool,
+    outcome: Outcome,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Settings.quick_exit (on by default): the probe's process skips its teardown; the sanitizer's records, summary
-    and findings are those of a process that exits in full."""
+    """A quick exit (runner.quick_exits): the probe's process skips its teardown; the sanitizer's records, summary
+    and findings are those of a process that exits in full (the runner's choice turned off for the second run)."""
     request = ProbeRequest(probe=probe, tool=tool, params=params)
     quick = run_probe(request, workdir=workdir / "quick", settings=settings)
-    full = run_probe(request, workdir=workdir / "full", settings=settings.model_copy(update={"quick_exit": False}))
+    monkeypatch.setattr(runner, "quick_exits", lambda *args: False)
+    full = run_probe(request, workdir=workdir / "full", settings=settings)
     assert "--quick-exit" in quick.command and "--quick-exit" not in full.command
     assert quick.outcome is full.outcome is outcome, (quick.message, full.message)
     assert _what_it_found(quick) == _what_it_found(full)
@@ -159,13 +167,14 @@ def test_a_quick_exit_finds_what_a_full_exit_finds(
     ],
 )
 def test_an_early_torch_import_finds_what_a_late_one_finds(
-    settings: Settings, workdir: Path, variants: list[str], outcome: Outcome
+    settings: Settings, workdir: Path, variants: list[str], outcome: Outcome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Settings.torch_prefetch (on by default): torch imported on a second thread beside the kernel cases; the records,
-    summary, findings and every case's verdict are those of a process that imports it when its torch cases come."""
+    """torch imported on a second thread beside the kernel cases (runner.prefetches_torch); the records, summary,
+    findings and every case's verdict are those of a process that imports it when its torch cases come."""
     request = ProbeRequest(probe="narrow-matmul", tool=Tool.INITCHECK, params={"n": [1, 5, 32], "variants": variants})
     early = run_probe(request, workdir=workdir / "early", settings=settings)
-    late = run_probe(request, workdir=workdir / "late", settings=settings.model_copy(update={"torch_prefetch": False}))
+    monkeypatch.setattr(runner, "prefetches_torch", lambda *args: False)
+    late = run_probe(request, workdir=workdir / "late", settings=settings)
     assert "--prefetch-torch" in early.command and "--prefetch-torch" not in late.command
     assert early.outcome is late.outcome is outcome, (early.message, late.message)
     assert _what_it_found(early) == _what_it_found(late)

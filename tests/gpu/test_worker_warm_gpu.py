@@ -57,7 +57,7 @@ def _job(store: Store, settings: Settings, *, warm_next: bool) -> str:
 
 def _ran(store: Store, settings: Settings, job_id: str) -> tuple[dict[str, object], list[tuple[object, ...]]]:
     report = execute_job(job_id, store=store, settings=settings)
-    assert report["stored"], report
+    assert report.stored, report
     job = store.get(job_id)
     assert job is not None and job.result is not None, job
     found = sorted((f.signature, f.count, f.kernel, str(f.confirmation)) for f in store.findings(job_id))

@@ -31,7 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 TEST_ENV = {
     "CUPROBE_VISIBILITY_TIMEOUT_S": "40",
     "CUPROBE_TASK_SOFT_TIME_LIMIT_S": "30",
-    "CUPROBE_TASK_TIME_LIMIT_S": "35",
     "CUPROBE_TIMEOUT_S": "20",
     "CUPROBE_HEARTBEAT_S": "0.5",
     "CUPROBE_STALE_AFTER_S": "5",

@@ -52,7 +52,7 @@ def test_one_signature_in_ten_cases_is_ten_stored_findings(store: Store, tmp_pat
     settings = Settings(sanitizer_path=REPLAY, data_dir=tmp_path)
     job = create(JobSpec(probe="narrow-matmul", tool=Tool.INITCHECK, params=_params()), store, settings)
     report = execute_job(job.id, store=store, settings=settings)
-    assert report["stored"] and report["outcome"] == "findings"
+    assert report.stored and report.outcome == "findings"
     done = store.get(job.id)
     assert done is not None and done.state == "done" and done.outcome == "findings"
     findings = store.findings(job.id)
@@ -81,7 +81,7 @@ def test_a_result_the_store_refuses_ends_probe_error_saying_why(
     )
     monkeypatch.setattr(runner, "run_probe", lambda *a, **k: refused)  # a result no probe here produces
     report = execute_job(job.id, store=store, settings=settings)
-    assert report["outcome"] == "probe_error" and report["stored"]
+    assert report.outcome == "probe_error" and report.stored
     done = store.get(job.id)
     assert done is not None and done.state == "done" and done.outcome == "probe_error"
     assert "could not store this run's result" in done.message and "ended findings with 1 finding" in done.message

@@ -21,8 +21,7 @@ def short_ttl_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]
     with fresh_stack(
         tmp_path_factory,
         "deadworker",
-        CUPROBE_WORKER_BEAT_S="0.5",
-        CUPROBE_WORKER_TTL_S=str(WORKER_TTL_S),
+        CUPROBE_WORKER_BEAT_S=str(WORKER_TTL_S / 6),  # a worker is gone after six beats
         CUPROBE_REGISTRY_REFRESH_S="0.5",
         # The old rule (heartbeat stale for a minute) must not be what moves the job.
         CUPROBE_STALE_AFTER_S="60",

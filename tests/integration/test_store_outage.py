@@ -64,7 +64,7 @@ def test_sqlite_locked_past_the_busy_timeout_while_storing_is_stored_clean_after
     stack = stacks.new(
         "locked-finish", f"sqlite:///{db}", tmp_path,
         CUPROBE_STORE_TIMEOUT_S="2", CUPROBE_STALE_AFTER_S="60", CUPROBE_TASK_SOFT_TIME_LIMIT_S="70",
-        CUPROBE_TASK_TIME_LIMIT_S="75", CUPROBE_VISIBILITY_TIMEOUT_S="80",
+        CUPROBE_VISIBILITY_TIMEOUT_S="80",
     )
     stack.start_worker(concurrency=1)
     api = stack.start_api()
@@ -90,7 +90,7 @@ def test_sqlite_locked_during_a_run_never_gives_the_job_two_probes(
     stack = stacks.new(
         "locked-run", f"sqlite:///{db}", tmp_path,
         CUPROBE_STORE_TIMEOUT_S="2", CUPROBE_STALE_AFTER_S="20", CUPROBE_TASK_SOFT_TIME_LIMIT_S="100",
-        CUPROBE_TASK_TIME_LIMIT_S="105", CUPROBE_VISIBILITY_TIMEOUT_S="110", CUPROBE_TIMEOUT_S="60",
+        CUPROBE_VISIBILITY_TIMEOUT_S="110", CUPROBE_TIMEOUT_S="60",
     )
     stack.start_worker(concurrency=2)  # a second pool process free to take the job while the first still runs it
     api = stack.start_api()
@@ -149,7 +149,7 @@ def test_postgresql_stopped_during_a_run_and_restarted_stores_the_result(
 ) -> None:
     stack = stacks.new(
         "pg-outage", private_pg.url, tmp_path, CUPROBE_STORE_TIMEOUT_S="2", CUPROBE_STALE_AFTER_S="60",
-        CUPROBE_TASK_SOFT_TIME_LIMIT_S="70", CUPROBE_TASK_TIME_LIMIT_S="75", CUPROBE_VISIBILITY_TIMEOUT_S="80",
+        CUPROBE_TASK_SOFT_TIME_LIMIT_S="70", CUPROBE_VISIBILITY_TIMEOUT_S="80",
     )
     stack.start_worker(concurrency=1)
     api = stack.start_api()

@@ -153,7 +153,6 @@ def test_soft_time_limit_stops_the_probe_and_stores_timeout(
         tmp_path_factory,
         "soft",
         CUPROBE_TASK_SOFT_TIME_LIMIT_S="3",
-        CUPROBE_TASK_TIME_LIMIT_S="8",
         CUPROBE_TIMEOUT_S="60",
     ) as stack:
         stack.start_worker(concurrency=1)

@@ -17,7 +17,7 @@ from cuprobe.probes.command import CommandParams
 from cuprobe.probes.poison import PoisonPlan
 from cuprobe.probes.pytest_run import plugin_env, watched
 from cuprobe.service.models import Confirmation, Finding
-from cuprobe.service.probing.confirmation import BareRun, decide
+from cuprobe.service.probing.confirm.decide import BareRun, decide
 from cuprobe.service.sanitizer.flagged import FlaggedMemory
 
 

@@ -25,9 +25,6 @@ def test_a_probe_process_writes_its_bytecode_into_the_cache(tmp_path: Path, monk
     assert {"selftest", "contract", "registry"} <= compiled
 
 
-def test_the_cache_can_be_turned_off_and_a_prefix_of_the_users_own_is_kept(tmp_path: Path) -> None:
-    user = {"PATH": "/usr/bin", "PYTHONDONTWRITEBYTECODE": "1", "CUPROBE_CACHE_DIR": str(tmp_path)}
-    off = probe_environment(Tool.NONE, Settings(bytecode_cache=False), trusted=True, source=user)
-    assert "PYTHONPYCACHEPREFIX" not in off and off["PYTHONDONTWRITEBYTECODE"] == "1"
+def test_a_prefix_of_the_users_own_is_kept(tmp_path: Path) -> None:
     own = {"PATH": "/usr/bin", "PYTHONPYCACHEPREFIX": "/elsewhere"}
     assert probe_environment(Tool.NONE, Settings(), source=own)["PYTHONPYCACHEPREFIX"] == "/elsewhere"

@@ -14,11 +14,12 @@ import pytest
 from rich.console import Console
 
 from cuprobe.contract import Tool
+from cuprobe.probes import registry
 from cuprobe.service.cli.render import print_result
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
+from cuprobe.service.probing.confirm import RerunPool
 from cuprobe.service.probing.runner import run_probe
-from cuprobe.service.probing.warm_reruns import RerunPool
 from cuprobe.service.sweep.execute import LocalRunner
 from tests.conftest import CAPTURES, replaying
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare
@@ -35,12 +36,10 @@ def _watch(entry: dict[str, object]) -> str:
     return str(args[args.index("--watch") + 1])
 
 
-@pytest.mark.parametrize("schedule", ["auto", "blocking"])
 def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings(
-    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, schedule: str
+    bare: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     log, settings = bare
-    settings = settings.model_copy(update={"cuda_schedule": schedule})
     # The stand-in sanitizer finishes only once the four re-runs have started (or after 60 s).
     monkeypatch.setenv("CUPROBE_REPLAY_WAIT_BARE", "4")
     result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
@@ -58,19 +57,19 @@ def test_the_reruns_start_before_the_sanitizer_run_ends_and_confirm_its_findings
     ended = float((log / "sanitizer-ended").read_text())
     assert len(runs) == 4
     assert all(float(str(r["started"])) < ended for r in runs)
-    # Below the sanitizer run's CPU priority, so they do not take its cores (Settings.confirm_nice, default 10).
-    assert {r["nice"] for r in runs} == {min(19, os.nice(0) + settings.confirm_nice)} and settings.confirm_nice == 10
-    # Their timing is not read: they wait for the GPU as Settings.cuda_schedule says (auto: as the driver chooses).
-    assert {r["schedule"] for r in runs} == {None if schedule == "auto" else schedule}
+    # Below the sanitizer run's CPU priority, so they do not take its cores.
+    assert {r["nice"] for r in runs} == {min(19, os.nice(0) + 10)}
     # Before the findings are known, the sentinel run snapshots every buffer.
     assert {_watch(r) for r in runs} == {"all"}
 
 
-def test_with_early_starts_off_the_reruns_follow_the_run_and_watch_only_the_flagged_buffers(
-    bare: tuple[Path, Settings], tmp_path: Path
+def test_a_probe_that_reruns_late_follows_the_run_and_watches_only_the_flagged_buffers(
+    bare: tuple[Path, Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A probe whose re-runs cannot start early (Probe.reruns_early off: the command probe's)."""
     log, settings = bare
-    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings.model_copy(update={"confirm_early": False}))
+    monkeypatch.setattr(type(registry.get(REQUEST.probe)), "reruns_early", False)
+    result = run_probe(REQUEST, workdir=tmp_path / "run", settings=settings)
 
     assert set(consequential(result.findings)) == {Confirmation.CONSEQUENTIAL}
     assert "started beside" not in result.message
@@ -203,7 +202,7 @@ def test_a_sweeps_processes_of_one_grid_share_one_set_of_reruns(bare: tuple[Path
 def test_a_sweep_takes_the_reruns_a_pool_kept_ready_before_it_started(
     bare: tuple[Path, Settings], tmp_path: Path
 ) -> None:
-    """A pool of warm re-runs (service/probing/warm_reruns.py), prepared and ready before the sweep: its four
+    """A pool of warm re-runs (service/probing/confirm/warm.py), prepared and ready before the sweep: its four
     processes run the shared re-runs — handed the grid's parameters through their FIFOs after the sweep began — and
     no other re-run process starts (here each held back 0.3 s first: `after_s`). One that died before the sweep is
     replaced by a cold start, not waited for."""

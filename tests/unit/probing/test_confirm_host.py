@@ -1,5 +1,5 @@
 """A sweep's jobs of one grid share one set of the confirmation's re-runs on each host
-(service/probing/confirm_host.py), and what goes wrong falls back to each job's own re-runs, never to a verdict from
+(service/probing/confirm/host.py), and what goes wrong falls back to each job's own re-runs, never to a verdict from
 runs it did not ask for.
 
 The jobs' sanitizer runs and re-runs are played back (tests/unit/probing/bare_replay.py); the jobs run through the
@@ -22,7 +22,7 @@ from cuprobe.service.db.store import Store
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest, Tool
 from cuprobe.service.models.confirm_share import ConfirmShare
 from cuprobe.service.probing.admission import BadRequest
-from cuprobe.service.probing.confirm_host import DONE, LOCK, OWNER, SHARE_DIR, join, share_folder
+from cuprobe.service.probing.confirm.host import DONE, LOCK, OWNER, SHARE_DIR, join, share_folder
 from cuprobe.service.probing.runner import run_probe
 from cuprobe.service.queue.submit import JobSpec, check, create
 from cuprobe.service.sweep.execute import ServiceRunner
@@ -48,7 +48,7 @@ def test_two_jobs_of_one_grid_on_one_host_run_one_set_of_reruns(bare: tuple[Path
         ids = [job.id for job in jobs]
         reports = list(pool.map(lambda job_id: execute_job(job_id, store=store, settings=settings), ids))
 
-    assert all(r["stored"] and r["outcome"] == Outcome.FINDINGS.value for r in reports), reports
+    assert all(r.stored and r.outcome == Outcome.FINDINGS.value for r in reports), reports
     for job in jobs:
         done = store.get(job.id)
         assert done is not None and done.state == "done"
@@ -168,11 +168,10 @@ def test_a_new_owner_removes_group_folders_left_for_a_day(bare: tuple[Path, Sett
     assert not old.exists() and recent.exists()
 
 
-def test_no_ticket_or_no_sharing_means_the_jobs_own_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:
+def test_no_ticket_or_no_confirmation_means_the_jobs_own_reruns(bare: tuple[Path, Settings], tmp_path: Path) -> None:
     _, settings = bare
     cancel = threading.Event()
     assert join(REQUEST, None, settings, cancel, tmp_path) is None
-    assert join(REQUEST, TICKET, settings.model_copy(update={"confirm_shared": False}), cancel, tmp_path) is None
     assert join(REQUEST, TICKET, settings.model_copy(update={"confirm": False}), cancel, tmp_path) is None
     memcheck = REQUEST.model_copy(update={"tool": Tool.MEMCHECK})
     assert join(memcheck, TICKET, settings, cancel, tmp_path) is None

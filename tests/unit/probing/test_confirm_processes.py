@@ -15,9 +15,9 @@ import pytest
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest, RunResult
 from cuprobe.service.models.confirm_share import ConfirmShare
-from cuprobe.service.probing.confirm import Reruns, dealt
-from cuprobe.service.probing.confirm_host import join
-from cuprobe.service.probing.confirmation import POISON_RUNS
+from cuprobe.service.probing.confirm.decide import POISON_RUNS
+from cuprobe.service.probing.confirm.host import join
+from cuprobe.service.probing.confirm.reruns import Reruns, dealt
 from cuprobe.service.probing.runner import run_probe
 from tests.conftest import RUNS, replaying
 from tests.unit.probing.bare_replay import REQUEST, bare_log, consequential, replay_bare

@@ -21,8 +21,15 @@ from cuprobe.probes.narrow_matmul import padded
 from cuprobe.probes.poison import PoisonPlan
 from cuprobe.probes.uninit_read import UninitReadParams
 from cuprobe.service.models import Confirmation, Finding
-from cuprobe.service.probing.confirm import not_rerun
-from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, compare, decide, load_bare_run, sentinel_survival
+from cuprobe.service.probing.confirm.decide import (
+    POISON_RUNS,
+    BareRun,
+    compare,
+    decide,
+    load_bare_run,
+    sentinel_survival,
+)
+from cuprobe.service.probing.confirm.findings import not_rerun
 from cuprobe.service.probing.launch import read_probe_result
 from cuprobe.service.sanitizer.parse import ParseResult, parse_xml
 from tests.conftest import BOX_ROOT, RUNS, VERSIONS, capture, xml_of

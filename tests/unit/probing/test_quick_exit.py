@@ -1,4 +1,4 @@
-"""Settings.quick_exit (on by default): a probe that runs its cases in its own process ends it with os._exit once
+"""runner.quick_exits: a probe that runs its cases in its own process ends it with os._exit once
 its result is written, where the run asks the sanitizer for nothing it reports at teardown."""
 
 from __future__ import annotations
@@ -92,9 +92,8 @@ def test_the_runner_asks_for_a_quick_exit_only_where_nothing_is_reported_at_tear
     gpu_present: None,
 ) -> None:
     request = ProbeRequest(probe=probe, tool=tool, params=params, options=options)
-    on, off = _tmp_dirs(tmp_path)
-    assert (QUICK_EXIT_FLAG in _planned(request, replay_settings, on).cmd) is quick  # the default
-    assert QUICK_EXIT_FLAG not in _planned(request, replay_settings.model_copy(update={"quick_exit": False}), off).cmd
+    on, _ = _tmp_dirs(tmp_path)
+    assert (QUICK_EXIT_FLAG in _planned(request, replay_settings, on).cmd) is quick
 
 
 def test_a_replayed_run_with_a_quick_exit_finds_what_it_finds_without(
@@ -106,7 +105,9 @@ def test_a_replayed_run_with_a_quick_exit_finds_what_it_finds_without(
     request = ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK, confirm=False)
     on, off = _tmp_dirs(tmp_path)
     quick = run_probe(request, workdir=on, settings=replay_settings)
-    plain = run_probe(request, workdir=off, settings=replay_settings.model_copy(update={"quick_exit": False}))
+    # Asking for initcheck's unused-memory report keeps the full exit (the stand-in replays the same capture).
+    teardown = request.model_copy(update={"options": SanitizerOptions(track_unused_memory=True)})
+    plain = run_probe(teardown, workdir=off, settings=replay_settings)
     assert QUICK_EXIT_FLAG in quick.command and QUICK_EXIT_FLAG not in plain.command
     assert quick.outcome is plain.outcome is Outcome.FINDINGS
     assert [f.model_dump(include={"kind", "count", "kernel"}) for f in quick.findings] == [

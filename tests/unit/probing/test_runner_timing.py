@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuprobe.contract import Tool
+from cuprobe.probes import registry
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Outcome, ProbeRequest
 from cuprobe.service.models.timing import Stages
@@ -31,6 +32,7 @@ def test_a_sanitizer_run_times_its_parse_and_its_confirmation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_settings: Settings, early: bool
 ) -> None:
     monkeypatch.setattr(runner, "gpu_facts", lambda: GpuFacts("NVIDIA H200", "580.159.04", "13.0", "GPU-0"))
+    monkeypatch.setattr(type(registry.get("uninit-read")), "reruns_early", early)  # off: as the command probe
     _version.cache_clear()
     monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(RUNS / f"uninit-read-initcheck-{VERSIONS[1]}"))
     monkeypatch.setenv("CUPROBE_REPLAY_TARGET", "0")
@@ -38,7 +40,7 @@ def test_a_sanitizer_run_times_its_parse_and_its_confirmation(
     stages.add("claim", 0.5)  # a worker's own stages come first
     result = run_probe(
         ProbeRequest(probe="uninit-read", tool=Tool.INITCHECK), workdir=tmp_path,
-        settings=replay_settings.model_copy(update={"confirm_early": early}), stages=stages,
+        settings=replay_settings, stages=stages,
     )
     assert result.outcome is Outcome.FINDINGS
     assert list(result.timing) == [

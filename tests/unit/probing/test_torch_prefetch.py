@@ -1,4 +1,4 @@
-"""Settings.torch_prefetch (on by default): a sanitizer run of a probe whose parameters use torch imports it on a
+"""runner.prefetches_torch: a sanitizer run of a probe whose parameters use torch imports it on a
 second thread from the process's start (probes/prefetch.py), and the probe's cases go on as they would have."""
 
 from __future__ import annotations
@@ -123,8 +123,6 @@ def test_the_runner_asks_for_the_early_import_under_a_sanitizer_for_probes_that_
 ) -> None:
     request = ProbeRequest(probe=probe, tool=tool, params=params, confirm=False)
     assert (PREFETCH_TORCH_FLAG in _cmd(request, replay_settings, tmp_path / "on")) is early
-    off = replay_settings.model_copy(update={"torch_prefetch": False})
-    assert PREFETCH_TORCH_FLAG not in _cmd(request, off, tmp_path / "off")
 
 
 def test_the_probe_writes_torchs_environment_only_after_the_early_import_ended(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from cuprobe.contract import ProbeResult, Tool, is_confirm_control
 from cuprobe.probes.confirm_control import CASES as CONTROL_CASES
 from cuprobe.service.models import Confirmation
-from cuprobe.service.probing.confirmation import POISON_RUNS, decide, load_bare_run
+from cuprobe.service.probing.confirm.decide import POISON_RUNS, decide, load_bare_run
 from cuprobe.service.probing.runner import allocations_of
 from cuprobe.service.sanitizer.parse import parse_xml
 from tests.conftest import RUNS

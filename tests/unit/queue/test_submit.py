@@ -69,8 +69,15 @@ def test_queues() -> None:
 
 
 def test_time_limits_must_sit_below_the_visibility_timeout() -> None:
-    with pytest.raises(ValidationError, match="visibility_timeout"):
-        Settings(task_soft_time_limit_s=100, task_time_limit_s=200, visibility_timeout_s=150)
+    # The hard limit follows the soft one (a thirtieth more, at least 5 s): 1800 s gives 1860 s.
+    assert Settings(task_soft_time_limit_s=1800).task_time_limit_s == 1860
+    assert Settings(task_soft_time_limit_s=30, visibility_timeout_s=40).task_time_limit_s == 35
+    with pytest.raises(ValidationError, match="hard limit at 155 s, which must stay below visibility_timeout_s 150"):
+        Settings(task_soft_time_limit_s=150, visibility_timeout_s=150)
+
+
+def test_a_workers_registry_heartbeat_lives_six_beats() -> None:
+    assert Settings().worker_ttl_s == 30 and Settings(worker_beat_s=0.5).worker_ttl_s == 3
 
 
 def test_a_failing_enqueue_is_logged_with_its_cause_and_the_job_stays_stored(

@@ -24,7 +24,7 @@ from cuprobe.service.cli.main import app
 from cuprobe.service.config import Settings
 from cuprobe.service.models import Confirmation, Outcome, ProbeRequest
 from cuprobe.service.probing import runner
-from cuprobe.service.probing.confirm import HOST_API_REASON, blind_spot_planted, control_options
+from cuprobe.service.probing.confirm.policy import HOST_API_REASON, blind_spot_planted, control_options
 from cuprobe.service.probing.environment import GpuFacts
 from cuprobe.service.probing.runner import allocations_of, run_probe
 from cuprobe.service.sanitizer.parse import parse_xml

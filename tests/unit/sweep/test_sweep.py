@@ -13,7 +13,7 @@ from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models import Outcome, RunResult
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.probing import runner
-from cuprobe.service.probing.confirm_shared import SharedReruns
+from cuprobe.service.probing.confirm import SharedReruns
 from cuprobe.service.queue.celery_app import TASK_RUN_SWEEP, make_celery
 from cuprobe.service.reports.html import html
 from cuprobe.service.reports.markdown import markdown
@@ -282,7 +282,7 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
 ) -> None:
     """A local sweep's K slots are threads of one process; past one slot, each run's XML is parsed in child
     processes (their parses would otherwise take turns on this process's interpreter lock) with the same findings,
-    forked from one server that imported the parser (fork_parsers), and none left running after it."""
+    forked from one server that imported the parser, and none left running after it."""
     from cuprobe.service.probing.runner import ProbeRequest
 
     monkeypatch.setenv("CUPROBE_REPLAY_CASE", str(capture("2026.4.0.0", "probe_narrow-matmul_initcheck")))
@@ -317,9 +317,8 @@ def test_slots_in_one_process_parse_their_xml_in_child_processes(
         assert [f.model_dump() for f in two[slot].findings] == [f.model_dump() for f in one[slot].findings]
     with pytest.raises(AssertionError, match="own process"):  # the control: one slot parses where it runs
         dict(LocalRunner(tmp_path / "again", settings, slots=1).run_all(requests[:1]))
-    here = settings.model_copy(update={"parse_in_children": False})  # CUPROBE_PARSE_IN_CHILDREN=0: the operator's say
-    with pytest.raises(AssertionError, match="own process"):
-        dict(LocalRunner(tmp_path / "here", here, slots=2).run_all(requests))
+    with pytest.raises(AssertionError, match="own process"):  # bench/sweep.py's comparison parses here
+        dict(LocalRunner(tmp_path / "here", settings, slots=2, parse_in_children=False).run_all(requests))
 
 
 @pytest.mark.parametrize("slots", [2, 8])
@@ -337,5 +336,3 @@ def test_the_nightly_grids_batches_share_one_confirmation_of_every_case(slots: i
     others = [i for i in range(len(requests)) if i not in grid]
     assert others and all(shared.merged_params(i) is None for i in others)
     assert all(SharedReruns(requests, Settings(confirm=False), tmp_path).merged_params(i) is None for i in grid)
-    # CUPROBE_CONFIRM_SHARED=0: each batch confirms with its own re-runs.
-    assert all(SharedReruns(requests, Settings(confirm_shared=False), tmp_path).merged_params(i) is None for i in grid)

@@ -136,7 +136,6 @@ def test_a_local_sweep_is_capped_as_without_the_confirmation_when_its_batches_sh
     monkeypatch.setattr(gpu_slots.os, "cpu_count", lambda: 16)
     assert slots_for(h200, 1, 0, "2025.3.1.0")[0] == 4  # the worker's
     assert gpu_slots.host_slots(Settings()) == 8
-    assert gpu_slots.host_slots(Settings(confirm_shared=False)) == 4
     assert gpu_slots.host_slots(Settings(confirm=False)) == 8
     assert gpu_slots.host_slots(Settings(gpu_slots=3)) == 3
     # `cuprobe doctor` says both: the worker's K, and a local sweep's.
@@ -150,5 +149,3 @@ def test_a_local_sweep_is_capped_as_without_the_confirmation_when_its_batches_sh
     assert "each ended 30 s after its slot's last job if none takes it" in out
     off = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400", "CUPROBE_WARM_STARTS": "0"}).stdout
     assert "a worker on it: warm starts off (CUPROBE_WARM_STARTS)" in off
-    out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400", "CUPROBE_CONFIRM_SHARED": "0"}).stdout
-    assert "gpu0: 4 sanitizer process(es) at once" in out and "a sweep run here" not in out

@@ -37,6 +37,6 @@ def test_a_sweep_lane_job_keeps_the_sweeps_record_cap(
     report = execute_job(job.id, store=store, settings=settings)
 
     done = store.get(job.id)
-    assert report["stored"] and done is not None and done.outcome == Outcome.FINDINGS.value, done
+    assert report.stored and done is not None and done.outcome == Outcome.FINDINGS.value, done
     assert done.result is not None and done.result["records"] == 6_624
     assert done.result["truncated"] is truncated, done.result

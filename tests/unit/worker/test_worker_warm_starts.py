@@ -69,7 +69,7 @@ def _registered(settings: Settings) -> list[Path]:
 
 def _run(store: Store, settings: Settings, job_id: str) -> dict[str, object]:
     report = execute_job(job_id, store=store, settings=settings)
-    assert report["stored"], report
+    assert report.stored, report
     job = store.get(job_id)
     assert job is not None and job.result is not None
     return job.result

@@ -6,7 +6,7 @@ that only create a context took 8.8 s side by side against 1.1 s alone, with the
 So K batches, each with its own four re-runs, start 4K processes that wait on the driver, where four re-runs of the
 whole grid (each case's inputs come from its own seed and n, so a case is the same case in either) do the same work
 once. Each batch's findings are then decided from the shared runs' cases, exactly as from its own. A sweep through
-the service shares one set per host among its jobs instead (confirm_host.py), grouped by the same `share_groups`.
+the service shares one set per host among its jobs instead (confirm/host.py), grouped by the same `share_groups`.
 """
 
 from __future__ import annotations
@@ -19,20 +19,16 @@ from typing import Any
 from cuprobe.probes import registry
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest, Tool
-from cuprobe.service.probing.confirm import Reruns, confirming, early_params
-from cuprobe.service.probing.confirmation import BareRun
-from cuprobe.service.probing.warm_reruns import RerunPool
-
-
-def sharing(settings: Settings) -> bool:
-    """Whether a local sweep's batches share their re-runs: the setting, and re-runs started early."""
-    return settings.confirm_shared and settings.confirm_early
+from cuprobe.service.probing.confirm.decide import BareRun
+from cuprobe.service.probing.confirm.policy import confirming, early_params
+from cuprobe.service.probing.confirm.reruns import Reruns
+from cuprobe.service.probing.confirm.warm import RerunPool
 
 
 def _key(request: ProbeRequest, settings: Settings) -> tuple[str, str, bool] | None:
     """What requests must share to share re-runs (None: this one confirms with its own, or not at all)."""
     tool = request.tool or Tool.NONE
-    if not sharing(settings) or not confirming(request, tool, settings):
+    if not confirming(request, tool, settings):
         return None
     return request.probe, tool.value, request.confirm is not False
 
@@ -78,7 +74,7 @@ def share_groups(requests: list[ProbeRequest], settings: Settings) -> list[Share
 class SharedReruns:
     """The early re-runs of each group of `requests` whose probe can merge their parameters (Probe.merged), started
     when the group's first run asks for them (`for_request`) and closed with `close`. A group of one keeps its own.
-    `warm`: a pool of re-run processes the caller keeps ready (warm_reruns.py), taken where it holds one."""
+    `warm`: a pool of re-run processes the caller keeps ready (confirm/warm.py), taken where it holds one."""
 
     def __init__(
         self, requests: list[ProbeRequest], settings: Settings, workdir: Path, warm: RerunPool | None = None

@@ -1,6 +1,6 @@
 """One set of the confirmation's re-runs for the jobs of a sweep's grid on one host, instead of one set per job.
 
-A local sweep's batches are threads of one process and share one set of the four bare re-runs (confirm_shared.py).
+A local sweep's batches are threads of one process and share one set of the four bare re-runs (confirm/shared.py).
 Through the service each batch is a job, run by one of a GPU worker's pool processes, and each started its own four:
 a 384-case grid in eight jobs started 32 bare processes where the local sweep starts four. So the sweep gives each
 job of a grid a ticket (ConfirmShare: a key, the grid's parameters, how many jobs share it). On each host, the first
@@ -34,9 +34,9 @@ from cuprobe.probes import registry
 from cuprobe.service.config import Settings
 from cuprobe.service.models import ProbeRequest, Tool
 from cuprobe.service.models.confirm_share import ConfirmShare
-from cuprobe.service.probing.confirm import Reruns, confirming, early_params
-from cuprobe.service.probing.confirm_shared import sharing
-from cuprobe.service.probing.confirmation import POISON_RUNS, BareRun, load_bare_run
+from cuprobe.service.probing.confirm.decide import POISON_RUNS, BareRun, load_bare_run
+from cuprobe.service.probing.confirm.policy import confirming, early_params
+from cuprobe.service.probing.confirm.reruns import Reruns
 from cuprobe.service.probing.launch import read_probe_result
 
 log = logging.getLogger(__name__)
@@ -79,11 +79,11 @@ def join(
     member: str | None = None,
 ) -> HostReruns | None:
     """The re-runs `request` shares on this host under `ticket`, started now if it is the first there; None where it
-    confirms with its own (no ticket, no confirmation, sharing off, a ticket that does not fit, an owner that died
+    confirms with its own (no ticket, no confirmation, a ticket that does not fit, an owner that died
     before finishing them). `workdir`: the job's own, where its own re-runs go if it has to run them after all;
     `member`: who counts out of the group when done (the job's id, so that a job run again counts once)."""
     tool = request.tool or registry.get(request.probe).tools[0]
-    if ticket is None or not sharing(settings) or not confirming(request, tool, settings) or misfit(request, ticket):
+    if ticket is None or not confirming(request, tool, settings) or misfit(request, ticket):
         return None
     folder = share_folder(settings, request, tool, ticket)
     try:

@@ -33,7 +33,7 @@ class BareRun:
     snapshots: dict[str, dict[str, tuple[str, np.ndarray[Any, Any]]]] = field(default_factory=dict)
     duration_s: float = 0.0
     cases: set[str] = field(default_factory=set)  # the cases it ran (its result's case ids)
-    warm: bool = False  # run by a process started before it (service/probing/warm_reruns.py)
+    warm: bool = False  # run by a process started before it (service/probing/confirm/warm.py)
 
 
 def load_bare_run(

@@ -1,7 +1,7 @@
 """Warm re-runs: the confirmation's bare re-run processes, started and ready before their run is known.
 
 A bare re-run's time is mostly its start — the interpreter, imports, pycuda, a CUDA context: 1.1-1.7 s of its
-2.8-3.5 s on the H100 (docs/sweep.md, "Session 21") — and those starts land on the GPU that a sweep's sanitizer
+2.8-3.5 s on the H100 — and those starts land on the GPU that a sweep's sanitizer
 processes share. A caller that keeps a pool between runs (bench/sweep.py, as it keeps the sanitizer spares of
 service/probing/spares.py: a runner warm from its last run of this kind) has the four started before its next sweep:
 each gets ready (probes/warm.py: imports and the CUDA context) and waits for its parameters on a FIFO, and from there
@@ -12,7 +12,7 @@ that watches chosen buffers, or finds no ready process of its probe and poison, 
 dies with the thread that started it, so `prepare` is called from a thread that outlives them (bench/sweep.py: its
 main thread); `close` ends those nobody took.
 
-Measured on an H100 (docs/sweep.md, "Session 22" and "Session 23"): made before the sanitizer processes' spares (or
+Measured on an H100: made before the sanitizer processes' spares (or
 while they start), slower than cold re-runs — the sweep took about 1 s more; made once the spares are ready, no
 slower, and over three calls a little faster. Either way a warm re-run ran its cases about three times slower than a
 cold one, cause not found. So a caller makes the pool after its spares are ready (bench/sweep.py does, by default);
@@ -22,46 +22,19 @@ cold one, cause not found. So a caller makes the pool after its spares are ready
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from cuprobe.probes.warm import READY_NAME
 from cuprobe.service.config import Settings
-from cuprobe.service.probing.confirm import rerun_command, rerun_environment
-from cuprobe.service.probing.confirmation import POISON_RUNS
+from cuprobe.service.probing.confirm.decide import POISON_RUNS
+from cuprobe.service.probing.confirm.reruns import RERUN_NICE, WarmRerun, rerun_command, rerun_environment
 from cuprobe.service.probing.environment import PROJECT_ROOT
-from cuprobe.service.probing.spares import FIFO_NAME, waiting_for_params
-from cuprobe.service.sanitizer.supervise import Started, start
+from cuprobe.service.probing.handover import FIFO_NAME, waiting_for_params
+from cuprobe.service.sanitizer.supervise import start
 
 RESULT_NAME = "result.json"
-
-
-@dataclass
-class WarmRerun:
-    """A started bare re-run of `probe` under poison `mode`, waiting for its parameters in its own folder."""
-
-    probe: str
-    mode: str
-    folder: Path
-    started: Started
-
-    @property
-    def fifo(self) -> Path:
-        return self.folder / FIFO_NAME
-
-    def alive(self) -> bool:
-        return self.started.proc.poll() is None
-
-    def ready(self) -> bool:
-        return (self.folder / READY_NAME).exists()
-
-    def discard(self) -> None:
-        self.started.kill()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def warm_command(probe: str, mode: str, folder: Path, python: str | None) -> list[str]:
@@ -100,7 +73,7 @@ class RerunPool:
                 max_output_bytes=settings.max_output_bytes,
                 env=rerun_environment(settings),
                 cwd=PROJECT_ROOT,
-                nice=settings.confirm_nice,
+                nice=RERUN_NICE,
             )
             with self._lock:
                 self._held.append(WarmRerun(probe, mode, folder, started))
