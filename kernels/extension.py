@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuprobe import internal_env
-
 SOURCE = Path(__file__).resolve().parent / "allocator_nvtx.cpp"
 NAME = "cuprobe_allocator_nvtx"
 # cuprobe_nvtx_counts fills these, in this order (enum Counter in the source).
@@ -68,7 +66,7 @@ class AllocatorExtension:
 
 def cache_dir() -> Path:
     """Where built extensions live: CUPROBE_EXTENSION_DIR, else the data directory's extensions/."""
-    explicit = os.environ.get(internal_env.EXTENSION_DIR)
+    explicit = os.environ.get("CUPROBE_EXTENSION_DIR")  # cuprobe/internal_env.py's EXTENSION_DIR
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("CUPROBE_DATA_DIR", "cuprobe-data")) / "extensions"

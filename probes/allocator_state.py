@@ -11,12 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuprobe import internal_env
-
 NO_CACHING = "PYTORCH_NO_CUDA_MEMORY_CACHING"
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
 # Where the NVTX extension writes every call it makes, one a line (empty: no log).
-CALL_LOG_ENV = internal_env.NVTX_CALL_LOG
+CALL_LOG_ENV = "CUPROBE_NVTX_CALL_LOG"  # cuprobe/internal_env.py's NVTX_CALL_LOG
 
 
 @dataclass
