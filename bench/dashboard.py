@@ -3,6 +3,8 @@
     python bench/dashboard.py [--jobs 10000] [--findings 100000] [--sweeps 30] [--cases 300] [--repeat 20]
                               [--stores sqlite,postgres] [--pg-url postgresql://postgres@127.0.0.1:5432/test]
 
+CI runs it at a small size (tests/integration/test_bench_smoke.py): every page and its twin answer, nothing timed.
+
 For each store (a SQLite file, and a fresh schema of --pg-url dropped afterwards) it seeds synthetic history
 (tests/seed_store.py: jobs over 90 days, exactly --findings finding rows, --sweeps nightly sweeps of --cases cases),
 serves it with `cuprobe serve` in a process of its own (a private Valkey as its broker) and asks each page and its
@@ -146,7 +148,11 @@ def _picks(store: Store, seeded: Seeded, sweeps: list[str], rng: random.Random, 
 
 def measure(client: httpx.Client, store: Store, seeded: Seeded, sweeps: list[str], repeat: int) -> dict[str, Timing]:
     rng = random.Random(3)
-    picks = _picks(store, seeded, sweeps, rng, repeat)
+    picks = _picks(store, seeded, sweeps, rng, max(repeat, 3))
+
+    def pick(kind: str, i: int) -> str:
+        """The i-th request's job, finding or sweep (from the first again where a small history has fewer)."""
+        return picks[kind][i % len(picks[kind])]
     back = store.jobs(limit=min(5000, len(seeded.jobs)))[-1].created_at
     cursor = as_utc(back).isoformat()  # the `before` of the page 5,000 jobs back, as its `older` link has it
 
@@ -172,27 +178,27 @@ def measure(client: httpx.Client, store: Store, seeded: Seeded, sweeps: list[str
             lambda i: [get("/jobs", params={"before": cursor, "limit": 50})],
         ),
         PAGES[3][0]: pair(
-            lambda i: [get(f"/ui/jobs/{picks['job'][i]}")],
-            lambda i: [get(f"/jobs/{picks['job'][i]}"), get(f"/jobs/{picks['job'][i]}/findings")],
+            lambda i: [get(f"/ui/jobs/{pick('job', i)}")],
+            lambda i: [get(f"/jobs/{pick('job', i)}"), get(f"/jobs/{pick('job', i)}/findings")],
         ),
         PAGES[4][0]: pair(
-            lambda i: [get(f"/ui/jobs/{picks['busiest'][i]}")],
-            lambda i: [get(f"/jobs/{picks['busiest'][i]}"), get(f"/jobs/{picks['busiest'][i]}/findings")],
+            lambda i: [get(f"/ui/jobs/{pick('busiest', i)}")],
+            lambda i: [get(f"/jobs/{pick('busiest', i)}"), get(f"/jobs/{pick('busiest', i)}/findings")],
         ),
         PAGES[5][0]: pair(
-            lambda i: [get(f"/ui/findings/{picks['hot'][i]}")],
-            lambda i: [get(f"/findings/{picks['hot'][i]}", params={"limit": 200})],
+            lambda i: [get(f"/ui/findings/{pick('hot', i)}")],
+            lambda i: [get(f"/findings/{pick('hot', i)}", params={"limit": 200})],
         ),
         PAGES[6][0]: pair(
-            lambda i: [get(f"/ui/findings/{picks['rare'][i % len(picks['rare'])]}")],
-            lambda i: [get(f"/findings/{picks['rare'][i % len(picks['rare'])]}", params={"limit": 200})],
+            lambda i: [get(f"/ui/findings/{pick('rare', i)}")],
+            lambda i: [get(f"/findings/{pick('rare', i)}", params={"limit": 200})],
         ),
         PAGES[7][0]: pair(
-            lambda i: [get(f"/ui/sweeps/{picks['sweep'][i]}/diff")],
-            lambda i: [get(f"/sweeps/{picks['sweep'][i]}/diff")],
+            lambda i: [get(f"/ui/sweeps/{pick('sweep', i)}/diff")],
+            lambda i: [get(f"/sweeps/{pick('sweep', i)}/diff")],
         ),
         PAGES[8][0]: pair(
-            lambda i: [get(f"/ui/sweeps/{picks['sweep'][i]}")], lambda i: [get(f"/sweeps/{picks['sweep'][i]}")]
+            lambda i: [get(f"/ui/sweeps/{pick('sweep', i)}")], lambda i: [get(f"/sweeps/{pick('sweep', i)}")]
         ),
         PAGES[9][0]: pair(lambda i: [get("/ui/")], lambda i: [get("/health")]),
     }

@@ -8,6 +8,7 @@ It checks the Findings of the previous parser and of both cuprobe runs field by 
 cap and a byte cap), and prints MB/s, CPU seconds, MB per CPU second, peak RSS summed over the parsing processes,
 and whether the target (100 MB/s, peak RSS under 150 MB) is met, with the machine's load average.
     python bench/parse.py [--mb 500] [--repeat 1] [--keep]
+CI runs it at --mb 2 (tests/unit/test_bench_smoke.py): its own checks, not its speed.
 """
 
 from __future__ import annotations
@@ -41,30 +42,38 @@ TITLES = {
 TARGET_MB_S, TARGET_RSS_MB = 100, 150
 
 
-def captured_records() -> list[tuple[str, bytes]]:
-    """(capture name, its records' bytes) for every capture that has records."""
+# Record kinds captured after the previous parser was kept, which it cannot read as cuprobe does: LaunchInfo (one
+# per launch under --dump-kernel-launches, saying which launches were checked; cuprobe does not count it as a record,
+# the previous parser reads it as an error) and InitcheckApiError (a host API call reading uninitialized memory,
+# whose access cuprobe names). They are left out of the file, so that every parser reads the same records.
+NEWER_KINDS = re.compile(rb"<record>\s*<kind>(LaunchInfo|InitcheckApiError)</kind>")
+
+
+def captured_records() -> list[tuple[str, list[bytes]]]:
+    """(capture name, its records) for every capture that has records of the kinds both parsers read."""
     out = []
     for xml in sorted(CAPTURES.glob("*/*/run.xml*")):
         data = gzip.decompress(xml.read_bytes()) if xml.suffix == ".gz" else xml.read_bytes()
-        records = re.findall(rb"  <record>.*?</record>\n", data, re.S)
+        records = [r for r in re.findall(rb"  <record>.*?</record>\n", data, re.S) if not NEWER_KINDS.search(r)]
         if records:
-            out.append((f"{xml.parent.parent.name}/{xml.parent.name}", b"".join(records)))
+            out.append((f"{xml.parent.parent.name}/{xml.parent.name}", records))
     return out
 
 
 def build(path: Path, megabytes: int) -> tuple[int, list[str]]:
-    """Header + every captured record, the whole set repeated to `megabytes` MB + footer: (records, kinds)."""
+    """Header + the captured records in turn, from the first again after the last, to `megabytes` MB + footer:
+    (records, kinds). A size below the whole set's (about 110 MB) takes the records of the first captures."""
     sources = captured_records()
-    block = b"".join(data for _, data in sources)
-    per_block = len(re.findall(rb"<record>", block))
-    kinds = sorted({k.decode() for k in re.findall(rb"<record>\s*<kind>(\w+)</kind>", block)})
+    records = [record for _, rs in sources for record in rs]
+    kinds = sorted({k.decode() for r in records for k in re.findall(rb"<record>\s*<kind>(\w+)</kind>", r)})
     target, written, count = megabytes * 1_000_000, 0, 0
     with path.open("wb") as out:
         out.write(b'<?xml version="1.0" encoding="utf-8"?>\n<ComputeSanitizerOutput>\n')
         while written < target:
-            out.write(block)
-            written += len(block)
-            count += per_block
+            record = records[count % len(records)]
+            out.write(record)
+            written += len(record)
+            count += 1
         out.write(b"</ComputeSanitizerOutput>\n")
     return count, [f"{len(sources)} captures", *kinds]
 

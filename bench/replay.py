@@ -2,6 +2,8 @@
 
     python bench/replay.py [--device cpu|cuda] [--steps 10] [--rounds 5] [--threads N]
 
+CI runs it at `--device cpu --steps 1 --rounds 1 --threads 1` (tests/unit/test_bench_smoke.py).
+
 One process: the model (2 layers, d_model 256, 4 heads, sequence 128, batch 8, AdamW) trains `rounds` x `steps`
 steps in each mode — bare, and with replay's hooks installed (every module output, parameter gradient and
 parameter digested) — one step of each mode after the other, so that load from other processes hits every mode
@@ -107,6 +109,9 @@ def main() -> int:
     digested = tapes["replay digests"]
     assert digested is not None
     records = len(digested.records) // (args.rounds * args.steps + 4)  # 3 warm-up steps, 1 after
+    if records == 0:
+        print("bench/replay.py: the `replay digests` tape recorded no tensor: nothing was measured", file=sys.stderr)
+        return 1
     cpu_time = args.device == "cpu"  # on a GPU the process waits for the device: its CPU time says little
     bare = statistics.median(w for w, _ in times["bare"])
     bare_cpu = statistics.median(c for _, c in times["bare"])

@@ -1,6 +1,8 @@
 """Benchmark: K runs' XML parsed at once by one process's threads (a local sweep's K slots), here or in children.
 
-    python bench/slots_parse.py [--slots 1,2,4] [--repeat 3] [--copies 1]
+    python bench/slots_parse.py [--slots 1,2,4] [--repeat 3] [--copies 1] [--records N]
+
+CI runs it at `--slots 1,2 --repeat 1 --records 200` (tests/unit/test_bench_smoke.py): its own checks, not its timing.
 
 A local sweep (`cuprobe sweep run --slots K`, bench/sweep.py) runs its K slots as threads of one process. When their
 sanitizer runs end together, their K parses run at once; parsed in the threads themselves they take turns on the
@@ -44,8 +46,12 @@ RUN = ROOT / "tests/data/runs/narrow-matmul-initcheck-2026.4.0.0"
 BOX_ROOT = "/work/main"  # where the captured run's sources lay on the box
 
 
-def build(folder: Path, slots: int, copies: int) -> list[Path]:
+def build(folder: Path, slots: int, copies: int, records: int | None = None) -> list[Path]:
     data = gzip.decompress((RUN / "run.xml.gz").read_bytes())
+    if records is not None:  # the first `records` records: the smoke size
+        head, rest = data.split(b"<record>", 1)
+        kept = rest.split(b"</record>")[:records]
+        data = head + b"<record>" + b"</record>".join(kept) + b"</record>\n</ComputeSanitizerOutput>\n"
     if copies > 1:
         head, rest = data.split(b"<record>", 1)
         body, tail = (b"<record>" + rest).rsplit(b"</record>", 1)
@@ -86,6 +92,7 @@ def main() -> None:
     parser.add_argument("--slots", default="1,2,4", help="K values, comma separated")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per mode and K; the table shows the median")
     parser.add_argument("--copies", type=int, default=1, help="the capture's records repeated this many times")
+    parser.add_argument("--records", type=int, help="only the capture's first N records (CI's smoke size)")
     args = parser.parse_args()
     ks = [int(k) for k in args.slots.split(",")]
     allocations = allocations_of(ProbeResult.model_validate_json((RUN / "result.json").read_text()))
@@ -93,7 +100,7 @@ def main() -> None:
     print(f"host: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuprobe-slots-parse-") as tmp:
-        paths = build(Path(tmp), max(ks), args.copies)
+        paths = build(Path(tmp), max(ks), args.copies, args.records)
         size = paths[0].stat().st_size
         records = len(re.findall(rb"<record>", paths[0].read_bytes()))
         print(f"each slot's file: {size / 1e6:.1f} MB, {records:,} records")

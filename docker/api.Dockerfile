@@ -2,6 +2,8 @@
 FROM python:3.12-slim
 
 ENV PYTHONUNBUFFERED=1
+# bubblewrap: the CPU worker, which runs from this image, sandboxes command jobs (docs/service.md, "The sandbox").
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml ./
 COPY service service

@@ -4,7 +4,7 @@ FROM nvidia/cuda:12.8.1-devel-ubuntu24.04
 
 ENV DEBIAN_FRONTEND=noninteractive PYTHONUNBUFFERED=1 VIRTUAL_ENV=/opt/cuprobe PATH=/opt/cuprobe/bin:$PATH
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential \
+ && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/cuprobe
 

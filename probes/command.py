@@ -87,6 +87,11 @@ class CommandParams(BaseModel):
         600, gt=0, le=24 * 3600, description="wall-clock limit; every process the command started is killed"
     )
     cwd: str | None = Field(None, description="working directory (default: the probe's)")
+    gpu: bool = Field(
+        True,
+        description="bare (tool none) only: false sends the job to a CPU worker, for a program that needs no GPU "
+        "(CPU-only tests); under a sanitizer a GPU is always needed",
+    )
     expect_exit: int | None = Field(
         0, ge=0, le=255, description="exit status the command must end with (0-255; a signal is never one); null: any"
     )
@@ -252,6 +257,10 @@ class Command(Probe[CommandParams]):
     # bare re-runs start once the findings are known, watching only the flagged allocations.
     poisonable = True
     reruns_early = False
+
+    def gpu_needed(self, params: CommandParams) -> bool:
+        """Asked for bare runs only (a sanitizer always needs a GPU): whether the program needs one."""
+        return params.gpu
 
     def poison_refusal(self, params: CommandParams) -> str | None:
         if runs_pytest(params.argv):

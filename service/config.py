@@ -151,6 +151,10 @@ class Settings(BaseSettings):
     command_allowlist: str = ""
     # replay with an entry point or script runs the submitter's own code on the worker: off unless enabled.
     replay_probe_enabled: bool = False
+    # UNSAFE: run jobs that run code of their own (command and test jobs, replay of the user's program) without the
+    # sandbox (service/probing/sandbox.py) where none can be made; such a job can then read whatever the worker's
+    # user can, the store's files and the other processes' /proc entries included.
+    unsafe_no_sandbox: bool = False
     # The largest request body the API accepts (413 beyond).
     max_request_bytes: int = 64 * 1024
     # Artifacts (run.xml, logs) kept for download: older than this many days or beyond this total are pruned.

@@ -89,6 +89,9 @@ def main(argv: list[str]) -> int:
     spec, out = json.loads(argv[0]), Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
     seed_everything(spec["seed"])
+    if spec.get("pinned_threads"):  # before any parallel work: the inter-op pool can be sized only once
+        torch.set_num_threads(1)
+        torch.set_num_interop_threads(1)
     if spec["deterministic_algorithms"]:
         torch.use_deterministic_algorithms(True)
     capture = spec.get("capture_index")

@@ -44,7 +44,9 @@ class ReplayParams(BaseModel):
     capture: bool = Field(True, description="re-run two processes to keep the first diverging tensor in full")
     deterministic_algorithms: bool = Field(False, description="torch.use_deterministic_algorithms(True) in every run")
     second_opinion: bool = Field(
-        False, description="on a divergence, replay again with deterministic algorithms on and label the finding"
+        False,
+        description="on a divergence, replay again with pinned threads and deterministic algorithms and label the "
+        "finding",
     )
     output_grads: Literal["none", "retain", "hooks"] = Field(
         "none",
@@ -93,7 +95,7 @@ class Replay(Probe[ReplayParams]):
             cache = Path(params.triton_cache_dir) if params.triton_cache_dir else work / "triton-cache"
             unwritable = unwritable_reason(cache) if params.persistent_autotune else None
             try:
-                reports = self._replay(params, work / "run", cache, params.deterministic_algorithms)
+                reports = self._replay(params, work / "run", cache, deterministic_run(params), pinned_run(params))
             except ReplayError as exc:
                 if unwritable is None:
                     raise
@@ -105,11 +107,16 @@ class Replay(Probe[ReplayParams]):
         if recorder.artifacts_dir is not None and case.findings:
             _plot(case, recorder.artifacts_dir / PLOT_NAME)
 
-    def _replay(self, params: ReplayParams, work: Path, cache: Path, deterministic: bool,
+    def _replay(self, params: ReplayParams, work: Path, cache: Path, deterministic: bool, pinned: bool,
                 capture: int | None = None, count: int | None = None) -> list[dict[str, Any]]:
         """Run the program in `count` (default: params.processes) fresh processes, one after another."""
-        spec = {**params.model_dump(mode="json"), "deterministic_algorithms": deterministic, "capture_index": capture}
-        env = _child_env(params, cache, deterministic)
+        spec = {
+            **params.model_dump(mode="json"),
+            "deterministic_algorithms": deterministic,
+            "pinned_threads": pinned,
+            "capture_index": capture,
+        }
+        env = _child_env(params, cache, deterministic, pinned)
         reports = []
         for i in range(count or params.processes):
             out = work / f"p{i}"
@@ -153,7 +160,8 @@ class Replay(Probe[ReplayParams]):
             steps=[r["steps"] for r in reports],
             records=[len(r["records"]) for r in reports],
             pids=[r["pid"] for r in reports],
-            deterministic_algorithms=params.deterministic_algorithms,
+            deterministic_algorithms=deterministic_run(params),
+            pinned_threads=pinned_run(params),
         )
         firsts = judge_divergence(case, reports, params.output_grads)
         judge_magnitude(case, reports, params.magnitude_threshold)
@@ -164,7 +172,7 @@ class Replay(Probe[ReplayParams]):
         diverged = next((d for d in firsts if d is not None and d.kind == "value"), None)
         if diverged is not None and params.capture:
             self._capture(params, case, work, cache, diverged.index)
-        if any(firsts) and params.second_opinion and not params.deterministic_algorithms:
+        if any(firsts) and params.second_opinion and not (deterministic_run(params) and pinned_run(params)):
             self._second_opinion(params, case, work, cache)
 
     def _capture(self, params: ReplayParams, case: CaseResult, work: Path, cache: Path, index: int) -> None:
@@ -173,7 +181,9 @@ class Replay(Probe[ReplayParams]):
 
         from cuprobe.probes.replay.judge import tensor_diff
 
-        pair = self._replay(params, work / "capture", cache, params.deterministic_algorithms, index, 2)
+        pair = self._replay(
+            params, work / "capture", cache, deterministic_run(params), pinned_run(params), index, 2
+        )
         tensors = [torch.load(r["capture"]) for r in pair if r["capture"] is not None]
         diff: dict[str, Any] = {"index": index}
         if len(tensors) == 2:
@@ -195,25 +205,36 @@ class Replay(Probe[ReplayParams]):
                     finding.message += "; the capture re-run's two processes agreed at this tensor: it did not recur"
 
     def _second_opinion(self, params: ReplayParams, case: CaseResult, work: Path, cache: Path) -> None:
-        """Replay with torch.use_deterministic_algorithms(True): a divergence that goes away is labelled so."""
+        """Replay with pinned threads and torch.use_deterministic_algorithms(True): a divergence that goes away is
+        labelled so (it came from the thread settings or a nondeterministic algorithm, not from the program)."""
         from cuprobe.probes.replay.compare import first_divergence
 
         try:
-            again = self._replay(params, work / "deterministic", cache, True)
+            again = self._replay(params, work / "deterministic", cache, True, True)
         except ReplayError as exc:
-            verdict = f"could not run with deterministic algorithms: {exc}"
+            verdict = f"could not run with {PINNED_AND_DETERMINISTIC}: {exc}"
         else:
             still = [first_divergence(again[0]["records"], r["records"]) for r in again[1:]]
-            verdict = (
-                "goes away with torch.use_deterministic_algorithms(True)"
-                if not any(still)
-                else "persists with torch.use_deterministic_algorithms(True)"
-            )
+            verdict = f"{'persists' if any(still) else 'goes away'} with {PINNED_AND_DETERMINISTIC}"
         case.observations["second_opinion"] = verdict
         for finding in case.findings:
             if finding.kind in ("replay-divergence", "replay-structure"):
                 finding.message += f"; {verdict}"
                 finding.details["second_opinion"] = verdict
+
+
+# Read when OpenMP, MKL and OpenBLAS start: a fixed thread count, and no shrinking a parallel region's team when
+# the machine is busy (a team of another size splits a sum into other chunks, so other bits).
+PINNED_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_DYNAMIC": "FALSE",
+    "MKL_DYNAMIC": "FALSE",
+}
+PINNED_AND_DETERMINISTIC = (
+    "pinned threads (1 intra-op, 1 inter-op, no dynamic threading) and torch.use_deterministic_algorithms(True)"
+)
 
 
 def unwritable_reason(directory: Path) -> str | None:
@@ -232,7 +253,19 @@ def program_dir(params: ReplayParams) -> str:
     return params.cwd or os.environ.get(internal_env.CALLER_CWD) or os.getcwd()
 
 
-def _child_env(params: ReplayParams, cache: Path, deterministic: bool) -> dict[str, str]:
+def deterministic_run(params: ReplayParams) -> bool:
+    """torch.use_deterministic_algorithms(True): when asked, and always for the built-in example without its plant
+    (the plant is a nondeterministic algorithm on purpose)."""
+    return params.deterministic_algorithms or (params.example is not None and params.example_plant == "none")
+
+
+def pinned_run(params: ReplayParams) -> bool:
+    """One intra-op and one inter-op thread, no dynamic threading: for the built-in example, so that its processes
+    compute the same bits by construction however loaded the machine is."""
+    return params.example is not None
+
+
+def _child_env(params: ReplayParams, cache: Path, deterministic: bool, pinned: bool) -> dict[str, str]:
     env, _ = child_env(dict(os.environ))  # the user's program never sees the service's credentials
     root = str(IMPORT_ROOT)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [program_dir(params), root, env.get("PYTHONPATH", "")] if p)
@@ -242,6 +275,8 @@ def _child_env(params: ReplayParams, cache: Path, deterministic: bool) -> dict[s
         env["TRITON_CACHE_AUTOTUNING"] = "1"
     if deterministic:
         env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS refuses deterministic mode without it
+    if pinned:
+        env.update(PINNED_ENV)
     return env
 
 

@@ -141,6 +141,8 @@ def create_app(
         version=cuprobe.__version__,
         lifespan=lifespan,
         description="Sanitizer-driven correctness service for GPU kernels",
+        docs_url=None,  # Swagger UI and ReDoc load from a CDN: the dashboard serves /ui/api (and /docs leads there)
+        redoc_url=None,
     )
     app.state.settings, app.state.store, app.state.celery = settings, store, celery
     app.state.registry, app.state.health = registry, HealthCache(settings, store, registry)

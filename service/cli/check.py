@@ -20,30 +20,42 @@ from cuprobe.service.queue.waiting import ended_jobs
 
 @dataclass
 class CheckRow:
-    """One probe's line in the check table; outcome None when it was not run (it needs parameters)."""
+    """One probe's line in the check table; outcome None when it was not run (it needs parameters). `as_expected`:
+    every case met its expectation (clean where clean was expected, a planted defect found where one was planted)."""
 
     probe: str
     tool: str
     outcome: str | None
     message: str
     job: str | None = None
+    as_expected: bool = False
+
+
+def not_run(name: str) -> CheckRow:
+    """The row of a probe with no run at its defaults (it needs parameters, e.g. the program `command` runs)."""
+    return CheckRow(name, "-", None, f"it needs parameters, none at its defaults (`cuprobe probes {name}` lists them)")
+
+
+# What a GPU probe's row says on a machine without one, in place of the unserved queue's message.
+NO_GPU = "this machine has no GPU; run `cuprobe check` on one with an NVIDIA GPU (`cuprobe doctor` says what is here)"
 
 
 Progress = Callable[[str], None]
 
 
-def check_local(timeout_s: float, progress: Progress) -> list[CheckRow]:
-    """Run each probe in this process's machine, one after another, without the service."""
+def check_local(timeout_s: float, progress: Progress, probes: Iterable[str] | None = None) -> list[CheckRow]:
+    """Run each probe (default: every registered one) on this machine, one after another, without the service."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuprobe-check-") as tmp:
-        for name in registry.available():
+        for name in registry.available() if probes is None else probes:
             progress(f"running {name}")
             try:
                 result = run_probe(ProbeRequest(probe=name, timeout_s=timeout_s), workdir=Path(tmp) / name)
-            except BadRequest as exc:  # a probe with required parameters (command) has no default run
-                rows.append(CheckRow(name, "-", None, f"needs parameters: {exc}".splitlines()[0]))
+            except BadRequest:  # a probe with required parameters (command) has no default run
+                rows.append(not_run(name))
                 continue
-            rows.append(CheckRow(name, result.tool.value, result.outcome.value, result.message))
+            expected = bool(result.cases) and all(case.passed for case in result.cases)
+            rows.append(CheckRow(name, result.tool.value, result.outcome.value, result.message, None, expected))
     return rows
 
 
@@ -64,7 +76,12 @@ def check_service(settings: Settings, timeout_s: float, progress: Progress) -> l
         client = Client(stack.url, timeout=60)
         progress(f"starting {len(stack.devices)} GPU worker(s) and a CPU worker")
         _wait_for_workers(client, len(stack.devices) + 1)
-        return run_checks(client, registry.available(), timeout_s, progress)
+        rows = run_checks(client, registry.available(), timeout_s, progress)
+    if not stack.devices:  # the unserved GPU queue's own message names queues and times a user need not read
+        for row in rows:
+            if row.outcome == "unavailable":
+                row.message = NO_GPU
+    return rows
 
 
 def run_checks(client: Client, probes: Iterable[str], timeout_s: float, progress: Progress) -> list[CheckRow]:
@@ -75,8 +92,8 @@ def run_checks(client: Client, probes: Iterable[str], timeout_s: float, progress
     for name in probes:
         try:
             jobs[client.submit({"probe": name, "timeout_s": timeout_s})["id"]] = name
-        except ApiError as exc:  # 422: a probe with required parameters (command) has no default run
-            rows.append(CheckRow(name, "-", None, f"needs parameters: {exc}".splitlines()[0]))
+        except ApiError:  # 422/403: a probe with required parameters (command) has no default run
+            rows.append(not_run(name))
 
     def show(pending: list[str]) -> None:
         waiting = sorted(jobs[job_id] for job_id in pending)
@@ -87,5 +104,32 @@ def run_checks(client: Client, probes: Iterable[str], timeout_s: float, progress
         if isinstance(job, ApiError):
             raise job
         outcome = job["outcome"] if job["state"] == "done" else "cancelled"
-        rows.append(CheckRow(jobs[job_id], str(job["tool"]), str(outcome), str(job["message"]), job_id))
+        cases = (job.get("result") or {}).get("cases") or []
+        expected = bool(cases) and all(case.get("passed") for case in cases)
+        rows.append(CheckRow(jobs[job_id], str(job["tool"]), str(outcome), str(job["message"]), job_id, expected))
     return sorted(rows, key=lambda row: row.probe)
+
+
+def check_verdict(rows: list[CheckRow], strict: bool) -> tuple[int, str]:
+    """The exit code and the one line that says why: 3 when a probe could not run (one that needs a GPU this
+    machine lacks only with `strict`), 1 when one that ran did not behave as expected, else 0."""
+    ran = [r for r in rows if r.outcome in ("clean", "findings")]
+    unavailable = [r.probe for r in rows if r.outcome == "unavailable"]
+    broken = [r.probe for r in rows if r.outcome is not None and r.outcome not in ("clean", "findings", "unavailable")]
+    if broken:
+        return 3, f"exit 3: {names(broken)} could not run (see the table)"
+    if strict and unavailable:
+        return 3, f"exit 3 (--strict): {names(unavailable)} could not run here"
+    unexpected = [r.probe for r in ran if not r.as_expected]
+    if unexpected:
+        return 1, f"exit 1: {names(unexpected)} did not behave as expected (see the table)"
+    fired = sum(r.outcome == "findings" for r in ran)
+    line = f"every probe that ran behaved as expected: {len(ran) - fired} clean"
+    line += f", {fired} found the defects planted in them" if fired else ""
+    if unavailable:
+        line += f"; {len(unavailable)} could not run here, not counted (--strict counts them)"
+    return 0, line
+
+
+def names(probes: list[str]) -> str:
+    return ", ".join(probes) if len(probes) <= 4 else f"{', '.join(probes[:4])} and {len(probes) - 4} more"

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,11 +24,13 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from cuprobe.probes import registry
+from cuprobe.probes.command import ALLOWLIST_ENV
 from cuprobe.service.cli.interrupt import sigterm_as_interrupt
+from cuprobe.service.cli.local_token import TOKEN_FILE, make_local_token
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.models import ExitCode
-from cuprobe.service.probing.admission import needs_gpu_by_default
+from cuprobe.service.probing.admission import BadRequest, admit
 from cuprobe.service.probing.gpus import GpuDevice, visible_gpus
 from cuprobe.service.probing.secrets import not_dumpable
 from cuprobe.service.worker.commands import WorkerCommand, stop_all, worker_commands
@@ -54,7 +57,7 @@ def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str
         )
 
     server = make()
-    server.start()
+    start_deaf_to_ctrl_c(server)
     keeper = BrokerKeeper(server, make) if supervised else None
     if keeper is not None:
         keeper.start()
@@ -65,6 +68,17 @@ def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str
             server = keeper.stop()
         if server.is_running():
             server.stop()
+
+
+def start_deaf_to_ctrl_c(server: ValkeyServer) -> None:
+    """Start the server with SIGINT blocked, a mask its process keeps: Ctrl+C reaches the terminal's whole process
+    group, and the broker must outlive the workers' stop (they hand their unfinished jobs back through it); the
+    embedded stack stops it last, with SIGTERM."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        server.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 class BrokerKeeper(threading.Thread):
@@ -94,7 +108,7 @@ class BrokerKeeper(threading.Thread):
         self.server.terminate()  # reaps a dead one; kills one that hangs
         fresh = self.make(self.port)
         try:
-            fresh.start()
+            start_deaf_to_ctrl_c(fresh)
         except Exception as exc:
             console.print(f"[red]the broker could not start again: {exc}; stop cuprobe up and start it again[/red]")
             return False
@@ -116,10 +130,18 @@ class BrokerKeeper(threading.Thread):
 
 
 def gpu_probes_missing(devices: list[GpuDevice]) -> list[str]:
-    """Probes that need a GPU at their defaults, which nothing here can run when there is no GPU."""
+    """Probes that need a GPU at their defaults, which nothing here can run when there is no GPU (not those with no
+    run at their defaults, such as `command`: whether one of its runs needs a GPU depends on the program)."""
     if devices:
         return []
-    return sorted(name for name in registry.available() if needs_gpu_by_default(name))
+    return sorted(name for name in registry.available() if _needs_gpu_at_defaults(name))
+
+
+def _needs_gpu_at_defaults(name: str) -> bool:
+    try:
+        return admit(name, None, {}).needs_gpu
+    except BadRequest:
+        return False
 
 
 def embedded_settings(settings: Settings, broker_url: str) -> Settings:
@@ -135,12 +157,23 @@ def embedded_settings(settings: Settings, broker_url: str) -> Settings:
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
-    """The CUPROBE_* variables that give a child process these settings' broker, store and data dir."""
+    """The CUPROBE_* variables that give a child process these settings' broker, store and data dir, and the
+    command probe's switch."""
     return {
         "CUPROBE_BROKER_URL": settings.broker,
         "CUPROBE_DATABASE_URL": settings.database,
         "CUPROBE_DATA_DIR": str(settings.data_dir),
+        **({"CUPROBE_COMMAND_ENABLED": "1"} if settings.command_enabled else {}),
     }
+
+
+def with_command(settings: Settings) -> Settings:
+    """`settings` with the command probe on, for a local `cuprobe up --command`: the API then needs a token (the
+    given CUPROBE_API_TOKEN, else one made in the data directory for this user alone), and unless
+    CUPROBE_COMMAND_ALLOWLIST says otherwise, the programs allowed are this Python (`python -m pytest ...`)."""
+    token = settings.api_token or make_local_token(settings.data_dir.resolve())
+    os.environ.setdefault(ALLOWLIST_ENV, os.path.realpath(sys.executable))  # the workers inherit it
+    return settings.model_copy(update={"command_enabled": True, "api_token": token})
 
 
 @dataclass
@@ -205,17 +238,18 @@ def embedded_stack(
         )
         port = port or free_port(host)
         url = f"http://{host}:{port}"
+        logs = settings.data_dir / "logs"
         if not quiet:
             console.print(f"cuprobe: broker {broker_url}, store {settings.database}, API {url}")
             console.print(f"dashboard: {url}/ui/")
-            console.print(f"workers: {', '.join(c.name for c in commands)}")
+            console.print(f"workers: {', '.join(c.name for c in commands)} (their logs: {logs}/WORKER.log)")
         missing = gpu_probes_missing(devices)
         if missing and not quiet:
             console.print(
                 f"[yellow]no GPU here: GPU probes ({', '.join(missing)}) will end `unavailable` when no "
                 "GPU worker picks them up[/yellow]"
             )
-        workers = WorkerSupervisor(commands, settings, quiet=quiet)
+        workers = WorkerSupervisor(commands, settings, logs=logs)
         workers.start()
         server = uvicorn.Server(server_config(create_app(settings), host, port, log_level="warning"))
         thread = threading.Thread(target=server.run, name="cuprobe-api", daemon=True)
@@ -225,6 +259,8 @@ def embedded_stack(
                 if not thread.is_alive():
                     raise RuntimeError(f"the API could not start on {host}:{port}")
                 time.sleep(0.05)
+            if not quiet:
+                console.print(f"serving; stop with Ctrl+C (or `kill {os.getpid()}`)")
             yield EmbeddedStack(settings, url, devices, thread)
         finally:
             server.should_exit = True
@@ -232,13 +268,24 @@ def embedded_stack(
             workers.stop()
 
 
-def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) -> int:
+def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0, command: bool = False) -> int:
     """Start broker, workers and API; serve until interrupted (Ctrl-C or SIGTERM); stop everything."""
 
     if port and (taken := port_taken(host, port)):
         console.print(f"[red]error:[/] cuprobe up: cannot serve on {host}:{port}: {taken}; choose another with --port")
         return int(ExitCode.USAGE)
+    if command:
+        given = settings.api_token
+        settings = with_command(settings)
+        where = "CUPROBE_API_TOKEN" if given else f"{settings.data_dir.resolve() / TOKEN_FILE} (yours alone to read)"
+        console.print(
+            f"command probe on: jobs need the token in {where}, which the CLI reads; programs allowed: "
+            f"{os.environ[ALLOWLIST_ENV]} (CUPROBE_COMMAND_ALLOWLIST)",
+            soft_wrap=True,  # paths whole, to copy
+        )
     sigterm_as_interrupt()
+    # A closed terminal: the workers, in sessions of their own, do not get its SIGHUP; `up` stops them.
+    signal.signal(signal.SIGHUP, signal.getsignal(signal.SIGTERM))
     not_dumpable()  # it serves the API and starts the workers: their token and URLs are in its memory
     with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
         try:
@@ -246,23 +293,35 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0) ->
                 stack.api_thread.join(0.5)
         except KeyboardInterrupt:
             console.print("cuprobe up: stopping workers, API and broker")
+    console.print("cuprobe up: stopped")
     return 0
 
 
 class WorkerSupervisor(threading.Thread):
     """Starts the workers and starts again any that dies (OOM, a signal) while the stack runs."""
 
-    def __init__(self, commands: list[WorkerCommand], settings: Settings, *, quiet: bool) -> None:
+    def __init__(self, commands: list[WorkerCommand], settings: Settings, *, logs: Path) -> None:
         super().__init__(name="cuprobe-workers", daemon=True)
-        self.commands, self.quiet = commands, quiet
+        self.commands, self.logs = commands, logs
         self.env = {**os.environ, **settings_env(settings)}
         self.procs = [self._spawn(c) for c in commands]
         self.stopping = threading.Event()
         self._lock = threading.Lock()
 
     def _spawn(self, command: WorkerCommand) -> subprocess.Popen[bytes]:
-        log = subprocess.DEVNULL if self.quiet else None
-        return subprocess.Popen(command.argv, env={**self.env, **command.env}, stdout=log, stderr=log)
+        """The worker, its banner and log lines in logs/NAME.log (the terminal is the user's: Celery's banner and
+        warnings are not for them), in a session of its own: Ctrl+C reaches `up` only, which stops the workers
+        itself (a cold shutdown, see stop), so Celery's own "Hitting Ctrl+C again..." never starts."""
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with (self.logs / f"{command.name}.log").open("ab") as log:
+            return subprocess.Popen(
+                command.argv,
+                env={**self.env, **command.env},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def run(self) -> None:
         while not self.stopping.wait(RESTART_CHECK_S):
@@ -270,8 +329,10 @@ class WorkerSupervisor(threading.Thread):
                 for i, proc in enumerate(self.procs):
                     if proc.poll() is None or self.stopping.is_set():
                         continue
+                    name = self.commands[i].name
                     console.print(
-                        f"[yellow]worker {self.commands[i].name} exited ({proc.returncode}); starting it again[/yellow]"
+                        f"[yellow]worker {name} exited ({proc.returncode}); starting it again (its log: "
+                        f"{self.logs / name}.log)[/yellow]"
                     )
                     self.procs[i] = self._spawn(self.commands[i])
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cuprobe.service.cli.jobs import TokenOpt, UrlOpt
+from cuprobe.service.cli.local_token import local_token
 from cuprobe.service.cli.options import unwritable
 from cuprobe.service.cli.render import spelling_warnings
 from cuprobe.service.client import MAX_WAIT_S, Client
@@ -101,7 +102,8 @@ def _run(
             progress.console.print(f"{escape(file)} {repeat + 1}/{entry.repeats}: {said}")
 
         if not local:
-            client = Client(url or get_settings().api_url, token)
+            settings = get_settings()
+            client = Client(url or settings.api_url, token or local_token(settings.data_dir))
             try:
                 return run_remote(suite, client, hold_s=hold_s, on_result=on_result, on_file=on_file)
             except ServiceRefused as exc:

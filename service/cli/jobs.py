@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cuprobe.service.cli.local_token import local_token
 from cuprobe.service.cli.options import SanitizerOpt, parse_options
 from cuprobe.service.cli.render import findings_table
 from cuprobe.service.client import ApiError, Client
@@ -36,7 +37,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print the JSON the API re
 
 
 def _client(url: str | None, token: str | None) -> Client:
-    return Client(url or get_settings().api_url, token)
+    settings = get_settings()
+    # A local `cuprobe up --command` keeps its token in the data directory, for its own user's CLI.
+    return Client(url or settings.api_url, token or local_token(settings.data_dir))
 
 
 def _fail(exc: ApiError) -> typer.Exit:
@@ -338,11 +341,22 @@ def up(
     host: Annotated[str, typer.Option(help="bind address")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8000,
     cpu_concurrency: Annotated[int, typer.Option(help="processes of the CPU worker (0: one per core)")] = 0,
+    command: Annotated[
+        bool,
+        typer.Option(
+            "--command",
+            help="allow the command probe (your own tests through `cuprobe gate`): it runs programs as you, so only "
+            "holders of a token may submit; without CUPROBE_API_TOKEN one is made in CUPROBE_DATA_DIR/api-token, "
+            "readable by you alone, which the CLI reads",
+        ),
+    ] = False,
 ) -> None:
     """Everything on this machine, nothing to set up: SQLite store, embedded Valkey broker, workers, API."""
     from cuprobe.service.cli.embedded import up as run_up
 
-    raise typer.Exit(run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency))
+    raise typer.Exit(
+        run_up(get_settings(), host=host, port=port, cpu_concurrency=cpu_concurrency, command=command)
+    )
 
 
 def register(app: typer.Typer) -> None:

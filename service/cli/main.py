@@ -21,7 +21,7 @@ from cuprobe.probes import registry
 from cuprobe.probes.command import is_sanitizer
 from cuprobe.service.cli import gate as cli_gate
 from cuprobe.service.cli import jobs as cli_jobs
-from cuprobe.service.cli.check import check_local, check_service
+from cuprobe.service.cli.check import check_local, check_service, check_verdict
 from cuprobe.service.cli.options import FailOnOpt, SanitizerOpt, fail_on, parse_options
 from cuprobe.service.cli.render import parameter_rows, print_result
 from cuprobe.service.config import ENV_PREFIX, Settings, get_settings
@@ -415,15 +415,9 @@ def check(
     skipped = [r.probe for r in rows if r.outcome == Outcome.UNAVAILABLE]
     if skipped:
         console.print(f"could not run here (unavailable): {', '.join(skipped)} — see `cuprobe doctor`")
-    ran = [r for r in rows if r.outcome is not None]
-    failed = [r for r in ran if r.outcome not in ("clean", "findings") and (strict or r.outcome != "unavailable")]
-    raise typer.Exit(
-        ExitCode.NOT_RUN
-        if failed
-        else ExitCode.FINDINGS
-        if any(r.outcome == "findings" for r in ran)
-        else ExitCode.CLEAN
-    )
+    code, line = check_verdict(rows, strict)
+    console.print(f"[{'green' if code == 0 else 'red'}]{escape(line)}[/]")
+    raise typer.Exit(code)
 
 
 @app.command("probes")

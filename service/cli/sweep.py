@@ -23,7 +23,7 @@ from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models import ExitCode
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.reports.html import html
-from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.reports.markdown import changes_lines, markdown
 from cuprobe.service.sweep.checkout import SourceError
 from cuprobe.service.sweep.compare import changes as changes_of
 from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
@@ -107,13 +107,17 @@ def run_cmd(
             bar.update(task, completed=done, total=total, description=f"{parsed.name}: {what}")
             sweeps.progress(sweep_id, done, total, what)  # the dashboard shows it while the sweep runs
 
-        runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
         checkout = None
         try:
             with sweeps.beating(sweep_id):  # a store shared with other hosts: they see this sweep is alive
                 if parsed.repo is not None:
                     bar.update(task, description=f"{parsed.name}: checking out {parsed.repo.url} {parsed.repo.branch}")
-                    checkout = check_out(parsed, settings, sweep_id)
+                    checkout = check_out(parsed, settings)
+                    # Findings in the repository's files are named from its root, as in a gate run inside it.
+                    settings = settings.model_copy(
+                        update={"source_roots": [*settings.source_roots, str(checkout.path)]}
+                    )
+                runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, slots or host_slots(settings))
                 sweep = run_sweep(parsed, runner, sweep_id=sweep_id, progress=progress, checkout=checkout)
             sweeps.save(sweep)
         except (SourceError, DefinitionError) as exc:  # the repository could not be had, built or its tests listed
@@ -189,6 +193,8 @@ def show_cmd(
             return
         if not rows:
             console.print(f"no sweeps stored in {settings.database} yet: `cuprobe sweep run DEFINITION` runs one")
+            return
+        console.print(f"{'id':32}  {'definition':20} {'state':8} started (UTC)", highlight=False)
         for row in rows:
             console.print(f"{row.id}  {row.definition:20} {row.state:8} {row.started_at:%Y-%m-%d %H:%M}")
         return
@@ -216,9 +222,10 @@ def diff_cmd(
             "it could not run, that case's last complete run)"
         ),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the diff as JSON")] = False,
 ) -> None:
-    """What changed since the previous sweep of the same definition (JSON): exit 1 when anything changed (a finding
-    flaky again is not a change), 3 for a sweep that failed or still runs."""
+    """What changed since the previous sweep of the same definition (Markdown; --json: JSON): exit 1 when anything
+    changed (a finding flaky again is not a change), 3 for a sweep that failed or still runs."""
     sweeps, _ = _sweeps()
     sweep = _sweep(sweeps, sweep_id)
     other = _sweep(sweeps, against) if against else None
@@ -226,10 +233,13 @@ def diff_cmd(
         err.print(f"sweep {unfinished[0].id} is {unfinished[0].state}, not a result: there is nothing to diff")
         raise typer.Exit(ExitCode.NOT_RUN)
     if other is not None:
-        for note in against_notes(sweep, other):  # on stderr: stdout stays the JSON
+        for note in against_notes(sweep, other):  # on stderr: stdout stays the diff
             err.print(note, markup=False, highlight=False)
     changes = diff(sweep, other) if other else changes_of(sweeps, sweep)
-    typer.echo(changes.model_dump_json(indent=1))
+    if as_json:
+        typer.echo(changes.model_dump_json(indent=1))
+    else:
+        typer.echo("\n".join(changes_lines(changes)).rstrip())
     raise typer.Exit(ExitCode.FINDINGS if changes.changed else ExitCode.CLEAN)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.tables import Job, JobState, as_utc
@@ -66,13 +66,16 @@ def active_jobs(store: Store, limit: int = 20) -> Sequence[Job]:
 
 
 def gate_runs(store: Store, limit: int = 5) -> list[GateRun]:
-    """The latest gate runs, newest first."""
+    """The latest gate runs, newest first; not a gate the service refused (every job it had submitted was cancelled
+    before it started: nothing of it ran)."""
     gated = (Job.label >= GATE_LABEL) & (Job.label < _PAST_GATE)
+    never_ran = (Job.state == JobState.CANCELLED.value) & Job.started_at.is_(None)
     with store.session() as s:
         latest = s.execute(
             select(Job.label, func.min(Job.created_at), func.max(Job.created_at), func.count())
             .where(gated)
             .group_by(Job.label)
+            .having(func.sum(case((never_ran, 0), else_=1)) > 0)
             .order_by(func.max(Job.created_at).desc())
             .limit(limit)
         ).all()

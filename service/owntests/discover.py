@@ -72,6 +72,9 @@ class TestEntry(BaseModel):
         'anything) or "test"; ctest/gtest: "test" (default) or "binary"',
     )
     args: list[str] = Field(default_factory=list, description="extra arguments for every test process")
+    gpu: bool = Field(
+        True, description="with tool none: false runs the tests on a CPU worker of the service (they need no GPU)"
+    )
     # pytest
     paths: list[str] = Field(default_factory=list, description="pytest: files or directories to collect")
     markers: str | None = Field(None, description="pytest: -m expression")
@@ -110,6 +113,8 @@ class TestEntry(BaseModel):
             raise ValueError("`expect` is read only with control = true (a known defect the tool must report)")
         if self.tool is Tool.NONE and self.control:
             raise ValueError("a bare run (tool none) cannot be a positive control")
+        if not self.gpu and self.tool is not Tool.NONE:
+            raise ValueError(f"gpu = false needs tool = \"none\": {self.tool.value} runs only on a GPU")
         return self
 
 
@@ -397,4 +402,5 @@ def command_params(entry: TestEntry, test: TestCommand) -> dict[str, Any]:
         "env_modifications": test.env_modifications,
         "case": test.case,
         **({"expect": entry.expect} if entry.control else {}),
+        **({} if entry.gpu else {"gpu": False}),
     }

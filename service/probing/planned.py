@@ -26,3 +26,5 @@ class PlannedRun(NamedTuple):
     raw_names: bool = False
     # Run with --dump-kernel-launches (its filters select launches): service/sanitizer/launches.py.
     launch_dump: bool = False
+    # Run in the sandbox (a job's own code: service/probing/sandbox.py); its confirmation's re-runs are too.
+    sandboxed: bool = False

@@ -42,6 +42,15 @@ from cuprobe.service.probing.environment import PROJECT_ROOT, fingerprint, gpu_f
 from cuprobe.service.probing.handover import FIFO_NAME, hand_over, move_artifacts
 from cuprobe.service.probing.launch import read_probe_result
 from cuprobe.service.probing.planned import PlannedRun
+from cuprobe.service.probing.sandbox import (
+    NO_SANDBOX,
+    job_environment,
+    job_paths,
+    prepare_workdir,
+    runs_jobs_code,
+    sandbox_command,
+    sandbox_refusal,
+)
 from cuprobe.service.probing.secrets import probe_environment, scrub, scrub_result, secret_values
 from cuprobe.service.probing.spares import Spare, Spares, params_json, spare_command, warm_key
 from cuprobe.service.sanitizer.chunks import Context
@@ -226,7 +235,19 @@ def plan_run(
     )
     env = probe_environment(tool, settings, trusted=trusted)
     env[HEARTBEAT_ENV] = str(workdir / HEARTBEAT_NAME)  # read only by probes that beat (Probe.beats)
-    return PlannedRun(admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump)
+    sandboxed = False
+    if not trusted and runs_jobs_code(admitted.probe, params):
+        if (why := sandbox_refusal()) is None:
+            prepare_workdir(workdir)
+            cmd = sandbox_command(list(cmd), workdir, settings, os.environ.get("HOME"), job_paths(params))
+            env, sandboxed = job_environment(env, workdir), True
+        elif not settings.unsafe_no_sandbox:
+            if ports is not None:
+                ports.release()
+            return _unavailable(request, tool, params, f"{NO_SANDBOX}: {why}")
+    return PlannedRun(
+        admitted, list(cmd), env, workdir, xml, result_path, sanitizer, version, ports, raw_names, dump, sandboxed
+    )
 
 
 def _own_cases_sanitized(admitted: Admission, sanitizer: Path | None) -> bool:
@@ -468,10 +489,11 @@ def _classified(read: Read, made: Made, request: ProbeRequest, settings: Setting
 
 
 def _confirmed(
-    result: RunResult, read: Read, request: ProbeRequest, settings: Settings, workdir: Path, early: EarlyReruns | None
-) -> RunResult:
+    result: RunResult, read: Read, request: ProbeRequest, settings: Settings, planned: PlannedRun,
+    early: EarlyReruns | None,
+) -> RunResult:  # fmt: skip
     """An initcheck run's findings confirmed (service/probing/confirm/), and the classifier's word on its control."""
-    result = confirm_findings(result, read.parsed, request, settings, workdir, early)
+    result = confirm_findings(result, read.parsed, request, settings, planned.workdir, early, planned.sandboxed)
     if (control := control_verdict(result.confirmation_control)) is not None:
         result = result.model_copy(update={"outcome": control.outcome, "message": control.message})
     return result
@@ -501,7 +523,7 @@ def _run_planned(
         result = _classified(read, made, request, settings)
     if made.planned.admitted.tool is Tool.INITCHECK:
         with stages.stage("confirm"):
-            result = _confirmed(result, read, request, settings, made.planned.workdir, early)
+            result = _confirmed(result, read, request, settings, made.planned, early)
     with stages.stage("scrub"):
         result = scrub_result(result, read.secrets)
     return result.model_copy(update={"timing": stages.rounded()})

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from cuprobe.probes.command import CommandParams, refused_names
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Job, JobState, Store, utcnow
 from cuprobe.service.models import ProbeRequest
@@ -24,6 +25,7 @@ from cuprobe.service.probing.admission import (
     suppressions_file,
 )
 from cuprobe.service.probing.confirm import misfit, refuse_unconfirmable
+from cuprobe.service.probing.sandbox import runs_user_code
 from cuprobe.service.queue.served import ServedQueues
 
 log = logging.getLogger(__name__)
@@ -76,15 +78,13 @@ class JobSpec(ProbeRequest):
         return ProbeRequest.model_validate(self.model_dump(include=set(ProbeRequest.model_fields)))
 
 
-# Replay parameters that point the worker's processes at code or files of the submitter's choosing: the program
-# (entry, script), its working directory (on its PYTHONPATH, so a sitecustomize.py there runs) and the Triton cache
-# (compiled kernels that are loaded, not rebuilt).
-USER_CODE_PARAMS = ("entry", "script", "cwd", "triton_cache_dir")
-
-
-def runs_user_code(params: dict[str, Any]) -> bool:
-    """Whether replay parameters name the user's own program or files rather than the built-in example alone."""
-    return any(params.get(name) for name in USER_CODE_PARAMS)
+# The command probe runs programs as the user the workers run as: off unless the operator turns it on.
+COMMAND_OFF = (
+    "the command probe is off on this server: it runs programs as the user its workers run as. `cuprobe gate --local` "
+    "runs your tests on this machine without a server; a `cuprobe up` of your own allows them when started with "
+    "--command (only holders of its token, made for you alone, may submit); a shared server needs "
+    "CUPROBE_COMMAND_ENABLED=1, CUPROBE_API_TOKEN and CUPROBE_COMMAND_ALLOWLIST on its API and workers"
+)
 
 
 def check(spec: JobSpec, settings: Settings) -> JobSpec:
@@ -93,7 +93,7 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
     if spec.probe == COMMAND_PROBE and not settings.command_enabled:
         raise BadRequest(
             "probe",
-            "the command probe is disabled on this server (CUPROBE_COMMAND_ENABLED)",
+            COMMAND_OFF,
             status=403,
         )
     if spec.probe == REPLAY_PROBE and not settings.replay_probe_enabled and runs_user_code(spec.params):
@@ -106,6 +106,12 @@ def check(spec: JobSpec, settings: Settings) -> JobSpec:
             status=403,
         )
     admitted = admit(spec.probe, spec.tool, spec.params, spec.options)
+    if spec.probe == COMMAND_PROBE and (refused := refused_names(CommandParams.model_validate(admitted.params))):
+        raise BadRequest(
+            "params.env",
+            f"a job may not set {', '.join(refused)} (the loader's and cuprobe's own variables), neither in `env` nor "
+            "in `env_modifications`",
+        )
     if spec.suppressions is not None:
         suppressions_file(spec.suppressions, trusted=False, settings=settings, field="suppressions")
     if spec.options.suppressions:

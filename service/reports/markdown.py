@@ -13,6 +13,33 @@ from cuprobe.service.sweep.notify import culprit
 REASONS_SHOWN = 50
 
 
+# Said where a sweep has no earlier one of its definition to be compared with.
+FIRST_SWEEP = "The first sweep of this definition: nothing earlier to compare with, so every finding is new."
+
+
+def ran_on(sweep: Sweep) -> str:
+    """The sanitizer and driver the sweep ran with, said plainly where it ran none (every process bare, no GPU)."""
+    sanitizer = f"sanitizer {sweep.sanitizer_version}" if sweep.sanitizer_version else "no sanitizer (bare runs)"
+    driver = f"driver {sweep.driver}" if sweep.driver else "no GPU driver"
+    return f"{sanitizer}; {driver}"
+
+
+def changes_lines(diff: SweepDiff) -> list[str]:
+    """The diff as Markdown: against which sweep, version changes, each new, fixed, flaky or unverified finding, and
+    how many persist (`cuprobe sweep diff` prints it; --json gives the diff itself)."""
+    lines = [
+        f"## Changes since {diff.previous[:12]}" if diff.previous else "## Changes",
+        "",
+        *([] if diff.previous else [FIRST_SWEEP, ""]),
+        *([f"Versions changed: {diff.version_change}", ""] if diff.version_change else []),
+    ]
+    for name in ("new", "fixed", "flaky", "unverified"):
+        for item in getattr(diff, name):
+            lines.append(f"- **{name}** `{item.case}` `{item.signature}` {item.explained}".rstrip())
+    lines.append(f"- persisting: {len(diff.persisting)}")
+    return [*lines, ""]
+
+
 def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
     """Counts by outcome, the processes that ran one case each and why, the diff, then every finding."""
     counts = sweep.counts()
@@ -36,7 +63,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         *unfinished,
         *source,
         f"{len(sweep.cases)} cases in {len(sweep.processes)} processes ({len(batched)} batched, {len(single)} one "
-        f"case each); wall {sweep.wall_s} s; sanitizer {sweep.sanitizer_version}; driver {sweep.driver}",
+        f"case each); wall {sweep.wall_s} s; {ran_on(sweep)}",
         "",
         *table(["outcome", "cases"], sorted(counts.items())),
     ]
@@ -49,6 +76,8 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         ]
     reasons: dict[str, int] = {}
     for p in single:
+        if p.tool == "none":  # a bare process has no sanitizer records to attribute: one case each says nothing
+            continue
         reasons[f"{p.probe}/{p.tool}: {p.reason}"] = reasons.get(f"{p.probe}/{p.tool}: {p.reason}", 0) + 1
     if reasons:
         lines += ["## One process per case", "", *[f"- {r} ({n} process(es))" for r, n in sorted(reasons.items())], ""]
@@ -56,16 +85,7 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
     if truncated:
         lines += [f"**Record cap hit; counts are lower bounds or missing for:** {', '.join(truncated)}", ""]
     if diff is not None:
-        lines += [
-            f"## Changes since {diff.previous[:12] if diff.previous else 'nothing (first sweep)'}",
-            "",
-            *([f"Versions changed: {diff.version_change}", ""] if diff.version_change else []),
-        ]
-        for name in ("new", "fixed", "flaky", "unverified"):
-            for item in getattr(diff, name):
-                lines.append(f"- **{name}** `{item.case}` `{item.signature}` {item.explained}".rstrip())
-        lines.append(f"- persisting: {len(diff.persisting)}")
-        lines.append("")
+        lines += changes_lines(diff)
     lines += _commits(sweep)
     not_run = [c for c in sweep.cases if not c.outcome.ran]
     if not_run:
@@ -92,12 +112,19 @@ def markdown(sweep: Sweep, diff: SweepDiff | None = None) -> str:
         for case in sweep.cases
         for f in case.findings
     ]
+    confirmed = any(n for kind, n in counts.items() if kind != "not confirmed")
     lines += [
         "## Findings",
         "",
-        "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
-        + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
-        "",
+        *(  # none confirmed (bare runs, tools the confirmation does not re-run): the counts would say nothing
+            [
+                "By confirmation (blind spots of the tool and benign reads are shown, never failing): "
+                + ", ".join(f"{n} {kind}" for kind, n in counts.items()),
+                "",
+            ]
+            if confirmed
+            else []
+        ),
         *table(["case", "signature", "records", "seen", "confirmation", "evidence"], rows),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"

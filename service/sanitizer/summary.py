@@ -94,6 +94,9 @@ def other_prefix(text: str) -> str | None:
     return None
 
 
+LOG_CHUNK = 1 << 20  # what a saved log is read (and gunzipped) by at a time
+
+
 class LogTooLarge(ValueError):
     """A saved log (after gunzip) longer than the byte cap: it is not read on, and nothing in it is believed."""
 
@@ -104,8 +107,10 @@ def read_log(path: Path, max_bytes: int) -> str:
     with path.open("rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
+        data = bytearray()
         with gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw as stream:
-            data = stream.read(max_bytes + 1)
+            while len(data) <= max_bytes and (chunk := stream.read(min(LOG_CHUNK, max_bytes + 1 - len(data)))):
+                data += chunk
     if len(data) > max_bytes:
         size = "decompresses to" if gzipped else "holds"
         raise LogTooLarge(

@@ -103,7 +103,7 @@ class Bisector:
             said = f"the last sweep's commit {good[:12]} {why} this sweep's {bad[:12]}: no range to bisect"
             return base.model_copy(update={"state": "no-range", "message": said})
         commits = len(commits_after(self.mirror, good, bad))
-        tree = self.place / "tree"
+        tree = target.root  # the sweep's own checkout path: its findings' paths are the same in every step
         work.mkdir(parents=True, exist_ok=True)
         self.place.mkdir(parents=True, exist_ok=True)
         evidence = self.place / "evidence.jsonl"

@@ -4,14 +4,14 @@ sweep that did not show it, and each fixed one over the commits since the last s
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 from cuprobe.service.config import Settings
 from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models import ProbeRequest
-from cuprobe.service.models.bisect import Bisection
+from cuprobe.service.models.bisect import Bisection, SweepSource
 from cuprobe.service.models.sweep import Sweep
 from cuprobe.service.sweep.bisect import Bisector, Target
+from cuprobe.service.sweep.checkout import remove_worktree
 from cuprobe.service.sweep.definition import SweepDefinition
 from cuprobe.service.sweep.diff import DiffItem, SweepDiff
 from cuprobe.service.sweep.own_tests import Checkout, test_processes
@@ -29,7 +29,8 @@ def bisect_changes(
 ) -> list[Bisection]:
     """One Bisection per new or fixed finding of a [[test]] case; none for the first sweep of a definition (there is
     no earlier commit known to be without them)."""
-    if changes.previous is None or sweep.source is None:
+    repo, source = definition.repo, sweep.source
+    if changes.previous is None or source is None or repo is None:
         return []
     tests = {p.cases[0].key: p for p in test_processes(definition, checkout.path, 0)}
     cases = {c.key: c for c in sweep.cases}
@@ -40,7 +41,7 @@ def bisect_changes(
             process, case = tests.get(item.case), cases.get(item.case)
             if process is None or case is None:
                 continue  # a probe's case, not a test of the repository
-            good = _commit_of(sweeps, item, changes, sweep, commits)
+            good = _commit_of(sweeps, item, changes, source, commits)
             target = Target(
                 direction="new" if direction == "new" else "fixed",
                 case=item.case,
@@ -59,15 +60,15 @@ def bisect_changes(
                 out.append(_no_range(target, sweep))
                 continue
             place = settings.repos / "worktrees" / f"bisect-{sweep.id}-{len(out)}"
-            bisector = Bisector(checkout.mirror, definition.repo, settings, place, mode, step)  # type: ignore[arg-type]
+            bisector = Bisector(checkout.mirror, repo, settings, place, mode, step)
             runs = settings.data_dir / "sweeps" / sweep.id / f"bisect-{len(out)}"
-            out.append(bisector.run(target, good, sweep.source.commit.hash, runs))
+            out.append(bisector.run(target, good, source.commit.hash, runs))
             shutil.rmtree(place, ignore_errors=True)
     return out
 
 
 def _commit_of(
-    sweeps: SweepStore, item: DiffItem, changes: SweepDiff, sweep: Sweep, known: dict[str, str | None]
+    sweeps: SweepStore, item: DiffItem, changes: SweepDiff, source: SweepSource, known: dict[str, str | None]
 ) -> str | None:
     """The commit of the sweep this item was compared with, when it ran against the same repository and branch."""
     base_id = item.against or changes.previous
@@ -75,9 +76,9 @@ def _commit_of(
         return None
     if base_id not in known:
         base = sweeps.get(base_id)
-        same = base is not None and base.source is not None and sweep.source is not None
-        same = same and base.source.url == sweep.source.url and base.source.branch == sweep.source.branch  # type: ignore[union-attr]
-        known[base_id] = base.source.commit.hash if same and base and base.source else None
+        then = base.source if base is not None else None
+        same = then is not None and (then.url, then.branch) == (source.url, source.branch)
+        known[base_id] = then.commit.hash if then is not None and same else None
     return known[base_id]
 
 
@@ -97,7 +98,5 @@ def _no_range(target: Target, sweep: Sweep) -> Bisection:
 
 def remove_checkout(checkout: Checkout) -> None:
     """The sweep's own worktree, once its tests and bisects are done (the mirror stays for the next night)."""
-    from cuprobe.service.sweep.checkout import remove_worktree
-
     remove_worktree(checkout.mirror, checkout.path)
-    shutil.rmtree(Path(checkout.path), ignore_errors=True)
+    shutil.rmtree(checkout.path, ignore_errors=True)

@@ -30,7 +30,7 @@ def culprit(bisection: Bisection | None, dashboard: str | None = None) -> str:
     if bisection.state == "found" and bisection.first is not None:
         proof = bisection.proof
         proved = f"; proved by {run_link(proof, dashboard)}" if proof is not None and proof.runs else ""
-        return f"{word} {bisection.first.line()} ({len(bisection.steps)} steps){proved}"
+        return f"{word} {bisection.first.line()} ({len(bisection.steps)} step(s)){proved}"
     return f"no commit named: {bisection.message}"
 
 

@@ -36,18 +36,21 @@ class Checkout:
     path: Path
 
 
-def sweep_tree(settings: Settings, sweep_id: str) -> Path:
-    return settings.repos / "worktrees" / f"sweep-{sweep_id}"
+def sweep_tree(settings: Settings, definition: str) -> Path:
+    """Where a definition's sweeps and their bisects check the repository out: one path every night, so that the
+    paths in a finding's signature (a source file outside every source root) are the same each night and in each
+    bisect step. One sweep of a definition runs at a time (a scheduled one holds its definition's lock)."""
+    return settings.repos / "worktrees" / definition
 
 
-def check_out(definition: SweepDefinition, settings: Settings, sweep_id: str) -> Checkout:
+def check_out(definition: SweepDefinition, settings: Settings, *, resumed: bool = False) -> Checkout:
     """The head of the definition's branch, checked out for this sweep and built; SourceError when it cannot be.
-    A checkout this sweep already made (it is being resumed) is kept at its commit, so its jobs match."""
+    `resumed`: the checkout the sweep made before its process ended is kept at its commit, so its jobs match."""
     repo = definition.repo
     assert repo is not None  # the definition refuses [[test]] without [repo]
     mirrored = mirror(settings.repos, repo.url)
-    path = sweep_tree(settings, sweep_id)
-    if (path / ".git").exists():
+    path = sweep_tree(settings, definition.name)
+    if resumed and (path / ".git").exists():
         commit = git("rev-parse", "HEAD", cwd=path).strip()
     else:
         commit = head(mirrored, repo.branch)

@@ -62,7 +62,7 @@ def _run(
         definition = load_definition(definition_path)
         with sweeps.beating(sweep_id):  # another host can then tell this live sweep from an orphan
             if definition.repo is not None:
-                checkout = check_out(definition, settings, sweep_id)
+                checkout = check_out(definition, settings, resumed=started is not None)
             sweep = run_sweep(
                 definition,
                 runner,

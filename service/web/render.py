@@ -61,6 +61,27 @@ def tone(value: str | None) -> str:
     return "warn" if value else ""
 
 
+def outcome_of(job: Any) -> str | None:
+    """A job's outcome as the CLI and the API show it: one cancelled before any record was read is stored without an
+    outcome, and shown `cancelled`."""
+    return job.outcome or ("cancelled" if job.state == "cancelled" else None)
+
+
+def titled(finding: Any) -> str:
+    """A finding's title: its kind, and where, when it has a place (an expectation violation has none)."""
+    where = finding.location()
+    return finding.kind if where == "-" else f"{finding.kind} at {where}"
+
+
+def set_only(value: Any) -> Any:
+    """`value` without the keys left unset (None), at any depth: what a request asked for, not every default."""
+    if isinstance(value, dict):
+        return {k: set_only(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [set_only(v) for v in value]
+    return value
+
+
 def run_command(probe: str, tool: str | None, params: dict[str, Any], request: dict[str, Any] | None = None) -> str:
     """The `cuprobe run` line that runs the same probe here: its tool and parameters, and from the stored `request`
     its time limit, kernel filter, backtrace, confirmation and sanitizer options (a job's suppressions file is a name
@@ -95,6 +116,9 @@ templates.env.filters.update(
     ago=ago,
     short=lambda value: str(value)[:8],
     tone=tone,
+    outcome=outcome_of,
+    titled=titled,
+    set_only=set_only,
     key=signature_key,
     shell=shlex.join,
     compact=lambda value: json.dumps(value, sort_keys=True, default=str),

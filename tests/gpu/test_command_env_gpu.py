@@ -41,15 +41,20 @@ def command_enabled(monkeypatch: pytest.MonkeyPatch, harness: Path) -> None:
     monkeypatch.setenv("CUPROBE_API_TOKEN", "gpu-test-secret-7731")  # must not reach the child
 
 
-@pytest.mark.parametrize(
-    "argv", [[str(HARNESS), "oob"], ["sh", "-c", f"{HARNESS} oob"]], ids=["command", "command's child"]
-)
+@pytest.mark.parametrize("through_sh", [False, True], ids=["command", "command's child"])
 def test_planted_oob_in_a_command_or_its_child_is_found(
-    settings: Settings, workdir: Path, command_enabled: None, argv: list[str]
+    settings: Settings, workdir: Path, command_enabled: None, through_sh: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """As a service job, in the sandbox (GPU device files bound in): a program the job names only inside a shell
+    line must lie where the sandbox shows it, so the harness is copied into a folder of the job's own."""
+    own = workdir / "job" / "bin" / "harness"  # in the job's directory, which the sandbox shows
+    own.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(HARNESS, own)
+    monkeypatch.setenv("CUPROBE_COMMAND_ALLOWLIST", f"{SH}:{own}")
+    argv = ["sh", "-c", f"{own} oob"] if through_sh else [str(own), "oob"]
     result = run_probe(
         ProbeRequest(probe="command", tool=Tool.MEMCHECK, params={"argv": argv, "expect_exit": None}),
-        workdir=workdir,
+        workdir=workdir / "job",
         settings=settings,
     )
     assert result.outcome is Outcome.FINDINGS, result.message

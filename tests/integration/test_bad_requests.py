@@ -41,7 +41,7 @@ def _jobs(stack: Stack) -> int:
         ({"probe": "selftest", "colour": "red"}, 422, "colour", "Extra inputs"),
         ({"probe": "uninit-read", "arch": "hopper"}, 422, "arch", "pattern"),
         ({"probe": "selftest", "timeout_s": 100_000}, 422, "timeout_s", "less than or equal"),
-        ({"probe": "command"}, 403, "probe", "command probe is disabled"),
+        ({"probe": "command"}, 403, "probe", "command probe is off on this server"),
         # the example's working directory is on its PYTHONPATH (a sitecustomize.py there would run)
         ({"probe": "replay", "params": {"cwd": "/tmp"}}, 403, "probe", "CUPROBE_REPLAY_PROBE_ENABLED"),
         ({"probe": "replay", "params": {"triton_cache_dir": "/tmp/c"}}, 403, "probe", "CUPROBE_REPLAY_PROBE_ENABLED"),

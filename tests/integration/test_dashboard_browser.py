@@ -171,3 +171,32 @@ def test_now_shows_the_live_worker_and_the_last_sweep_whose_diff_opens(
     _wait(chromium).until(ec.presence_of_element_located((By.ID, "seen-sweeps")))
     assert chromium.find_element(By.ID, "signature").text == signature
     assert int(chromium.find_element(By.ID, "seen-sweeps").text) >= 1
+
+
+def test_in_a_narrow_window_the_pages_keep_their_width_and_their_tables_wrap(
+    chromium: Chrome, deployment: tuple[Stack, str, httpx.Client]
+) -> None:
+    _stack, url, _api = deployment
+    chromium.delete_all_cookies()
+    chromium.get(f"{url}/ui/jobs")
+    _wait(chromium).until(ec.presence_of_element_located((By.ID, "token")))
+    chromium.find_element(By.ID, "token").send_keys(TOKEN)
+    chromium.find_element(By.ID, "login-button").click()
+    _wait(chromium).until(ec.presence_of_element_located((By.ID, "job-filter")))
+    size = chromium.get_window_size()
+    chromium.set_window_size(480, 900)
+    try:
+        for path in ("/ui/", "/ui/jobs", "/ui/sweeps", "/ui/api"):
+            chromium.get(f"{url}{path}")
+            _wait(chromium).until(ec.presence_of_element_located((By.CSS_SELECTOR, "footer")))
+            wide, window = chromium.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+            )
+            over = chromium.execute_script(
+                "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > "
+                "document.documentElement.clientWidth + 1).slice(0, 5).map(e => e.tagName + '.' + e.className + "
+                "' ' + Math.round(e.getBoundingClientRect().right))"
+            )
+            assert wide <= window, f"{path} is {wide} px wide in a {window} px window ({over}): it scrolls sideways"
+    finally:
+        chromium.set_window_size(size["width"], size["height"])

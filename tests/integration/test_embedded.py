@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from cuprobe.service.cli.check import NO_GPU
 from cuprobe.service.db.store import Store
 from tests.check_rows import expected_exit
 from tests.integration.stack import REPO, free_port, wait_for
@@ -68,9 +70,21 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
         assert f"dashboard: http://127.0.0.1:{port}/ui/" in log.read_text()
         jobs_page = api.get("/ui/jobs", params={"probe": "uninit-read"})
         assert jobs_page.status_code == 200 and gpu["id"][:8] in jobs_page.text and "unavailable" in jobs_page.text
+        os.killpg(up.pid, signal.SIGINT)  # Ctrl+C in its terminal: the whole foreground process group gets it
+        assert up.wait(90) == 0, log.read_text()
+        said = log.read_text()
+        assert f"serving; stop with Ctrl+C (or `kill {up.pid}`)" in said
+        assert said.rstrip().endswith("cuprobe up: stopping workers, API and broker\ncuprobe up: stopped"), said
+        for noise in ("SecurityWarning", "[queues]", "Hitting Ctrl+C again", "Cold shutdown", "starting it again"):
+            assert noise not in said, said  # Celery's banner and shutdown lines are in the worker's log
+        assert "[queues]" in (tmp_path / "data" / "logs" / "cpu.log").read_text()
+        gpu_probes = re.search(r"GPU probes \(([^)]*)\)", said)
+        assert gpu_probes is not None and "uninit-read" in gpu_probes.group(1), said
+        assert "command" not in gpu_probes.group(1)  # no run at its defaults: whether it needs a GPU depends
     finally:
-        os.killpg(up.pid, signal.SIGTERM)  # its own session: up, its worker and its Valkey child
-        up.wait(30)
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGTERM)  # its own session: up and its Valkey child
+            up.wait(30)
 
 
 def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service(tmp_path: Path) -> None:
@@ -92,9 +106,11 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     for gpu_probe in ("uninit-read", "narrow-matmul", "planted"):
         # A reason several probes share is said once, below the table, with the probes it applies to.
         said = rows[gpu_probe] if "see [" not in rows[gpu_probe] else done.stdout.split("└")[-1]
-        assert "unavailable" in rows[gpu_probe] and "no worker serves queue gpu.sm90" in said
+        assert "unavailable" in rows[gpu_probe] and NO_GPU in said.replace("\n", " ")
+    assert "cuprobe worker" not in done.stdout and "UTC" not in done.stdout  # no queue names and times to decode
     assert "not run" in rows["command"]
     assert "could not run here (unavailable):" in done.stdout and "uninit-read" in done.stdout
+    assert "every probe that ran behaved as expected: 3 clean; 8 could not run here" in done.stdout
     store = Store(f"sqlite:///{tmp_path / 'cuprobe-data' / 'cuprobe.db'}")
     stored = {job.probe: job.outcome for job in store.jobs()}
     assert stored["selftest"] == "clean" and stored["uninit-read"] == "unavailable"
@@ -102,9 +118,9 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     assert elapsed < 120  # GPU jobs end within seconds of the workers starting, not at their deadline
 
 
-def _up(tmp_path: Path, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
-    """`cuprobe up` with one CPU worker on a free port, its data and log (up.log) under tmp_path, these CUPROBE_*
-    settings added; its own session, so that the caller can signal the whole stack."""
+def _up(tmp_path: Path, *args: str, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
+    """`cuprobe up ARGS` with one CPU worker on a free port, its data and log (up.log) under tmp_path, these
+    CUPROBE_* settings added; its own session, so that the caller can signal the whole stack."""
     port = free_port()
     env = {
         **os.environ,
@@ -117,7 +133,7 @@ def _up(tmp_path: Path, **settings: str) -> tuple[subprocess.Popen[bytes], Path,
     log = tmp_path / "up.log"
     with log.open("wb") as out:
         up = subprocess.Popen(
-            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
+            [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1", *args],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
         )
     return up, log, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
@@ -154,7 +170,6 @@ def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
 def test_up_starts_its_broker_again_when_it_dies_and_no_job_is_lost(tmp_path: Path) -> None:
     """The embedded Valkey killed (-9): `up` starts it again on its port and says so; a job submitted while it was
     down is stored, sent again by the reconciler, and runs; one submitted after runs as before."""
-    import re
 
     import redis
 

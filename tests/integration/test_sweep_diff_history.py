@@ -142,7 +142,7 @@ def test_cuprobe_sweep_diff_compares_with_the_last_real_run(tmp_path: Path, monk
     first = _save(sweeps, 1, _case("back", Outcome.FINDINGS, LOAD))
     _save(sweeps, 2, _case("back", Outcome.UNAVAILABLE))
     third = _save(sweeps, 3, _case("back", Outcome.FINDINGS, LOAD))
-    answer = CliRunner().invoke(app, ["sweep", "diff", third.id])
+    answer = CliRunner().invoke(app, ["sweep", "diff", third.id, "--json"])
     assert answer.exit_code == 0, answer.output
     said = json.loads(answer.output)
     assert not said["new"] and [i["against"] for i in said["persisting"]] == [first.id]

@@ -108,7 +108,7 @@ class Gathered:
 
 def _after_early(
     early: EarlyReruns, plan: dict[str, list[str]], result: RunResult, request: ProbeRequest, settings: Settings,
-    workdir: Path,
+    workdir: Path, sandboxed: bool,
 ) -> Gathered:  # fmt: skip
     """The early re-runs' results, with re-runs after the run for the flagged cases they did not run, and the
     sentinel run again where it left a flagged buffer out (past its byte cap)."""
@@ -119,7 +119,7 @@ def _after_early(
         probe: Probe[Any] = registry.get(request.probe)
         params = narrowed_params(probe, result.params, own) or result.params
         watch = {c: plan[c] for c in gathered.left_out}
-        late = Reruns(request, params, watch, settings, workdir, folder=LATE_DIR)
+        late = Reruns(request, params, watch, settings, workdir, folder=LATE_DIR, sandboxed=sandboxed)
         gathered.later, gathered.spent_s = late.results(), round(gathered.spent_s + late.spent_s, 3)
         gathered.note = f", and after it for the {len(gathered.left_out)} flagged case(s) they did not run"
         failed_late = [run for run in gathered.later.values() if not run.ok]
@@ -127,7 +127,9 @@ def _after_early(
             gathered.note += f" (which could not run: {failed_late[0].message})"
     kept = {case: names for case, names in plan.items() if case not in gathered.left_out}
     if gathered.runs["sentinel"].ok and missing_snapshots(kept, gathered.runs["sentinel"]):
-        again = Reruns(request, result.params, kept, settings, workdir, runs=(("sentinel", "sentinel"),))
+        again = Reruns(
+            request, result.params, kept, settings, workdir, runs=(("sentinel", "sentinel"),), sandboxed=sandboxed
+        )
         gathered.runs["sentinel"] = again.results()["sentinel"]
         gathered.spent_s = round(gathered.spent_s + again.spent_s, 3)
     return gathered
@@ -135,12 +137,13 @@ def _after_early(
 
 def gather_reruns(
     early: EarlyReruns | None, plan: dict[str, list[str]], result: RunResult, request: ProbeRequest,
-    settings: Settings, workdir: Path,
+    settings: Settings, workdir: Path, sandboxed: bool = False,
 ) -> Gathered:  # fmt: skip
-    """The re-runs to decide from: the early ones (and what they left), else four started now for the plan."""
+    """The re-runs to decide from: the early ones (and what they left), else four started now for the plan.
+    `sandboxed`: the run was (a job's own code), so its re-runs are too."""
     if early is not None:
-        return _after_early(early, plan, result, request, settings, workdir)
-    late = Reruns(request, result.params, plan, settings, workdir)
+        return _after_early(early, plan, result, request, settings, workdir, sandboxed)
+    late = Reruns(request, result.params, plan, settings, workdir, sandboxed=sandboxed)
     return Gathered(late.results(), late.spent_s)
 
 
@@ -188,10 +191,11 @@ def confirm_findings(
     settings: Settings,
     workdir: Path,
     early: EarlyReruns | None = None,
+    sandboxed: bool = False,
 ) -> RunResult:
     """`result` with each initcheck finding confirmed and the confirmer's control checked (then set aside): its
     checks in `confirmation_control`, for the classifier (control_verdict) to judge. `early`: the re-runs started
-    beside the sanitizer run (start_early); the caller closes them."""
+    beside the sanitizer run (start_early); the caller closes them. `sandboxed`: the run was, so its re-runs are."""
     split = sort_findings(result)
     findings, targets = split.findings, split.targets
     update: dict[str, object] = {
@@ -209,7 +213,7 @@ def confirm_findings(
         return result.model_copy(update={**update, "message": f"{result.message}; {confirmation_summary(findings)}"})
     flagged: Flagged = parsed.flagged if parsed else {}
     plan = watch_plan([findings[i] for i in targets] + split.control, flagged)
-    gathered = gather_reruns(early, plan, result, request, settings, workdir)
+    gathered = gather_reruns(early, plan, result, request, settings, workdir, sandboxed)
 
     def decided(finding: Finding) -> Finding:
         verdict, evidence = decide(

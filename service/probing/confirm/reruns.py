@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -22,6 +23,7 @@ from cuprobe.service.probing.confirm.policy import confirming, early_params
 from cuprobe.service.probing.environment import PROJECT_ROOT
 from cuprobe.service.probing.handover import FIFO_NAME, hand_over, move_artifacts
 from cuprobe.service.probing.launch import read_probe_result
+from cuprobe.service.probing.sandbox import job_environment, job_paths, sandbox_command
 from cuprobe.service.probing.secrets import probe_environment
 from cuprobe.service.sanitizer.command import probe_command
 from cuprobe.service.sanitizer.supervise import Started, Supervised, supervise
@@ -97,8 +99,10 @@ def _bare_runs(
     cancel: threading.Event,
     folder: str = CONFIRM_DIR,
     warm: WarmPool | None = None,
+    sandboxed: bool = False,
 ) -> list[BareRun]:
-    """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder."""
+    """The re-runs of `group`, one after another in one bare process, each writing its result in its own folder;
+    `sandboxed`: in the sandbox the run had (a job's own code: service/probing/sandbox.py)."""
     outs = [workdir / folder / label.replace("#", "-") / "result.json" for label, _ in group]
     for out in outs:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -112,12 +116,16 @@ def _bare_runs(
     if done is None and cancel.is_set():  # stopped before it began: start nothing
         cancelled = zip(group, outs, strict=True)
         return [load_bare_run(label, mode, None, "cancelled", out) for (label, mode), out in cancelled]
+    env = rerun_environment(settings)
+    if sandboxed:
+        cmd = sandbox_command(cmd, workdir, settings, os.environ.get("HOME"), job_paths(params))
+        env = job_environment(env, workdir)
     if done is None:
         done = supervise(
             cmd,
             timeout_s=limit,
             max_output_bytes=settings.max_output_bytes,
-            env=rerun_environment(settings),
+            env=env,
             cwd=PROJECT_ROOT,
             cancel=cancel,
             nice=RERUN_NICE,
@@ -218,6 +226,7 @@ class Reruns:
         runs: tuple[Run, ...] = POISON_RUNS,
         folder: str = CONFIRM_DIR,
         warm: WarmPool | None = None,
+        sandboxed: bool = False,
     ) -> None:
         self.started = time.monotonic()
         self.shared_by = 1  # how many runs decide their findings from these (a sweep's batches: confirm/shared.py)
@@ -229,7 +238,9 @@ class Reruns:
         groups = dealt(runs, len(runs) if warm is not None else settings.confirm_processes)
         self._pool = ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="confirm")
         self._pending = [
-            self._pool.submit(self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm)
+            self._pool.submit(
+                self._timed, request, params, group, watch, settings, workdir, self._cancel, folder, warm, sandboxed
+            )
             for group in groups
         ]
 

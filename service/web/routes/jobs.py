@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -114,6 +115,19 @@ def job_rows(request: Request) -> HTMLResponse:
     return page(request, "_job_rows.html", _rows(request, JobFilter.of(request)))
 
 
+def _confirmations(findings: list[Finding]) -> dict[str, int]:
+    """Findings per confirmation; none at all when no finding was confirmed (other tools, a bare run): a lone
+    "not confirmed" beside a sanitizer-free finding says nothing."""
+    counts = {k: v for k, v in confirmation_counts(findings).items() if v}
+    return {} if set(counts) <= {"not confirmed"} else counts
+
+
+def _case_findings(findings: list[Finding], cases: int, case: str) -> int:
+    """The findings the Findings table lists for `case` (fallout aside); in a run of one case, those with no case
+    too (a bare run's expectation violation), so the Cases table agrees with the Findings table."""
+    return sum(1 for f in findings if not f.fallout and (f.case == case or (cases == 1 and f.case is None)))
+
+
 def _job_context(request: Request, job: Job) -> dict[str, Any]:
     store = store_of(request)
     findings: list[Finding] = store.findings(job.id)
@@ -124,7 +138,8 @@ def _job_context(request: Request, job: Job) -> dict[str, Any]:
     return {
         "job": job,
         "findings": findings,
-        "confirmations": {k: v for k, v in confirmation_counts(findings).items() if v},
+        "confirmations": _confirmations(findings),
+        "case_findings": partial(_case_findings, findings, len((job.result or {}).get("cases") or [])),
         "runs": runs,
         "artifacts": [name for name in NAMES if workdir and artifact_path(workdir, name)],
         "result": result,

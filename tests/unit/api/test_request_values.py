@@ -36,6 +36,8 @@ def client(tmp_path: Path) -> TestClient:
         ({"probe": "selftest", "kernel_filter": ["a\x00b"]}, "kernel_filter.0"),
         ({"probe": "selftest", "options": {"nvtx_exclude": ["--preload-library=/tmp/e.so"]}}, "options.nvtx_exclude"),
         ({"probe": "selftest", "options": {"nvtx_include": ["--injection-path=/tmp/x"]}}, "options.nvtx_include"),
+        ({"probe": "command", "params": {"argv": ["/id"], "env_modifications": ["LD_PRELOAD=set:/e"]}}, "params.env"),
+        ({"probe": "command", "params": {"argv": ["/bin/id"], "env": {"CUPROBE_COMMAND_TRUSTED": "1"}}}, "params.env"),
         ({"probe": "selftest", "timeout_s": "10"}, "timeout_s"),
         ({"probe": "selftest", "deadline_s": "10"}, "deadline_s"),
         ({"probe": "command", "params": {"argv": ["/bin/true"], "timeout_s": "10"}}, "params.timeout_s"),

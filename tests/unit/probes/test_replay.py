@@ -136,6 +136,13 @@ def noisy_once_other_threads():
         train(nn.Identity(), nn.MSELoss(), 3)
 
 
+def noisy_unless_pinned():
+    """Noise unless the process runs one thread with deterministic algorithms: a result that depends on the thread
+    settings and an algorithm's choice, as a reduction split per thread does."""
+    pinned = torch.get_num_threads() == 1 and torch.get_num_interop_threads() == 1
+    train(nn.Identity() if pinned and torch.are_deterministic_algorithms_enabled() else PidNoise(), nn.MSELoss(), 3)
+
+
 def no_step():
     Net(nn.Identity())(data()[0])
 
@@ -212,6 +219,25 @@ def test_a_divergence_where_the_thread_counts_differ_names_them(program: Path) -
     assert f"threads {threads + 1} in process 0, {threads} in process 1" in finding.message, finding.message
     assert "OMP_NUM_THREADS" in finding.message
     assert "agree with one another" not in finding.message  # two processes: no majority to name
+
+
+def test_a_divergence_that_goes_away_with_pinned_threads_and_deterministic_algorithms_is_labelled_so(
+    program: Path,
+) -> None:
+    result = replay(
+        program, entry="tinynet:noisy_unless_pinned", cwd=str(program), processes=2, capture=False, second_opinion=True
+    )
+    assert result.outcome is Outcome.FINDINGS, result.message
+    [finding] = [f for f in result.findings if f.kind == "replay-divergence"]
+    said = "goes away with pinned threads (1 intra-op, 1 inter-op, no dynamic threading) and "
+    assert said + "torch.use_deterministic_algorithms(True)" in finding.message, finding.message
+    assert observations(result)["second_opinion"].startswith("goes away")
+
+
+def test_a_divergence_that_stays_with_pinned_threads_is_labelled_so(program: Path) -> None:
+    result = replay(program, entry="tinynet:noisy", cwd=str(program), processes=2, capture=False, second_opinion=True)
+    [finding] = [f for f in result.findings if f.kind == "replay-divergence"]
+    assert "persists with pinned threads" in finding.message, finding.message
 
 
 @pytest.mark.parametrize("output_grads", ["none", "retain"])

@@ -124,7 +124,8 @@ def test_command_and_its_parent_never_hold_the_workers_secrets(command_worker: S
 def test_a_secret_the_command_finds_elsewhere_is_scrubbed_from_the_stored_result(
     command_worker: Settings, tmp_path: Path
 ) -> None:
-    leak = tmp_path / "leak.txt"
+    leak = tmp_path / "run" / "leak.txt"  # in the job's own directory: the sandbox hides the rest of /tmp
+    leak.parent.mkdir()
     leak.write_text(f"token={SECRETS['CUPROBE_API_TOKEN']} password=pg-pass-8812\n")
     result = runner.run_probe(_command(f"cat {leak}"), workdir=tmp_path / "run", settings=command_worker)
     stored = result.model_dump_json()

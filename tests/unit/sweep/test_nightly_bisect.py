@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -24,18 +25,19 @@ from cuprobe.service.cli.main import app
 from cuprobe.service.config import Settings
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
-from cuprobe.service.models.bisect import Bisection
+from cuprobe.service.models.bisect import Bisection, BisectStep, Commit
 from cuprobe.service.models.sweep import Sweep
+from cuprobe.service.reports.html import html
 from cuprobe.service.reports.markdown import markdown
 from cuprobe.service.sweep import bisect
 from cuprobe.service.sweep.checkout import SourceError
 from cuprobe.service.sweep.compare import changes
 from cuprobe.service.sweep.culprits import bisect_changes, remove_checkout
 from cuprobe.service.sweep.definition import DefinitionError, parse_definition
-from cuprobe.service.sweep.diff import SweepDiff
+from cuprobe.service.sweep.diff import DiffItem, SweepDiff
 from cuprobe.service.sweep.execute import LocalRunner, run_sweep
 from cuprobe.service.sweep.notify import payload
-from cuprobe.service.sweep.own_tests import check_out
+from cuprobe.service.sweep.own_tests import check_out, sweep_tree
 from tests.conftest import BOX_ROOT, REPLAY, VERSIONS, capture, replaying
 from tests.unit.sweep.test_sweep_webhook import Hook
 
@@ -56,7 +58,7 @@ for i in range(COUNT):
 print("filled", min(COUNT, SIZE)){tail}
 """
 BAD_AT = 7
-BROKEN_AT = 3
+BROKEN_AT = 5  # git's first pick in this range: the bisect must skip it and go on
 FIXED_AT = 12
 
 
@@ -123,7 +125,7 @@ def nightly(team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     def run() -> tuple[Sweep, SweepDiff, list[Bisection]]:
         sweep_id = f"night{len(sweeps.list())}"
         sweeps.start(sweep_id, definition.name)
-        checkout = check_out(definition, settings, sweep_id)
+        checkout = check_out(definition, settings)
         runner = LocalRunner(settings.data_dir / "sweeps" / sweep_id, settings, 1)
         sweep = run_sweep(definition, runner, sweep_id=sweep_id, checkout=checkout)
         sweeps.save(sweep)
@@ -147,7 +149,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     assert first.source is not None and first.source.commit.hash == hashes[0]
     assert not diff.new and found == []
 
-    titles = {2: "docs", 3: "fill: half-written refactor", 4: "fill: finish the refactor", 5: "ci", 6: "notes",
+    titles = {2: "docs", 3: "ci", 4: "notes", 5: "fill: half-written refactor", 6: "fill: finish the refactor",
               7: "fill: one more element", 8: "tune", 9: "notes again", 10: "release"}
     hashes += [_commit(team_repo, n, titles[n]) for n in range(2, 11)]
     second, diff, found = night()
@@ -165,13 +167,12 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     assert {by_commit[h].verdict for h in hashes[BAD_AT - 1:] if h in by_commit} == {"shows"}
     assert {by_commit[h].verdict for h in hashes[:BAD_AT - 1] if h in by_commit and h != hashes[BROKEN_AT - 1]} \
         == {"clean"}
-    if hashes[BROKEN_AT - 1] in by_commit:  # a commit git asked about that does not build is skipped, never judged
-        broken = by_commit[hashes[BROKEN_AT - 1]]
-        assert broken.verdict == "skipped" and "py_compile" in broken.reason
+    broken = by_commit[hashes[BROKEN_AT - 1]]  # git asked about the commit that does not build: skipped, not judged
+    assert broken.verdict == "skipped" and "py_compile" in broken.reason and broken.outcomes == []
     assert hashes[BAD_AT - 2] in by_commit  # the commit before it was tested and came back clean
     proof = bisection.proof
     assert proof is not None and proof.seen == "2/2" and proof.outcomes == ["findings", "findings"]
-    assert len(bisection.steps) <= 6  # a bisect of 9 commits: both ends and log2(9) steps, one test each
+    assert len(bisection.steps) <= 7  # 9 commits: both ends, about log2(9) of git's and the skipped one
     stored = sweeps.get(second.id)
     assert stored is not None and stored.source == second.source
     named = f"{hashes[BAD_AT - 1][:12]} fill: one more element (Ada Lovelace <ada@example.com>)"
@@ -180,6 +181,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
 
     kept = second.model_copy(update={"bisections": found})
     assert f"first seen in {named}" in markdown(kept, diff)  # `cuprobe sweep run`'s summary
+    assert escape(f"first seen in {named}") in html(kept, diff)  # and its --report page
     sweeps.save(kept)
     again = sweeps.get(second.id)
     assert again is not None and again.bisections == found and again.source == second.source
@@ -211,15 +213,15 @@ def test_a_branch_the_repository_does_not_have_is_said_before_anything_runs(team
     _commit(team_repo, 1, "first")
     definition = parse_definition(_definition(team_repo).replace('branch = "main"', 'branch = "nightly"'))
     with pytest.raises(SourceError, match="branch 'nightly' is not in the repository"):
-        check_out(definition, Settings(data_dir=tmp_path / "data"), "s1")
+        check_out(definition, Settings(data_dir=tmp_path / "data"))
 
 
 def test_a_head_that_does_not_build_fails_the_sweep_with_the_build_s_words(team_repo: Path, tmp_path: Path) -> None:
     _commit(team_repo, BROKEN_AT, "half-written")
     settings = Settings(data_dir=tmp_path / "data")
     with pytest.raises(SourceError, match=r"(?s)build `.*py_compile fill.py` exited 1:.*SyntaxError"):
-        check_out(parse_definition(_definition(team_repo)), settings, "s1")
-    assert not (settings.repos / "worktrees" / "sweep-s1").exists()  # no half-made checkout is left behind
+        check_out(parse_definition(_definition(team_repo)), settings)
+    assert not sweep_tree(settings, "own-nightly").exists()  # no half-made checkout is left behind
 
 
 def test_a_fixed_finding_gets_the_commit_that_fixed_it(
@@ -304,3 +306,18 @@ def test_cuprobe_sweep_run_bisects_and_the_webhook_names_the_commit(
     assert bisection["first"]["hash"] == hashes[BAD_AT - 2] and bisection["state"] == "found"
     assert [p.name for p in (tmp_path / "data" / "repos" / "worktrees").iterdir()] == []  # every worktree removed
     hook.server.shutdown()
+
+
+def test_the_notification_links_the_job_that_proved_the_commit() -> None:
+    """A scheduled sweep's bisect steps are jobs: the webhook's line links the proving job's dashboard page."""
+    first = Commit(hash="a" * 40, author="Ada Lovelace <ada@example.com>", title="fill: one more element")
+    proof = BisectStep(commit=first, verdict="shows", seen="2/2", outcomes=["findings"] * 2, runs=["job:j1", "job:j2"])
+    bisection = Bisection(direction="new", case="fill/memcheck/fill", signature="memcheck|x", tool="memcheck",
+                          good="b" * 40, bad="c" * 40, state="found", message="", first=first, steps=[proof])
+    diff = SweepDiff(sweep="s2", previous="s1", definition="own-nightly",
+                     new=[DiffItem(case="fill/memcheck/fill", signature="memcheck|x", count=1, seen="2/2")])
+    text = payload(diff, None, [bisection], "https://cuprobe.example/")["text"]
+    assert (
+        "- new: fill/memcheck/fill memcheck|x (1)\n  first seen in aaaaaaaaaaaa fill: one more element "
+        "(Ada Lovelace <ada@example.com>) (1 step(s)); proved by https://cuprobe.example/ui/jobs/j1"
+    ) in text

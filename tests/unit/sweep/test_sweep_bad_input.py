@@ -230,9 +230,9 @@ def test_diff_against_says_on_stderr_what_the_comparison_may_not_mean(tmp_path: 
     for i, (sweep_id, definition) in enumerate(stored):
         started = datetime(2026, 12, 1, 3, i, tzinfo=UTC)
         sweeps.save(Sweep(id=sweep_id, definition=definition, state="done", started_at=started, finished_at=started))
-    same = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "aaaa0001")  # the control: nothing to say
+    same = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "aaaa0001", "--json")  # the control: nothing to say
     assert same.exit_code == 0 and same.stderr == "" and json.loads(same.stdout)["previous"] == "aaaa0001"
-    other = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "cccc0003")
+    other = _cli(tmp_path, "sweep", "diff", "bbbb0002", "--against", "cccc0003", "--json")
     assert "--against cccc0003 is a sweep of 'gpu2', not 'nightly'" in other.stderr
     assert "--against cccc0003 started after bbbb0002" in other.stderr
     assert json.loads(other.stdout)["previous"] == "cccc0003"  # stdout stays the JSON
