@@ -142,7 +142,8 @@ def sandbox_command(
     for folder in hidden:
         args += ["--tmpfs", str(folder)]
     shown_again = dict.fromkeys([*needed, *shown])
-    for path in [p for p in shown_again if any(_inside(p, folder) for folder in hidden)]:
+    # Only what exists: bwrap's -try skips a missing source but fails on one below a file (ENOTDIR).
+    for path in [p for p in shown_again if p.exists() and any(_inside(p, folder) for folder in hidden)]:
         args += ["--ro-bind-try", str(path), str(path)]
     for pattern in GPU_DEVICES:
         for device in sorted(glob.glob(pattern)):

@@ -114,9 +114,11 @@ def overflow():
 
 
 def first_process():
-    """True in the first process of a replay run to ask (a marker file in its working directory), False after."""
+    """True in the first process of a replay run to ask, False after: a marker file in TMPDIR where the run sets one
+    (a sandboxed job's only writable folder, its own), else in the working directory."""
+    marker = os.path.join(os.environ.get("TMPDIR", "."), "first-process.marker")
     try:
-        os.close(os.open("first-process.marker", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
         return False
     return True
