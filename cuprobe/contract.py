@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cuprobe import internal_env
+from cuprobe.tool import Tool as Tool  # re-exported: the contract names the tools its results carry
 
 RESULT_SCHEMA_VERSION = 1
 EXIT_OK = 0
@@ -37,16 +37,6 @@ CONTROL_READER_PREFIX = "cuprobe_control_"
 def is_control_kernel(name: str | None) -> bool:
     """Whether a record's kernel is one of the confirmer's planted ones (they never appear in a probe's own cases)."""
     return bool(name and (name.startswith(CONTROL_READER_PREFIX) or name == CONTROL_HIDDEN_WRITER))
-
-
-class Tool(StrEnum):
-    """A compute-sanitizer tool, or `none` for a bare run."""
-
-    NONE = "none"
-    MEMCHECK = "memcheck"
-    INITCHECK = "initcheck"
-    RACECHECK = "racecheck"
-    SYNCCHECK = "synccheck"
 
 
 class Expectation(BaseModel):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -45,6 +47,12 @@ def available() -> dict[str, str]:
     return found
 
 
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """` (did you mean NAME?)` for the names closest to a misspelt `name` (difflib), or nothing when none is close."""
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
 def get(name: str) -> Probe[Any]:
     """An instance of the probe called `name`. A built-in is found without reading every installed package's entry
     points (a plug-in cannot shadow one); any other name is looked up among them afresh, so a plug-in installed
@@ -53,6 +61,7 @@ def get(name: str) -> Probe[Any]:
     if target is None:
         targets = available()
         if name not in targets:
-            raise UnknownProbe(f"unknown probe {name!r}; known probes: {', '.join(sorted(targets))}")
+            close = did_you_mean(name, targets)
+            raise UnknownProbe(f"unknown probe {name!r}{close}; known probes: {', '.join(sorted(targets))}")
         target = targets[name]
     return _load(target)()

@@ -19,11 +19,17 @@ TERMINAL_STATES = ("done", "cancelled")  # job states after which nothing change
 
 
 class ApiError(RuntimeError):
-    """The API refused a request or could not be reached; `status` is the HTTP status (0: unreachable)."""
+    """The API refused a request or could not be reached; `status` is the HTTP status (0: unreachable), `asked` the
+    request (`POST http://host:port/jobs`) where the server answered."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, asked: str | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.asked = status, asked
+
+    def said(self) -> str:
+        """The message with the request and status it answers, for a person: which server refused matters when
+        several run on one machine."""
+        return f"{self.asked} answered {self.status}: {self}" if self.asked else str(self)
 
 
 def _job_path(job_id: str, *rest: str) -> str:
@@ -75,7 +81,8 @@ class Client:
             said = f"HTTP {response.status_code} from {self.url}, not JSON (is it cuprobe's API?): {text[:200]}"
             raise ApiError(response.status_code if response.status_code >= 400 else 502, said) from None
         if response.status_code >= 400:
-            raise ApiError(response.status_code, str(body.get("error") or body))
+            asked = f"{method} {response.request.url.copy_with(query=None)}"
+            raise ApiError(response.status_code, str(body.get("error") or body), asked)
         return body
 
     def submit(self, spec: dict[str, Any]) -> dict[str, Any]:

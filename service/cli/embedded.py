@@ -25,6 +25,7 @@ from rich.console import Console
 
 from cuprobe.probes import registry
 from cuprobe.probes.command import ALLOWLIST_ENV
+from cuprobe.service.cli.api_url import forget_serving, record_serving
 from cuprobe.service.cli.interrupt import sigterm_as_interrupt
 from cuprobe.service.cli.local_token import TOKEN_FILE, make_local_token
 from cuprobe.service.config import Settings
@@ -288,11 +289,14 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0, co
     signal.signal(signal.SIGHUP, signal.getsignal(signal.SIGTERM))
     not_dumpable()  # it serves the API and starts the workers: their token and URLs are in its memory
     with embedded_stack(settings, host=host, port=port, cpu_concurrency=cpu_concurrency) as stack:
+        record_serving(settings.data_dir, stack.url)  # `cuprobe submit` and the rest find this port without --url
         try:
             while stack.api_thread.is_alive():
                 stack.api_thread.join(0.5)
         except KeyboardInterrupt:
             console.print("cuprobe up: stopping workers, API and broker")
+        finally:
+            forget_serving(settings.data_dir)
     console.print("cuprobe up: stopped")
     return 0
 

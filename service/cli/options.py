@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
-from cuprobe.service.models import SanitizerOptions, Severity
-from cuprobe.service.models.options import NOT_PASSED, SHORT_NAMES
+if TYPE_CHECKING:
+    from cuprobe.service.models import SanitizerOptions, Severity
 
 SanitizerOpt = Annotated[
     list[str] | None,
@@ -28,6 +27,11 @@ _BOOLEAN = {"yes": True, "true": True, "1": True, "no": False, "false": False, "
 
 def parse_options(pairs: list[str]) -> SanitizerOptions:
     """SanitizerOptions from NAME=VALUE pairs; a bad name or value raises typer.BadParameter naming it."""
+    from pydantic import ValidationError
+
+    from cuprobe.service.models import SanitizerOptions
+    from cuprobe.service.models.options import NOT_PASSED, SHORT_NAMES
+
     values: dict[str, Any] = {}
     for pair in pairs:
         name, sep, value = pair.lstrip("-").partition("=")

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from rich.box import SIMPLE_HEAD
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -21,6 +22,8 @@ from cuprobe.service.models import Finding, Outcome, RunResult
 from cuprobe.service.models.problems import SpellingDeprecated
 from cuprobe.service.sanitizer.classify import PAST_THE_CAP
 
+# Observation keys that say what a case measured: shown under the case, not only in --json.
+MEASURED = ("class", "verdict")
 OUTCOME_STYLE = {Outcome.CLEAN: "bold green", Outcome.FINDINGS: "bold yellow"}
 
 
@@ -58,6 +61,15 @@ def _details(finding: Finding) -> str:
     said, at = what(finding), where(finding)
     lines = [at if not said.startswith(f"{at}:") else "", said, " · ".join(extra)]
     return "\n".join(line for line in lines if line and line != "-")
+
+
+def word_table(title: str | None, *columns: str, lines: bool = True) -> Table:
+    """A table that fits 80 columns without breaking a word: no outer edge, one space between the columns, a blank
+    line between the rows (`lines`); a word longer than its column is folded."""
+    table = Table(title=title, box=SIMPLE_HEAD, show_edge=False, padding=0, show_lines=lines)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
 
 
 def findings_table(findings: list[Finding], title: str = "Findings") -> Table:
@@ -135,8 +147,21 @@ def print_result(result: RunResult, console: Console) -> None:
             else "[red]FAIL[/]"
         )
         console.print(f"  case {escape(case.id)}: {mark} ({case.expectation.describe()}) {escape(case.reason)}")
+        if measured := _measured(case.observations):
+            console.print(f"    {escape(measured)}")
     if result.command:
         console.print(f"  reproduce: {shlex.join(result.command)}", soft_wrap=True, highlight=False)
+
+
+def _measured(observations: dict[str, Any]) -> str:
+    """What a case measured, in its probe's words (bf16-matmul's class, gradcheck's verdict) with the evidence and
+    reasons it gives; empty for a probe that names none."""
+    said = [f"{key} {observations[key]}" for key in MEASURED if isinstance(observations.get(key), str)]
+    if not said:
+        return ""
+    evidence, reasons = observations.get("evidence"), observations.get("reasons") or []
+    details = [*([f"evidence {evidence}"] if evidence else []), *(str(r) for r in reasons)]
+    return ", ".join(said) + (f" ({'; '.join(details)})" if details else "")
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from junitparser.junitparser import FinalResult
 
 from cuprobe.service.gate.verdict import GateFinding, GateReport, Status
 from cuprobe.service.models import Confirmation
+from cuprobe.service.reports.table import clipped
 
 # Characters XML 1.0 cannot hold (a test's coloured or binary output: ESC, BEL, NUL), shown escaped instead.
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -67,23 +68,22 @@ def build(report: GateReport) -> JUnitXml:
             results: list[FinalResult] = []
             for n in not_run:
                 error = Error(
-                    _safe(f"repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}"[:500]),
+                    _safe(clipped(f"repeat {n.repeat + 1}: {n.result.outcome.value}: {n.result.message}", 500)),
                     n.result.outcome.value,
                 )
                 error.text = _safe(n.result.message)
                 results.append(error)
             for c in controls:
                 if c.case in (case_id, "-"):
-                    results.append(
-                        Error(_safe(f"positive control came back clean: {c.reason}"[:500]), "positive-control-clean")
-                    )
+                    said = clipped(f"positive control came back clean: {c.reason}", 500)
+                    results.append(Error(_safe(said), "positive-control-clean"))
             items = by_case.get(case_id, [])
             failing = [i for i in items if i.fails]
             if failing:
                 failure = Failure(
                     _safe(
                         f"{len(failing)} new or expired finding(s): "
-                        + "; ".join(i.label + " " + i.finding.location() for i in failing)[:400]
+                        + clipped("; ".join(i.label + " " + i.finding.location() for i in failing), 400)
                     ),
                     "finding",
                 )

@@ -7,6 +7,22 @@ from cuprobe.service.models import Confirmation
 from cuprobe.service.reports.table import table
 
 
+def _could_not_run(report: GateReport) -> list[str]:
+    problems = [[n.label, n.repeat + 1, n.result.outcome.value, n.result.message] for n in report.not_run]
+    problems += [
+        [c.entry, "-", "positive control came back clean", f"case {c.case}: {c.reason}"] for c in report.failed_controls
+    ]
+    out = [f"### Could not run ({len(problems)})", ""]
+    return out + (table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""])
+
+
+def _nothing_ran(report: GateReport) -> list[str]:
+    """The summary of a gate none of whose runs ran: said once, with why each could not."""
+    runs = len(report.not_run)
+    said = f"**Nothing ran:** {'the run' if runs == 1 else f'all {runs} runs'} could not run, so nothing was checked."
+    return [said, "", *_could_not_run(report)]
+
+
 def render(report: GateReport) -> str:
     """The whole summary: verdict, counts by outcome, new findings, fixed ones, what could not run and why."""
     suite = report.suite
@@ -14,6 +30,8 @@ def render(report: GateReport) -> str:
     counts = report.outcome_counts()
     out += ["### Runs by outcome", ""]
     out += table(["outcome", "runs"], [[outcome, n] for outcome, n in sorted(counts.items())])
+    if not any(result.outcome.ran for runs in report.runs for result in runs.results):
+        return "\n".join(out + _nothing_ran(report)) + "\n"
     out += [f"**Findings:** {report.summary_line()}", ""]
     failing = [f for f in report.findings if f.fails]
     out += [f"### New findings ({len(failing)})", ""]
@@ -71,12 +89,7 @@ def render(report: GateReport) -> str:
         if report.fixed
         else ["None.", ""]
     )
-    problems = [[n.label, n.repeat + 1, n.result.outcome.value, n.result.message] for n in report.not_run]
-    problems += [
-        [c.entry, "-", "positive control came back clean", f"case {c.case}: {c.reason}"] for c in report.failed_controls
-    ]
-    out += [f"### Could not run ({len(problems)})", ""]
-    out += table(["probe", "repeat", "outcome", "why"], problems) if problems else ["None.", ""]
+    out += _could_not_run(report)
     known = report.by_status(Status.BASELINED)
     if known:
         out += [f"### Baselined ({len(known)})", ""]

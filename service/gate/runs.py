@@ -194,7 +194,7 @@ def remote_executor(suite: Suite, client: Client, hold_s: float = MAX_WAIT_S) ->
             except ApiError as exc:
                 if 400 <= exc.status < 500:  # the suite asks for something this service refuses: bad input
                     _cancel_all(client, pending)
-                    raise ServiceRefused(f"{entry.name}: the service refused the job ({exc.status}): {exc}") from exc
+                    raise ServiceRefused(f"{entry.name}: the service refused the job: {exc.said()}") from exc
                 outcome = Outcome.UNAVAILABLE if exc.status == 0 else Outcome.PROBE_ERROR
                 result = _not_run(entry, outcome, f"the service did not take the job: {exc}")
                 if exc.status == 0:

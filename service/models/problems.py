@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
@@ -19,16 +20,28 @@ def _choices(expected: str) -> str:
     return expected.replace("' or '", "', '").replace("'", "")
 
 
-def problem(error: Any) -> str:
-    """One pydantic error dict as `where: what is wrong`."""
+def _unknown(name: str, fields: Collection[str]) -> str:
+    """`unknown field` with the closest names (difflib) and every valid one."""
+    close = difflib.get_close_matches(name, list(fields), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown field{hint} (its fields: {', '.join(fields)})"
+
+
+def problem(error: Any, fields: Collection[str] | None = None) -> str:
+    """One pydantic error dict as `where: what is wrong`; `fields`: the model's, named for a field it does not
+    have."""
     where, kind, got = _where(tuple(error.get("loc", ()))), error.get("type", ""), error.get("input")
     ctx = error.get("ctx") or {}
     if kind in ("literal_error", "enum") and "expected" in ctx:
         return f"{where}: {got!r} is not one of {_choices(str(ctx['expected']))}"
     if kind == "extra_forbidden":
-        return f"{where}: unknown field"
+        loc = tuple(error.get("loc", ()))
+        return f"{where}: " + (_unknown(str(loc[0]), fields) if fields and len(loc) == 1 else "unknown field")
     if kind == "missing":
         return f"{where}: required"
+    if kind == "list_type" and isinstance(got, str):  # a list given as text: say the forms a list is written in
+        forms = 'JSON ["a", "b"] (on cuprobe\'s command line also -p NAME=a,b)'
+        return f"{where}: takes a list, in {forms} (got {got!r})"
     if isinstance(got, float) and not math.isfinite(got):  # NaN compares false with every bound: say what it is
         return f"{where}: takes a finite number (got {got!r})"
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
@@ -67,10 +80,13 @@ def text_for_number(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[st
 Place = tuple[int | str, ...]
 
 
-def describe(exc: ValidationError, place: Callable[[Place], Place] | None = None) -> str:
-    """Every error of `exc`, `; `-separated; `place` rewrites where each one is (e.g. an index as the entry's name)."""
+def describe(
+    exc: ValidationError, place: Callable[[Place], Place] | None = None, fields: Collection[str] | None = None
+) -> str:
+    """Every error of `exc`, `; `-separated; `place` rewrites where each one is (e.g. an index as the entry's name);
+    `fields`: the validated model's, listed where a field it does not have was given."""
     errors = exc.errors(include_url=False)
-    return "; ".join(problem({**e, "loc": place(tuple(e["loc"]))} if place else e) for e in errors)
+    return "; ".join(problem({**e, "loc": place(tuple(e["loc"]))} if place else e, fields) for e in errors)
 
 
 class SpellingDeprecated(FutureWarning):

@@ -144,9 +144,9 @@ def admit(
         model = found.Params.model_validate(dict(params))
     except ValidationError as exc:
         where = ".".join(str(part) for part in exc.errors()[0]["loc"])
-        raise BadRequest(
-            f"params.{where}" if where else "params", f"bad parameters for probe {found.name}: {describe(exc)}"
-        ) from exc
+        said = describe(exc, fields=list(found.Params.model_fields))
+        field = f"params.{where}" if where else "params"
+        raise BadRequest(field, f"bad parameters for probe {found.name}: {said}") from exc
     if "allocator" in type(model).model_fields and getattr(model, "allocator", None) is None:
         # A torch probe's allocator made explicit, so the stored request and the reproducing command say which.
         model = model.model_copy(update={"allocator": default_allocator(chosen)})

@@ -7,11 +7,19 @@ from collections.abc import Sequence
 MAX_CELL = 300
 
 
+def clipped(text: str, limit: int) -> str:
+    """`text` at most `limit` characters long, cut after a whole word and marked ` ...` where it was longer."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 4]
+    words = cut.rsplit(None, 1)[0] if " " in cut.strip() else cut  # a single word longer than the limit is cut
+    return words.rstrip() + " ..."
+
+
 def cell(text: object) -> str:
     """A table cell: pipes escaped (GitHub renders `\\|` as `|`, also inside code spans), newlines folded, long
-    text cut."""
-    flat = " ".join(str(text).split()).replace("|", "\\|")
-    return flat if len(flat) <= MAX_CELL else flat[: MAX_CELL - 3] + "..."
+    text cut after a whole word."""
+    return clipped(" ".join(str(text).split()).replace("|", "\\|"), MAX_CELL)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:

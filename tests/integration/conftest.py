@@ -3,6 +3,7 @@ workers."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +14,12 @@ import pytest
 
 from tests.integration.stack import REPO, Stack
 from tests.redis_dbs import OwnedDb, owned_db
+from tests.system_packages import missing_package
 
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+# CUPROBE_TEST_POSTGRES names another server (trust auth for user postgres, a database the tests may add schemas to).
+POSTGRES = os.environ.get("CUPROBE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+# With this set to 1 (CI), a PostgreSQL that does not answer fails the tests that need it instead of skipping them.
+REQUIRE_POSTGRES = "CUPROBE_REQUIRE_POSTGRES"
 FIGURES = REPO / "build" / "integration-figures.txt"
 
 pytestmark = pytest.mark.integration
@@ -48,9 +53,16 @@ def figures() -> Figures:
 def _pg_schema() -> Iterator[str]:
     """A URL whose search_path is a new schema of the `test` database, dropped afterwards."""
     schema = f"cuprobe_test_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    yield f"postgresql+psycopg://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
+    try:
+        with psycopg.connect(POSTGRES, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+    except psycopg.OperationalError as exc:
+        missing_package(
+            f"PostgreSQL does not answer at {POSTGRES} ({str(exc).strip().splitlines()[0]}): apt-get install -y "
+            "postgresql and a database `test` with trust auth on loopback (as .ci/run does)",
+            REQUIRE_POSTGRES,
+        )
+    yield POSTGRES.replace("postgresql://", "postgresql+psycopg://", 1) + f"?options=-csearch_path%3D{schema}"
     with psycopg.connect(POSTGRES, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
 

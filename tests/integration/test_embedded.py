@@ -28,9 +28,9 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
         "PYTHONPATH": str(REPO),
         "CUPROBE_DATA_DIR": str(tmp_path / "data"),
         "CUPROBE_RECONCILE_INTERVAL_S": "1",
-        "CUPROBE_API_URL": f"http://127.0.0.1:{port}",
         "PATH": "/usr/bin:/bin",
     }
+    env.pop("CUPROBE_API_URL", None)  # the commands below find `up`'s --port themselves
     log = tmp_path / "up.log"
     with log.open("wb") as out:
         up = subprocess.Popen(
@@ -85,6 +85,7 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGTERM)  # its own session: up and its Valkey child
             up.wait(30)
+    assert not (tmp_path / "data" / "serving.json").exists()  # a stopped `up` is not asked for
 
 
 def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service(tmp_path: Path) -> None:

@@ -82,4 +82,5 @@ options = { suppressions = "ci/memcheck.supp.xml" }
     code, text = gate(api, tmp_path, SUITE + refused)
     assert code == 2, text
     said = " ".join(text.split())
-    assert "memcheck-control: the service refused the job (422)" in said and "were cancelled" in said
+    assert "memcheck-control: the service refused the job: POST http://127.0.0.1:" in said
+    assert "/jobs answered 422:" in said and "were cancelled" in said

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import redis
 
 from cuprobe.service.cli.embedded import embedded_broker
 from tests import redis_dbs
-from tests.integration.stack import fresh_stack
+from tests.integration.stack import REPO, fresh_stack
 from tests.redis_dbs import OWNER_KEY, claim
 
 
@@ -67,3 +69,22 @@ def test_when_every_database_is_taken_a_private_server_serves_the_claim(server: 
     db = claim(server)
     assert not db.url.startswith(f"{server}/") and db.owned()
     db.release()
+
+
+def test_without_a_redis_the_claim_is_served_by_a_private_server() -> None:
+    db = claim("redis://127.0.0.1:1")  # nothing listens there
+    assert db.owned() and not db.url.startswith("redis://127.0.0.1:1/")
+    db.release()
+
+
+def test_without_postgresql_its_tests_skip_saying_what_to_install_unless_ci_requires_it() -> None:
+    test = "tests/integration/test_sweep_beat.py::test_sweeps_round_trip_through_postgres"
+    nothing = "postgresql://postgres@127.0.0.1:1/test"  # nothing listens there
+    env = {**os.environ, "CUPROBE_TEST_POSTGRES": nothing, "CUPROBE_REQUIRE_POSTGRES": ""}
+    argv = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", test]
+    skipped = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert "1 skipped" in skipped.stdout and "PostgreSQL does not answer at" in skipped.stdout, skipped.stdout
+    required = subprocess.run(
+        argv, cwd=REPO, env={**env, "CUPROBE_REQUIRE_POSTGRES": "1"}, capture_output=True, text=True, timeout=300
+    )
+    assert required.returncode == 1 and "must run here (CUPROBE_REQUIRE_POSTGRES=1)" in required.stdout

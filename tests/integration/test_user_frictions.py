@@ -103,3 +103,11 @@ def test_jobs_lists_with_filters(default_heartbeat: tuple[Stack, httpx.Client]) 
     labelled = wait_for(api, api.post("/jobs", json={"probe": "selftest", "label": "sweep:cli-test"}).json()["id"])
     mine = cli.invoke(cli_app(), ["jobs", "--label", "sweep:cli-test", "--url", url])
     assert mine.exit_code == 0 and labelled["id"][:8] in mine.stdout and job["id"][:8] not in mine.stdout
+    # More jobs than --limit: the list says so, and how to see them; all that match: nothing more to say.
+    wait_for(api, api.post("/jobs", json={"probe": "selftest", "label": "sweep:cli-test"}).json()["id"])
+    two = cli.invoke(cli_app(), ["jobs", "--label", "sweep:cli-test", "--limit", "1", "--url", url])
+    assert two.exit_code == 0 and labelled["id"][:8] not in two.stdout
+    said = " ".join(two.stderr.split())
+    assert "the 1 newest shown; more jobs match: `--limit 5` shows more, or narrow them with --probe" in said
+    every = cli.invoke(cli_app(), ["jobs", "--label", "sweep:cli-test", "--limit", "2", "--url", url])
+    assert labelled["id"][:8] in every.stdout and "more jobs match" not in every.stderr

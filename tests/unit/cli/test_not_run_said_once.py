@@ -3,6 +3,7 @@ every reason or says how many more, and the progress bar never lands in a redire
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from cuprobe.service.cli.main import app
 from cuprobe.service.models import Outcome, Tool
 from cuprobe.service.models.sweep import Sweep, SweepCase
 from cuprobe.service.reports.markdown import markdown
+from cuprobe.service.reports.table import cell
 from tests.check_rows import expected_exit
 
 cli = CliRunner()
@@ -45,10 +47,37 @@ def test_gate_says_the_shared_reason_once(here: Path) -> None:
     )
     cpu = '[[probe]]\nname = "cpu"\nprobe = "selftest"\ntool = "none"\n'
     (here / "suite.toml").write_text(f'name = "g"\n{entries}{cpu}')
-    result = cli.invoke(app, ["gate", "suite.toml", "--local"], env={"COLUMNS": "200"})
+    result = cli.invoke(app, ["gate", "suite.toml", "--local", "--summary", "summary.md"], env={"COLUMNS": "200"})
     assert result.exit_code == 3
-    assert result.stdout.count(NO_GPU) + result.stderr.count(NO_GPU) == 1, result.stdout + result.stderr
+    # Once as the runs end (each later run names the one that said it), once in the summary.
+    assert result.stderr.count(NO_GPU) == 1 and result.stdout.count(NO_GPU) == 1, result.stdout + result.stderr
+    for i in range(1, 5):
+        assert f"gpu{i} [uninit-read initcheck] 1/1: unavailable the same reason as gpu0 [uninit-read" in result.stderr
+    assert "(why: in the summary)" not in result.stderr
     assert "could not run (5 run(s): gpu0, gpu1, gpu2, gpu3, gpu4)" in result.stdout
+    summary = (here / "summary.md").read_text()
+    assert "**Nothing ran:** all 5 runs could not run, so nothing was checked." not in summary  # the CPU one ran
+    assert "None." in summary
+
+
+def test_a_gate_where_nothing_ran_says_so_once(here: Path) -> None:
+    entries = "".join(
+        f'[[probe]]\nname = "gpu{i}"\nprobe = "uninit-read"\ntool = "initcheck"\ncontrol = true\n' for i in range(3)
+    )
+    (here / "suite.toml").write_text(f'name = "g"\n{entries}')
+    result = cli.invoke(app, ["gate", "suite.toml", "--local", "--summary", "summary.md"], env={"COLUMNS": "200"})
+    assert result.exit_code == 3
+    summary = (here / "summary.md").read_text()
+    assert "**Nothing ran:** all 3 runs could not run, so nothing was checked." in summary
+    assert "None." not in summary and "### New findings" not in summary and "### Could not run (3)" in summary
+    assert not re.search(r"\w\.\.\. \|$", summary, re.MULTILINE), summary  # a long reason is cut after a word
+
+
+def test_a_long_cell_is_cut_after_a_whole_word() -> None:
+    reason = "install the pinned PyPI sanitizer (pip install 'cuprobe[gpu]'), or the CUDA toolkit; " * 5
+    shown = cell(reason)
+    assert len(shown) <= 300 and shown.endswith(" ...")
+    assert reason.startswith(shown.removesuffix(" ...")) and reason[len(shown) - 4] == " "
 
 
 def test_local_check_says_the_shared_reason_once() -> None:

@@ -51,7 +51,9 @@ def test_gate_without_a_service_stops_at_the_first_connection_error(
     assert result.exit_code == 3
     assert len(seen) == 1, f"{len(seen)} connections: the gate kept submitting"
     said = result.stdout + result.stderr
-    assert said.count("cannot reach the cuprobe API") == 1, said
+    # Once as the first run ends (the others name it), once in the summary.
+    assert result.stdout.count("cannot reach the cuprobe API") == 1, said
+    assert result.stderr.count("cannot reach the cuprobe API") == 1, said
     assert "could not run (6 run(s): s0, s1, s2, s3, s4, s5)" in result.stdout
 
 
@@ -85,3 +87,31 @@ def test_a_poll_that_misses_twice_is_retried_with_backoff() -> None:
     finally:
         server.shutdown()
     assert job["state"] == "done" and _Flaky.dropped == 2
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """Another server on the port the client asks: refuses every request for want of a token, as a cuprobe API
+    started with CUPROBE_API_TOKEN does."""
+
+    def do_POST(self) -> None:  # the name http.server calls
+        body = json.dumps({"error": "missing bearer token"}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # the base class's name
+        """Quiet."""
+
+
+def test_a_refusal_names_the_url_it_answered() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        result = cli.invoke(app, ["submit", "selftest", "--url", url], env={"COLUMNS": "200"})
+    finally:
+        server.shutdown()
+    assert result.exit_code == 2
+    assert f"POST {url}/jobs answered 401: missing bearer token" in " ".join(result.stderr.split())

@@ -13,8 +13,8 @@ import pytest
 from cuprobe.service.models import Outcome, ProbeRequest
 from cuprobe.service.probing.runner import run_probe
 
-# Processes per replay and replays: 2 x 4 comparisons of one step, each process racing two CPU burners.
-PROCESSES, REPLAYS = 5, 2
+# Processes per replay and replays: 2 x 3 comparisons of one step, each process racing two CPU burners.
+PROCESSES, REPLAYS = 4, 2
 
 
 @pytest.fixture

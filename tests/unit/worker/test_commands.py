@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cuprobe.service.cli import doctor as cli_doctor
 from cuprobe.service.cli import main as cli_main
 from cuprobe.service.config import Settings
 from cuprobe.service.probing.gpus import GpuDevice
@@ -117,7 +118,7 @@ def test_doctor_names_another_installed_sanitizer_without_the_stall(
     assert steadier_sanitizer(None) == (steady, "2025.3.1.0")
     assert steadier_sanitizer(steady) is None  # a path the operator set is never second-guessed
     monkeypatch.setattr(gpu_slots, "visible_gpus", lambda: [DEVICES[0]])
-    monkeypatch.setattr(cli_main, "visible_gpus", lambda: [DEVICES[0]])
+    monkeypatch.setattr(cli_doctor, "visible_gpus", lambda: [DEVICES[0]])
     out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400"}).stdout
     assert "gpu0: 1 sanitizer process(es) at once" in out
     k = slots_for(DEVICES[0], 1, 0, "2025.3.1.0")[0]  # this machine's cores decide it
@@ -138,8 +139,8 @@ def test_a_local_sweep_is_capped_as_without_the_confirmation_when_its_batches_sh
     assert gpu_slots.host_slots(Settings(confirm=False)) == 8
     assert gpu_slots.host_slots(Settings(gpu_slots=3)) == 3
     # `cuprobe doctor` says both: the worker's K, and a local sweep's.
-    monkeypatch.setattr(cli_main, "visible_gpus", lambda: [h200])
-    monkeypatch.setattr(cli_main, "located_version", lambda path: "2025.3.1.0")
+    monkeypatch.setattr(cli_doctor, "visible_gpus", lambda: [h200])
+    monkeypatch.setattr(cli_doctor, "located_version", lambda path: "2025.3.1.0")
     out = CliRunner().invoke(cli_main.app, ["doctor"], env={"COLUMNS": "400"}).stdout
     assert "gpu0: 4 sanitizer process(es) at once" in out
     assert "a sweep run here (cuprobe sweep run): 8 at once (its batches share one set" in out
