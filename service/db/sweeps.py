@@ -43,6 +43,7 @@ class CaseChange:
     findings: list[FindingChange]
     setup: str | None = None
     truncated: bool = False
+    control: bool = False
 
 
 # How long a scheduled sweep whose process ended waits to be resumed (a CPU worker runs the maintenance pass every
@@ -96,8 +97,9 @@ def _lean(s: Session, row: SweepRow, wanted: list[str] | None) -> SweepChanges:
         findings.setdefault(key, []).append(FindingChange(signature, count, seen, bool(fallout)))
     message, setup = SweepCaseRow.case["message"].as_string(), SweepCaseRow.case["setup"].as_string()
     truncated = SweepCaseRow.case["truncated"].as_boolean()
+    control = SweepCaseRow.case["control"].as_boolean()
     cases_query = (
-        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message, setup, truncated)
+        select(SweepCaseRow.key, SweepCaseRow.outcome, SweepCaseRow.flaky, message, setup, truncated, control)
         .where(SweepCaseRow.sweep_id == row.id)
         .order_by(SweepCaseRow.id)
     )
@@ -105,8 +107,8 @@ def _lean(s: Session, row: SweepRow, wanted: list[str] | None) -> SweepChanges:
         cases_query = cases_query.where(SweepCaseRow.key.in_(keys))
     only = set(wanted) if wanted is not None else None
     cases = [
-        CaseChange(k, Outcome(o), f, m or "", findings.get(k, []), u, bool(t))
-        for k, o, f, m, u, t in s.execute(cases_query)
+        CaseChange(k, Outcome(o), f, m or "", findings.get(k, []), u, bool(t), bool(c))
+        for k, o, f, m, u, t, c in s.execute(cases_query)
         if only is None or k in only
     ]
     return SweepChanges(

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cuprobe.contract import Tool
 from cuprobe.service.config import get_settings
 from cuprobe.service.models import ProbeRequest, SanitizerOptions, Severity
+from cuprobe.service.models.controls import NO_CONTROL, uncontrolled
 from cuprobe.service.models.files import load_toml
 from cuprobe.service.models.options import OPTION_TOOL
 from cuprobe.service.models.problems import respell
@@ -161,12 +162,9 @@ def load_suite(path: Path) -> Suite:
         expect = {"expect": test.expect} if test.control else {}
         dummy = test_entry(test, "-", {"argv": ["true"], "case": "-", **expect}, 0)
         _check_entry(path, dummy, f"{path}: [[test]] {test.name}")
-    everything: list[SuiteEntry | TestEntry] = [*suite.entries, *suite.test]
-    used = {entry.tool for entry in everything} - {Tool.NONE}
-    controlled = {entry.tool for entry in everything if entry.control}
-    if missing := sorted(used - controlled):
+    if missing := uncontrolled([*suite.entries, *suite.test]):
         raise SuiteError(
-            f"{path}: no positive control for {', '.join(missing)}: a broken sanitizer tool would read as clean; "
+            f"{path}: no positive control for {', '.join(missing)}: {NO_CONTROL}; "
             + "; ".join(f"for {tool} add a [[probe]] with {CONTROL_HINTS[tool]}" for tool in missing)
         )
     return suite

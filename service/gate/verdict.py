@@ -12,7 +12,6 @@ from cuprobe.service.gate.baseline import Baseline, BaselineEntry
 from cuprobe.service.gate.runs import EntryRuns
 from cuprobe.service.gate.suite import Suite
 from cuprobe.service.models import (
-    CaseVerdict,
     Confirmation,
     Evidence,
     ExitCode,
@@ -20,6 +19,7 @@ from cuprobe.service.models import (
     RunResult,
     strongest_confirmation,
 )
+from cuprobe.service.models.controls import expected, fired
 
 
 class Status(StrEnum):
@@ -148,20 +148,6 @@ class GateReport:
         return [f for f in self.findings if f.status is status]
 
 
-def _case_of(finding: Finding, result: RunResult) -> CaseVerdict | None:
-    for case in result.cases:
-        if case.id == finding.case or (finding.case is None and len(result.cases) == 1):
-            return case
-    return None
-
-
-def expected(finding: Finding, result: RunResult, control: bool) -> bool:
-    """A finding a positive control planted: in a control entry, of its case's expected tool and kind."""
-    case = _case_of(finding, result) if control else None
-    exp = case.expectation if case else None
-    return bool(exp and not exp.clean and exp.tool is result.tool and exp.kind == finding.kind)
-
-
 def _failed_controls(runs: EntryRuns) -> list[FailedControl]:
     failed = []
     for result in runs.results:
@@ -170,8 +156,7 @@ def _failed_controls(runs: EntryRuns) -> list[FailedControl]:
             for case in result.cases
             if not case.expectation.clean and case.expectation.tool is result.tool and not case.passed
         ]
-        fired = any(expected(f, result, True) for f in result.findings)
-        if runs.entry.control and result.outcome.ran and not fired and not here:
+        if runs.entry.control and result.outcome.ran and not fired(result) and not here:
             here.append(FailedControl(runs.entry.name, "-", "positive control came back clean: no expected finding"))
         failed += here
     return failed

@@ -41,6 +41,8 @@ def bisect_changes(
             process, case = tests.get(item.case), cases.get(item.case)
             if process is None or case is None:
                 continue  # a probe's case, not a test of the repository
+            if case.control:
+                continue  # a positive control's planted defect: no commit brought it
             good = _commit_of(sweeps, item, changes, source, commits)
             target = Target(
                 direction="new" if direction == "new" else "fixed",

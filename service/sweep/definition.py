@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from cuprobe.contract import Tool
 from cuprobe.service.models import SanitizerOptions
+from cuprobe.service.models.controls import NO_CONTROL, uncontrolled
 from cuprobe.service.models.files import load_toml, parse_toml
 from cuprobe.service.models.problems import respell
 from cuprobe.service.owntests.discover import TestEntry
@@ -171,6 +172,16 @@ class SweepDefinition(BaseModel):
         names = [e.name for e in self.entries] + [t.name for t in self.test]
         if both := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"entry and test names must be unique (they name the cases): {', '.join(both)}")
+        if missing := uncontrolled(self.test):
+            # As the gate refuses such a suite: without a control a sanitizer that sees nothing reads as a clean night.
+            raise ValueError(
+                f"no positive control for {', '.join(missing)} among the [[test]] entries: {NO_CONTROL}; "
+                + "; ".join(
+                    f"for {tool} add a [[test]] that runs a test with a known defect, with tool = \"{tool}\", "
+                    "control = true and expect = the finding kind it must report"
+                    for tool in missing
+                )
+            )
         return self
 
     @field_validator("entries")

@@ -143,6 +143,8 @@ def diff(sweep: SweepSeen, previous: SweepSeen | None, earlier: Mapping[str, Swe
                 out.flaky.append(item)
             elif old is not None:
                 out.persisting.append(item)
+            elif case.control:
+                continue  # what a positive control plants is no new defect: it is how the sweep knows the tool works
             else:
                 notes = (
                     [f"new only since the version changed ({change}): may be the tool, not the code"] if change else []

@@ -61,6 +61,7 @@ def _commit(repo: Path, number: int) -> str:
     count = "size + 256" if number >= BAD_AT else "size"
     tail = "\nthis line does not compile" if number == BROKEN_AT else ""
     (repo / "fill.cu").write_text(FILL.format(count=count, tail=tail))
+    (repo / "overrun.cu").write_text(FILL.format(count="size + 256", tail=""))  # the positive control, every commit
     (repo / "NOTES").write_text(f"change {number}\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", f"change {number}" + (": one more block" if number == BAD_AT else ""))
@@ -82,12 +83,19 @@ name = "own-nightly-gpu"
 repeats = 2
 [repo]
 url = "{repo}"
-build = "{NVCC} -lineinfo -o fill fill.cu"
+build = "{NVCC} -lineinfo -o fill fill.cu && {NVCC} -lineinfo -o overrun overrun.cu"
 [[test]]
 name = "fill"
 kind = "command"
 tool = "memcheck"
 argv = ["./fill"]
+[[test]]
+name = "overrun"
+kind = "command"
+tool = "memcheck"
+control = true
+expect = "invalid-global-write"
+argv = ["./overrun"]
 """)
 
     def nightly() -> tuple[Sweep, SweepDiff, list[Bisection]]:
@@ -107,6 +115,7 @@ argv = ["./fill"]
     hashes = [_commit(repo, 1)]
     first, _, _ = nightly()
     assert first.cases[0].outcome.value == "clean", first.cases[0].message
+    assert first.cases[1].control and first.cases[1].outcome.value == "findings", first.cases[1].message
     hashes += [_commit(repo, n) for n in range(2, 11)]
     started = time.monotonic()
     second, diff, found = nightly()

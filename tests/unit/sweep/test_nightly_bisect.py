@@ -52,7 +52,9 @@ COUNT = {count}
 buffer = [0] * SIZE
 for i in range(COUNT):
     if i >= SIZE:
-        open(os.path.join(os.getcwd(), "{witness}"), "w").write(str(i))
+        # A service job's sandbox keeps the checkout read-only: there the job's own TMPDIR takes the witness.
+        here = os.getcwd() if os.access(os.getcwd(), os.W_OK) else os.environ["TMPDIR"]
+        open(os.path.join(here, "{witness}"), "w").write(str(i))
         break
     buffer[i] = i
 print("filled", min(COUNT, SIZE)){tail}
@@ -68,10 +70,14 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def _commit(repo: Path, number: int, title: str) -> str:
+def _commit(repo: Path, number: int, title: str, *, control_fires: bool = True) -> str:
+    """Commit `number` of the history; overrun.py, the repository's positive control, writes one element past its
+    buffer at every commit (`control_fires`), or stops at the end as if the sanitizer had nothing to see."""
     count = "SIZE + 1" if BAD_AT <= number < FIXED_AT else "SIZE"
     tail = "\nthis line does not parse" if number == BROKEN_AT else ""
     (repo / "fill.py").write_text(FILL.format(count=count, witness=WITNESS, tail=tail))
+    overrun = "SIZE + 1" if control_fires else "SIZE"
+    (repo / "overrun.py").write_text(FILL.format(count=overrun, witness=WITNESS, tail=""))
     (repo / "NOTES").write_text(f"change {number}\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", title)
@@ -93,6 +99,14 @@ name = "fill"
 kind = "command"
 tool = "memcheck"
 argv = ["{sys.executable}", "fill.py"]
+
+[[test]]
+name = "overrun"
+kind = "command"
+tool = "memcheck"
+control = true
+expect = "invalid-global-write"
+argv = ["{sys.executable}", "overrun.py"]
 """
 
 
@@ -144,8 +158,9 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
     night, sweeps, settings = nightly
     hashes = [_commit(team_repo, 1, "fill: the first kernel")]
     first, diff, found = night()
-    (case,) = first.cases
+    case, control = first.cases
     assert case.key == "fill/memcheck/fill" and case.outcome.value == "clean", case.message
+    assert control.key == "overrun/memcheck/overrun" and control.control and control.outcome.value == "findings"
     assert first.source is not None and first.source.commit.hash == hashes[0]
     assert not diff.new and found == []
 
@@ -153,7 +168,7 @@ def test_the_bisect_names_the_commit_that_brought_the_out_of_bounds_write(
               7: "fill: one more element", 8: "tune", 9: "notes again", 10: "release"}
     hashes += [_commit(team_repo, n, titles[n]) for n in range(2, 11)]
     second, diff, found = night()
-    (case,) = second.cases
+    case, _ = second.cases
     assert case.outcome.value == "findings" and second.source.commit.hash == hashes[-1]
     (new,) = diff.new
     (bisection,) = found
@@ -270,10 +285,8 @@ def test_a_finding_the_test_does_not_show_alone_is_said_not_bisected(
     assert "no commit named: seen in the sweep's run, but not" in payload(diff, None, found)["text"]
 
 
-def test_cuprobe_sweep_run_bisects_and_the_webhook_names_the_commit(
-    team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    hook = Hook()
+def _cli(team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Callable[[], Result]:
+    """`cuprobe sweep run` of the team's nightly definition, under the replay stand-in, as a user runs it."""
     replaying(monkeypatch, capture(VERSIONS[1], "memcheck_ok"), target=True)
     oob = capture(VERSIONS[1], "memcheck_oob")
     monkeypatch.setenv("CUPROBE_REPLAY_WHEN", json.dumps({"file": WITNESS, "case": str(oob)}))
@@ -285,12 +298,17 @@ def test_cuprobe_sweep_run_bisects_and_the_webhook_names_the_commit(
         "CUPROBE_SANITIZER_PATH": str(REPLAY),
         "CUPROBE_SOURCE_ROOTS": json.dumps([BOX_ROOT]),
         "CUPROBE_CONFIRM": "0",
-        "CUPROBE_SWEEP_WEBHOOK_URL": hook.url,
         "COLUMNS": "200",
+        **env,
     }
+    return lambda: CliRunner().invoke(app, ["sweep", "run", str(definition), "--slots", "1"], env=env)
 
-    def sweep() -> Result:
-        return CliRunner().invoke(app, ["sweep", "run", str(definition), "--slots", "1"], env=env)
+
+def test_cuprobe_sweep_run_bisects_and_the_webhook_names_the_commit(
+    team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = Hook()
+    sweep = _cli(team_repo, tmp_path, monkeypatch, CUPROBE_SWEEP_WEBHOOK_URL=hook.url)
 
     _commit(team_repo, 1, "first")
     first = sweep()
@@ -321,3 +339,52 @@ def test_the_notification_links_the_job_that_proved_the_commit() -> None:
         "- new: fill/memcheck/fill memcheck|x (1)\n  first seen in aaaaaaaaaaaa fill: one more element "
         "(Ada Lovelace <ada@example.com>) (1 step(s)); proved by https://cuprobe.example/ui/jobs/j1"
     ) in text
+
+
+def test_a_definition_whose_tests_have_no_positive_control_is_refused(team_repo: Path) -> None:
+    """As the gate refuses such a suite: a sanitizer that sees nothing would make every night read clean."""
+    text = _definition(team_repo)
+    uncontrolled = text.replace("control = true\nexpect = \"invalid-global-write\"\n", "")
+    with pytest.raises(
+        DefinitionError,
+        match=r"no positive control for memcheck among the \[\[test\]\] entries: a broken sanitizer tool would "
+        r"read as clean; for memcheck add a \[\[test\]\] that runs a test with a known defect",
+    ):
+        parse_definition(uncontrolled)
+    with pytest.raises(DefinitionError, match="no positive control for memcheck"):
+        parse_definition(text[: text.index("[[test]]\nname = \"overrun\"")])
+
+
+def test_a_control_that_comes_back_clean_fails_the_sweep(
+    team_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sweep = _cli(team_repo, tmp_path, monkeypatch)
+    _commit(team_repo, 1, "first")
+    assert sweep().exit_code == 0
+    _commit(team_repo, 2, "overrun: stop at the end", control_fires=False)  # the instrument sees nothing now
+    second = sweep()
+    assert second.exit_code == 3, second.output  # could not run, never clean
+    said = "positive control came back clean: expected memcheck invalid-global-write, got nothing"
+    could_not = second.stdout[second.stdout.index("## Could not run"):]
+    assert said in could_not and "`overrun/memcheck/overrun`" in could_not
+    store = Store(Settings(data_dir=tmp_path / "data").database)
+    kept = SweepStore(store).get(SweepStore(store).list()[0].id)  # the latest
+    assert kept is not None and kept.source is not None and kept.source.commit.title == "overrun: stop at the end"
+    control = next(c for c in kept.cases if c.control)
+    assert not control.outcome.ran and said in control.message
+
+
+def test_a_control_s_finding_is_not_called_new_nor_bisected(
+    team_repo: Path, nightly: tuple[Nightly, SweepStore, Settings]
+) -> None:
+    night, _, _ = nightly
+    _commit(team_repo, 1, "first", control_fires=False)
+    first, _, _ = night()  # the control did not fire: the sweep could not run, and its finding was never seen
+    assert [c.outcome.ran for c in first.cases] == [True, False]
+    hashes = [_commit(team_repo, n, "fill: one more element" if n == BAD_AT else f"change {n}") for n in range(2, 9)]
+    second, diff, found = night()  # the control fires again, and fill writes past its buffer since BAD_AT
+    assert [c.outcome.value for c in second.cases] == ["findings", "findings"]
+    assert [item.case for item in diff.new] == ["fill/memcheck/fill"]  # the control's planted write is not new
+    (bisection,) = found
+    assert bisection.case == "fill/memcheck/fill" and bisection.state == "found", bisection.message
+    assert bisection.first is not None and bisection.first.hash == hashes[BAD_AT - 2]
