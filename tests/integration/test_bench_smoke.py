@@ -2,9 +2,10 @@
 equal across parsers and slots, pages answered, jobs neither lost nor duplicated, runs clean as their bare twin),
 so a change that breaks one fails here instead of the next time someone measures. Nothing here is timed.
 
-bench/sweep_service.py, bench/own_suite.py and bench/confirm_tests.py have smoke runs of their own
-(tests/integration/test_bench_sweep_service.py, tests/unit/gate/). bench/confirm.py and bench/sweep.py run the GPU
-probes under compute-sanitizer: their small size runs on the GPU box (tests/gpu/test_bench_smoke_gpu.py)."""
+bench/sweep_service.py, bench/own_suite.py, bench/confirm_tests.py and bench/cli_startup.py have smoke runs of their
+own (tests/integration/test_bench_sweep_service.py, tests/unit/gate/, tests/unit/cli/test_startup.py).
+bench/confirm.py and bench/sweep.py run the GPU probes under compute-sanitizer: their small size runs on the GPU box
+(tests/gpu/test_bench_smoke_gpu.py)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,6 @@ def test_the_benchmark_runs_at_a_small_size(bench: str, tmp_path: Path) -> None:
 
 def test_every_benchmark_has_a_smoke_run() -> None:
     """A benchmark added to bench/ without a small size here (or a smoke test of its own) fails this."""
-    elsewhere = {"sweep_service", "own_suite", "confirm_tests", "confirm", "sweep"}
+    elsewhere = {"sweep_service", "own_suite", "confirm_tests", "cli_startup", "confirm", "sweep"}
     scripts = {path.stem for path in (REPO / "bench").glob("*.py")}
     assert scripts - elsewhere == set(SMOKE), scripts - elsewhere ^ set(SMOKE)
