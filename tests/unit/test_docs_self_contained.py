@@ -66,8 +66,6 @@ DIARY_SCANNED = sorted({
     *_product_python(),
 })
 DIARY = re.compile(r"\bsession\s+\d+|\bpredicted\b|\bprediction", re.IGNORECASE)
-# Files another change rewrites; each is still written as a diary here, and leaves this set once it is not.
-DIARY_PENDING: set[str] = set()
 
 
 def _diary(path: Path) -> list[str]:
@@ -82,10 +80,6 @@ def test_the_raw_evidence_folder_is_gone() -> None:
 
 def test_no_work_diary_in_docs_scripts_or_product_code() -> None:
     assert len(DIARY_SCANNED) > 100  # the product's code is in the scan, not only the docs
-    found = [hit for p in DIARY_SCANNED if str(p.relative_to(ROOT)) not in DIARY_PENDING for hit in _diary(p)]
+    found = [hit for p in DIARY_SCANNED for hit in _diary(p)]
     assert found == [], "say what the code does and why, not which session measured what:\n" + "\n".join(found)
 
-
-@pytest.mark.parametrize("name", sorted(DIARY_PENDING))
-def test_a_file_left_out_of_the_diary_check_still_needs_it(name: str) -> None:
-    assert _diary(ROOT / name), f"{name} holds no diary any more: take it out of DIARY_PENDING"
