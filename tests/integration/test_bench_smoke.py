@@ -9,12 +9,11 @@ bench/confirm.py and bench/sweep.py run the GPU probes under compute-sanitizer: 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benches import run_bench
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,17 +33,7 @@ STORES = {"dashboard": "sqlite,postgres", "load": "sqlite"}
 @pytest.mark.parametrize("bench", sorted(SMOKE))
 def test_the_benchmark_runs_at_a_small_size(bench: str, tmp_path: Path) -> None:
     args = [*SMOKE[bench], *(["--stores", STORES[bench]] if bench in STORES else [])]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / f"{bench}.py"), *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"bench/{bench}.py {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-
+    run_bench(f"{bench}.py", args, env={"TMPDIR": str(tmp_path)})
 
 def test_every_benchmark_has_a_smoke_run() -> None:
     """A benchmark added to bench/ without a small size here (or a smoke test of its own) fails this."""
