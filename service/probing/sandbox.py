@@ -142,9 +142,14 @@ def sandbox_command(
     for folder in hidden:
         args += ["--tmpfs", str(folder)]
     shown_again = dict.fromkeys([*needed, *shown])
-    # Only what exists: bwrap's -try skips a missing source but fails on one below a file (ENOTDIR).
-    for path in [p for p in shown_again if p.exists() and any(_inside(p, folder) for folder in hidden)]:
-        args += ["--ro-bind-try", str(path), str(path)]
+    # Only what exists (bwrap's -try skips a missing source but fails on one below a file, ENOTDIR), and only the
+    # outermost: a path below one already bound back is there with it, and bwrap cannot make a mount point inside
+    # a read-only bind (a checkout under /tmp whose interpreter is in its .venv).
+    bound: list[Path] = []
+    for path in sorted(p for p in shown_again if p.exists() and any(_inside(p, folder) for folder in hidden)):
+        if not any(_inside(path, outer) for outer in bound):
+            bound.append(path)
+            args += ["--ro-bind-try", str(path), str(path)]
     for pattern in GPU_DEVICES:
         for device in sorted(glob.glob(pattern)):
             args += ["--dev-bind", device, device]
