@@ -10,7 +10,7 @@ login page and no data. Chromium and its driver are Debian's (.ci/run installs t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -72,8 +72,19 @@ def _wait(driver: Chrome) -> WebDriverWait[Chrome]:
     return WebDriverWait(driver, WAIT_S, poll_frequency=0.25, ignored_exceptions=[StaleElementReferenceException])
 
 
+def _text(driver: Chrome, css: str) -> str:
+    """The element's text read in one script call: the page swaps its nodes while it follows a job, and a node found
+    by one WebDriver command can be gone by the next, which Chrome reports as an unknown error, not a stale one."""
+    script = "const e = document.querySelector(arguments[0]); return e ? e.innerText : '';"
+    return str(driver.execute_script(script, css))
+
+
+def _has_text(element_id: str, text: str) -> Callable[[Chrome], bool]:
+    return lambda d: text in _text(d, f"#{element_id}")
+
+
 def _row_state(driver: Chrome, job_id: str) -> str:
-    return driver.find_element(By.CSS_SELECTOR, f'tr[data-job="{job_id}"] .state').text
+    return _text(driver, f'tr[data-job="{job_id}"] .state')
 
 
 def test_without_the_token_or_with_a_wrong_one_the_browser_gets_the_login_page(
@@ -87,7 +98,7 @@ def test_without_the_token_or_with_a_wrong_one_the_browser_gets_the_login_page(
     assert chromium.title.startswith("Log in") and "selftest" not in chromium.page_source
     chromium.find_element(By.ID, "token").send_keys("not-the-token")
     chromium.find_element(By.ID, "login-button").click()
-    _wait(chromium).until(ec.text_to_be_present_in_element((By.ID, "login-message"), "wrong token"))
+    _wait(chromium).until(_has_text("login-message", "wrong token"))
     assert "selftest" not in chromium.page_source and "job-status" not in chromium.page_source
     chromium.add_cookie({"name": "cuprobe_session", "value": TOKEN})  # the token itself is not a login cookie
     chromium.get(f"{url}/ui/")
@@ -145,9 +156,9 @@ def test_a_running_job_page_follows_it_to_cancelled(
     job_id = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "hang"}}).json()["id"]
     wait_for(api, job_id, until=("running",), timeout=WAIT_S)
     chromium.get(f"{url}/ui/jobs/{job_id}")
-    _wait(chromium).until(ec.text_to_be_present_in_element((By.ID, "job-state"), "running"))
+    _wait(chromium).until(_has_text("job-state", "running"))
     assert api.post(f"/jobs/{job_id}/cancel").status_code == 200
-    _wait(chromium).until(ec.text_to_be_present_in_element((By.ID, "job-state"), "cancelled"))
+    _wait(chromium).until(_has_text("job-state", "cancelled"))
     assert "stopped while running, on request" in chromium.find_element(By.ID, "job-message").text
 
 
@@ -158,7 +169,7 @@ def test_now_shows_the_live_worker_and_the_last_sweep_whose_diff_opens(
     if stack.worker is None:
         stack.start_worker()
     chromium.get(f"{url}/ui/")
-    _wait(chromium).until(ec.text_to_be_present_in_element((By.ID, "workers"), "cpu-dashboard@"))
+    _wait(chromium).until(_has_text("workers", "cpu-dashboard@"))
     row = next(r for r in chromium.find_elements(By.CSS_SELECTOR, "#workers tbody tr") if "cpu-dashboard@" in r.text)
     assert "alive" in row.text and "cpu.sweep" in row.text
     chromium.find_element(By.CSS_SELECTOR, "#now-diff-counts a.new").click()
