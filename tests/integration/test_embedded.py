@@ -91,7 +91,6 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
 def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service(tmp_path: Path) -> None:
     """README command 1 on a machine without a GPU: CPU probes run for real, GPU ones end unavailable, all stored."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250", "PATH": "/usr/bin:/bin"}
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "cuprobe.service.cli", "check"],
         env=env,
@@ -100,7 +99,6 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
         timeout=240,
         cwd=tmp_path,
     )
-    elapsed = time.monotonic() - started
     assert done.returncode == expected_exit(done.stdout), done.stdout + done.stderr
     rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines() if line.count("│") >= 6}
     assert "clean" in rows["selftest"] and "clean" in rows["gradcheck"]
@@ -113,10 +111,11 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     assert "could not run here (unavailable):" in done.stdout and "uninit-read" in done.stdout
     assert "every probe that ran behaved as expected: 3 clean; 8 could not run here" in done.stdout
     store = Store(f"sqlite:///{tmp_path / 'cuprobe-data' / 'cuprobe.db'}")
-    stored = {job.probe: job.outcome for job in store.jobs()}
-    assert stored["selftest"] == "clean" and stored["uninit-read"] == "unavailable"
-    assert "command" not in stored  # refused with 422: nothing stored
-    assert elapsed < 120  # GPU jobs end within seconds of the workers starting, not at their deadline
+    jobs = {job.probe: job for job in store.jobs()}
+    assert jobs["selftest"].outcome == "clean" and jobs["uninit-read"].outcome == "unavailable"
+    assert "command" not in jobs  # refused with 422: nothing stored
+    # GPU jobs end as soon as no worker is seen to serve their queue, not when their deadline runs out.
+    assert "by its deadline" not in (jobs["uninit-read"].message or ""), jobs["uninit-read"].message
 
 
 def _up(tmp_path: Path, *args: str, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
