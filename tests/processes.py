@@ -1,7 +1,8 @@
-"""Find live processes by command line (to prove a killed run left nothing behind)."""
+"""Find live processes by command line (to prove a killed run left nothing behind); start one as a terminal would."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 
@@ -19,3 +20,10 @@ def processes_mentioning(text: str) -> list[int]:
         if text in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def as_terminal_foreground() -> None:
+    """A child's `preexec_fn`: SIGINT at its default, as a terminal's foreground job has it. Started from a shell's
+    background job (`cmd &`, as CI may run the tests), SIGINT comes ignored, and a program keeps ignoring it, so a
+    test's Ctrl-C would never reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

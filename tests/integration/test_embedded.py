@@ -17,6 +17,7 @@ from cuprobe.service.cli.check import NO_GPU
 from cuprobe.service.db.store import Store
 from tests.check_rows import expected_exit
 from tests.integration.stack import REPO, free_port, wait_for
+from tests.processes import as_terminal_foreground
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
 
@@ -40,6 +41,7 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
             start_new_session=True,
+            preexec_fn=as_terminal_foreground,
         )
     try:
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
@@ -135,6 +137,7 @@ def _up(tmp_path: Path, *args: str, **settings: str) -> tuple[subprocess.Popen[b
         up = subprocess.Popen(
             [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1", *args],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
+            preexec_fn=as_terminal_foreground,
         )
     return up, log, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
 

@@ -17,7 +17,7 @@ import pytest
 
 from cuprobe.service.db.store import Store
 from tests.integration.stack import REPO, Stack, free_port, fresh_stack, still_running, wait_for, wait_running
-from tests.processes import processes_mentioning
+from tests.processes import as_terminal_foreground, processes_mentioning
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
 
@@ -65,6 +65,7 @@ def _up(tmp_path: Path, port: int, log: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [*CLI, "up", "--port", str(port), "--cpu-concurrency", "1"],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
+            preexec_fn=as_terminal_foreground,
         )
 
 

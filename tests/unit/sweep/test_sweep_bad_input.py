@@ -21,7 +21,7 @@ from cuprobe.service.cli.main import app
 from cuprobe.service.db.store import Store
 from cuprobe.service.db.sweeps import SweepStore
 from cuprobe.service.models.sweep import Sweep
-from tests.processes import processes_mentioning
+from tests.processes import as_terminal_foreground, processes_mentioning
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -151,10 +151,6 @@ def test_the_list_of_sweeps_says_when_it_shows_only_the_newest(tmp_path: Path, s
     assert (said in listed.stderr) == (stored > 50)
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _slow_sweep(tmp_path: Path, last: int, **popen: Any) -> subprocess.Popen[str]:
     """`cuprobe sweep run` of cases sleeping 60 s, 61 s ... `last` s, one at a time, in a process of its own."""
     path = tmp_path / "slow.toml"
@@ -170,9 +166,7 @@ def test_an_interrupted_sweep_stops_its_probes_and_is_stored_as_failed(tmp_path:
     """Twenty 60 s cases, one at a time: the sweep must end within seconds of the signal, not after them all."""
     proc = _slow_sweep(
         tmp_path, 79, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        # As a terminal's Ctrl-C finds it. Started from a shell's background job (`cmd &`, as CI may run these
-        # tests), SIGINT comes ignored, and Python, like any program, keeps ignoring it: only SIGTERM stops it then.
-        preexec_fn=_default_sigint,
+        preexec_fn=as_terminal_foreground,
     )
     try:
         deadline = time.monotonic() + 120
