@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.05
 # A process is named by (pid, start time in clock ticks): a pid reused by an unrelated process is never signalled.
@@ -26,6 +27,12 @@ def become_subreaper() -> None:
     """Make this process the reaper of its orphaned descendants (so they stay in its tree)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def die_with_parent(signum: int) -> None:
+    """In a child, before exec: get `signum` when the thread that started it ends, so that a parent killed outright
+    (SIGKILL, the OOM killer) leaves no orphan behind (Linux)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
 def _stat(pid: int) -> list[str] | None:

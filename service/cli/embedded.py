@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from rich.console import Console
 
 from cuprobe.probes import registry
 from cuprobe.probes.command import ALLOWLIST_ENV
+from cuprobe.proctree import die_with_parent
 from cuprobe.service.cli.api_url import forget_serving, record_serving
 from cuprobe.service.cli.interrupt import sigterm_as_interrupt
 from cuprobe.service.cli.local_token import TOKEN_FILE, make_local_token
@@ -361,6 +363,9 @@ class WorkerSupervisor(threading.Thread):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # `up` killed outright (SIGKILL, the OOM killer) stops its workers as its own stop does, rather than
+                # leaving them to wait for a broker that went with it.
+                preexec_fn=partial(die_with_parent, signal.SIGQUIT),
             )
 
     def run(self) -> None:

@@ -3,7 +3,6 @@ watchdog; when it ends, every process it started ends (probes.proctree)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
@@ -17,13 +16,12 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from cuprobe.proctree import Proc, alive, become_subreaper, descendants, group_alive, stop_run
+from cuprobe.proctree import Proc, alive, become_subreaper, descendants, die_with_parent, group_alive, stop_run
 
 # How often a running command's limit, XML size and cancel flag are checked; its exit is seen at once (a pidfd).
 POLL_S = 0.05
 # Record the run's process tree every this many polls (cheap: it walks the tree, not all of /proc).
 TREE_EVERY = 5
-PR_SET_PDEATHSIG = 1
 TERM_GRACE_S = 2.0
 # A cancelled run is being thrown away: its group gets less time to flush before SIGKILL.
 CANCEL_GRACE_S = 0.5
@@ -69,7 +67,7 @@ def _die_with_parent(nice: int = 0) -> None:
     """In the child: SIGKILL when the supervising worker dies, so a killed worker leaves no orphan (Linux); and
     reaper of its orphans, so a process that leaves the group (setsid) stays in the run's tree to be killed.
     `nice`: lower its CPU priority by that much."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent(signal.SIGKILL)
     become_subreaper()
     if nice:
         os.nice(nice)

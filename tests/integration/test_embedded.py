@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -167,6 +168,35 @@ def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
         assert wait_for(api, job["id"], timeout=60)["outcome"] == "clean"
     finally:
         os.killpg(up.pid, signal.SIGTERM)
+        up.wait(30)
+
+
+def test_up_killed_outright_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """`up` SIGKILLed (the OOM killer, `kill -9`) cannot stop its workers, which run in sessions of their own: they
+    stop themselves, instead of waiting for ever on a broker that went with it."""
+    up, log, api = _up(tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                registry = api.get("/health").json().get("registry", [])
+            except httpx.TransportError:
+                registry = []
+            if registry:
+                break
+            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        workers = {pid for w in registry for pid in w["pids"]}
+        assert workers and all(os.path.exists(f"/proc/{pid}") for pid in workers)
+        up.kill()
+        up.wait(30)
+        killed = time.monotonic()
+        while left := {pid for pid in workers if os.path.exists(f"/proc/{pid}")}:
+            assert time.monotonic() - killed < 60, f"workers {left} still running 60 s after `up` was killed"
+            time.sleep(0.3)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(up.pid, signal.SIGTERM)  # the broker, in up's process group
         up.wait(30)
 
 
