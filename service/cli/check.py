@@ -72,7 +72,7 @@ def check_service(settings: Settings, timeout_s: float, progress: Progress) -> l
     # The embedded stack knows which workers it started: a job no worker serves (a GPU probe on a machine
     # without a GPU) ends `unavailable` a few seconds after the workers are up, not at its deadline.
     settings = settings.model_copy(update={"reconcile_interval_s": 1.0, "unserved_after_s": 3.0})
-    with embedded_stack(settings, quiet=True) as stack:
+    with embedded_stack(settings, quiet=True, private_broker=True) as stack:
         client = Client(stack.url, timeout=60)
         progress(f"starting {len(stack.devices)} GPU worker(s) and a CPU worker")
         _wait_for_workers(client, len(stack.devices) + 1)

