@@ -170,6 +170,19 @@ class Stack:
         self.store.engine.dispose()
 
 
+def wait_serving(up: subprocess.Popen[bytes], api: httpx.Client, log: Path, timeout_s: float = 120) -> None:
+    """Until a `cuprobe up` answers /health with a live worker; fails with its log when it exits or times out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if api.get("/health").json().get("workers"):
+                return
+        except httpx.TransportError:
+            pass
+        assert up.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.3)
+
+
 def wait_for(
     client: httpx.Client,
     job_id: str,

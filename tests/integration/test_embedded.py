@@ -17,7 +17,7 @@ import httpx
 from cuprobe.service.cli.check import NO_GPU
 from cuprobe.service.db.store import Store
 from tests.check_rows import expected_exit
-from tests.integration.stack import REPO, free_port, wait_for
+from tests.integration.stack import REPO, free_port, wait_for, wait_serving
 from tests.processes import as_terminal_foreground
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
@@ -46,15 +46,7 @@ def test_up_runs_cpu_probes_and_says_gpu_probes_are_unavailable(tmp_path: Path) 
         )
     try:
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if api.get("/health").json()["workers"]:
-                    break
-            except httpx.TransportError:
-                pass
-            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.3)
+        wait_serving(up, api, log)
         assert "no GPU here" in log.read_text() and "uninit-read" in log.read_text()
         submit = subprocess.run(
             [*CLI, "submit", "selftest", "--wait"],
@@ -269,15 +261,7 @@ def test_check_beside_up_keeps_off_its_broker_and_a_second_up_of_the_data_direct
         "PATH": "/usr/bin:/bin",
     }
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if api.get("/health").json().get("workers"):
-                    break
-            except httpx.TransportError:
-                pass
-            assert up.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.3)
+        wait_serving(up, api, log)
         second = subprocess.run(
             [*CLI, "up", "--port", str(free_port())], env=env, capture_output=True, text=True, timeout=120
         )

@@ -16,7 +16,16 @@ import httpx
 import pytest
 
 from cuprobe.service.db.store import Store
-from tests.integration.stack import REPO, Stack, free_port, fresh_stack, still_running, wait_for, wait_running
+from tests.integration.stack import (
+    REPO,
+    Stack,
+    free_port,
+    fresh_stack,
+    still_running,
+    wait_for,
+    wait_running,
+    wait_serving,
+)
 from tests.processes import as_terminal_foreground, processes_mentioning
 
 CLI = [sys.executable, "-m", "tests.cli_app"]
@@ -69,18 +78,6 @@ def _up(tmp_path: Path, port: int, log: str) -> subprocess.Popen[bytes]:
         )
 
 
-def _serving(up: subprocess.Popen[bytes], api: httpx.Client, log: Path) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if api.get("/health").json().get("workers"):
-                return
-        except httpx.TransportError:
-            pass
-        assert up.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.3)
-
-
 def _stop(proc: subprocess.Popen[Any], sent: signal.Signals) -> None:
     """Send `sent` to the process group of `proc` (as a terminal or a service manager does) and wait for it to end;
     nothing when it has ended already."""
@@ -98,7 +95,7 @@ def test_ctrl_c_on_up_hands_the_running_job_back_and_the_next_up_runs_it_uncount
     store = Store(f"sqlite:///{tmp_path / 'data' / 'cuprobe.db'}")
     up = _up(tmp_path, port, "up1.log")
     try:
-        _serving(up, api, tmp_path / "up1.log")
+        wait_serving(up, api, tmp_path / "up1.log")
         job = api.post("/jobs", json={"probe": "selftest", "params": {"behaviour": "sleep", "seconds": 40}}).json()
         probes = _probe_started(api, job["id"])
         _stop(up, signal.SIGINT)
@@ -108,7 +105,7 @@ def test_ctrl_c_on_up_hands_the_running_job_back_and_the_next_up_runs_it_uncount
     _assert_handed_back(store, job["id"], tmp_path / "data")
     again = _up(tmp_path, port, "up2.log")
     try:
-        _serving(again, api, tmp_path / "up2.log")
+        wait_serving(again, api, tmp_path / "up2.log")
         _assert_ran_again(api, store, job["id"])
         status = subprocess.run(
             [*CLI, "status", job["id"]],
