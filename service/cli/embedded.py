@@ -65,6 +65,7 @@ def embedded_broker(data_dir: Path, *, supervised: bool = False) -> Iterator[str
         )
 
     with held_broker_dir(data_dir / "valkey"):
+        stop_left_behind(data_dir / "valkey")
         server = start_own_broker(make)
         keeper = BrokerKeeper(server, make) if supervised else None
         if keeper is not None:
@@ -101,6 +102,29 @@ def held_broker_dir(directory: Path) -> Iterator[None]:
         held.write(str(os.getpid()))
         held.flush()
         yield
+
+
+def stop_left_behind(directory: Path) -> None:
+    """Shut down a server still serving `directory`: with its lock free, no stack uses it, so a stack killed outright
+    (`kill -9` of `up`, whose broker is a plain child) left it running. Its SHUTDOWN writes out its append-only
+    file, which the new server then loads, rather than two servers appending to one file."""
+    import redis
+
+    conf = directory / "valkey.conf"
+    lines = conf.read_text().splitlines() if conf.exists() else []
+    ports = [line.split()[1] for line in lines if line.startswith("port ") and len(line.split()) == 2]
+    if not ports or not ports[-1].isdigit():
+        return
+    client = redis.Redis(host=BROKER_HOST, port=int(ports[-1]), socket_timeout=5, decode_responses=True)
+    try:
+        answered = client.config_get("dir").get("dir")
+        if isinstance(answered, str) and Path(answered).resolve() == directory.resolve():
+            console.print(f"the broker a stopped stack left running on port {ports[-1]} is shut down first")
+            client.shutdown()
+    except redis.RedisError:
+        pass  # nothing answers there, or it is gone: its SHUTDOWN closes the connection before any reply
+    finally:
+        client.close()
 
 
 def broker_dir_in_use(data_dir: Path) -> str | None:

@@ -113,6 +113,14 @@ def test_readme_main_job_check_runs_every_probe_as_a_job_of_the_embedded_service
     assert "by its deadline" not in (jobs["uninit-read"].message or ""), jobs["uninit-read"].message
 
 
+def _gone(pid: int) -> bool:
+    """No such process, or only its exit status left for its parent to read (a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def _up(tmp_path: Path, *args: str, **settings: str) -> tuple[subprocess.Popen[bytes], Path, httpx.Client]:
     """`cuprobe up ARGS` with one CPU worker on a free port, its data and log (up.log) under tmp_path, these
     CUPROBE_* settings added; its own session, so that the caller can signal the whole stack."""
@@ -163,10 +171,14 @@ def test_up_starts_a_worker_again_when_it_dies(tmp_path: Path) -> None:
         up.wait(30)
 
 
-def test_up_killed_outright_leaves_no_worker_behind(tmp_path: Path) -> None:
+def test_up_killed_outright_leaves_no_worker_behind_and_the_next_up_shuts_its_broker_down(tmp_path: Path) -> None:
     """`up` SIGKILLed (the OOM killer, `kill -9`) cannot stop its workers, which run in sessions of their own: they
-    stop themselves, instead of waiting for ever on a broker that went with it."""
+    stop themselves, instead of waiting for ever on a broker that went with it. Its broker, a plain child, is left
+    running; the next `up` of the data directory shuts it down before it starts its own on the same files."""
+    import redis
+
     up, log, api = _up(tmp_path)
+    again = None
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -180,16 +192,28 @@ def test_up_killed_outright_leaves_no_worker_behind(tmp_path: Path) -> None:
             time.sleep(0.3)
         workers = {pid for w in registry for pid in w["pids"]}
         assert workers and all(os.path.exists(f"/proc/{pid}") for pid in workers)
+        found = re.search(r"broker (redis://\S+),", log.read_text())
+        assert found is not None, log.read_text()
+        left_broker = int(redis.Redis.from_url(found.group(1)).info("server")["process_id"])
         up.kill()
         up.wait(30)
         killed = time.monotonic()
         while left := {pid for pid in workers if os.path.exists(f"/proc/{pid}")}:
             assert time.monotonic() - killed < 60, f"workers {left} still running 60 s after `up` was killed"
             time.sleep(0.3)
+        assert os.path.exists(f"/proc/{left_broker}")  # the broker outlives a killed `up`
+        again, log, api = _up(tmp_path)
+        wait_serving(again, api, log)
+        assert "left running on port" in log.read_text() and "is shut down first" in log.read_text()
+        assert _gone(left_broker)
+        job = api.post("/jobs", json={"probe": "selftest"}).json()
+        assert wait_for(api, job["id"], timeout=90)["outcome"] == "clean"
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(up.pid, signal.SIGTERM)  # the broker, in up's process group
-        up.wait(30)
+        for proc in (up, again):
+            if proc is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)  # the broker, in up's process group
+                proc.wait(30)
 
 
 def test_up_starts_its_broker_again_when_it_dies_and_no_job_is_lost(tmp_path: Path) -> None:
