@@ -113,18 +113,13 @@ def stop_left_behind(directory: Path) -> None:
     conf = directory / "valkey.conf"
     lines = conf.read_text().splitlines() if conf.exists() else []
     ports = [line.split()[1] for line in lines if line.startswith("port ") and len(line.split()) == 2]
-    if not ports or not ports[-1].isdigit():
+    if not ports or not ports[-1].isdigit() or not serves(BROKER_HOST, int(ports[-1]), directory):
         return
-    client = redis.Redis(host=BROKER_HOST, port=int(ports[-1]), socket_timeout=5, decode_responses=True)
-    try:
-        answered = client.config_get("dir").get("dir")
-        if isinstance(answered, str) and Path(answered).resolve() == directory.resolve():
-            console.print(f"the broker a stopped stack left running on port {ports[-1]} is shut down first")
-            client.shutdown()
-    except redis.RedisError:
-        pass  # nothing answers there, or it is gone: its SHUTDOWN closes the connection before any reply
-    finally:
-        client.close()
+    console.print(f"the broker a stopped stack left running on port {ports[-1]} is shut down first")
+    client = redis.Redis(host=BROKER_HOST, port=int(ports[-1]), socket_timeout=5)
+    with contextlib.suppress(redis.RedisError):  # its SHUTDOWN closes the connection before any reply
+        client.shutdown()
+    client.close()
 
 
 def broker_dir_in_use(data_dir: Path) -> str | None:
@@ -161,16 +156,21 @@ def start_own_broker(make: Callable[[int], ValkeyServer], tries: int = 5) -> Val
 
 def answers_as(server: ValkeyServer) -> bool:
     """Whether the server answering on `server`'s port is `server`: its data directory is `server`'s."""
+    return serves(server.host, server.port, Path(server.data_dir))
+
+
+def serves(host: str, port: int, directory: Path) -> bool:
+    """Whether a server answers on host:port with `directory` as its data directory."""
     import redis
 
-    client = redis.Redis(host=server.host, port=server.port, socket_timeout=5, decode_responses=True)
+    client = redis.Redis(host=host, port=port, socket_timeout=5, decode_responses=True)
     try:
         answered = client.config_get("dir").get("dir")
     except redis.RedisError:
         return False
     finally:
         client.close()
-    return isinstance(answered, str) and Path(answered).resolve() == Path(server.data_dir).resolve()
+    return isinstance(answered, str) and Path(answered).resolve() == directory.resolve()
 
 
 def start_deaf_to_ctrl_c(server: ValkeyServer) -> None:
