@@ -57,7 +57,22 @@ def test_gate_without_a_service_stops_at_the_first_connection_error(
     assert "could not run (6 run(s): s0, s1, s2, s3, s4, s5)" in result.stdout
 
 
-class _Flaky(BaseHTTPRequestHandler):
+class _Quiet(BaseHTTPRequestHandler):
+    """A test server's handler: answers JSON, logs nothing."""
+
+    def reply(self, status: int, payload: object) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # the base class's name
+        """Quiet."""
+
+
+class _Flaky(_Quiet):
     """Drops the first two connections without an answer, then serves a finished job."""
 
     dropped = 0
@@ -68,15 +83,7 @@ class _Flaky(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
-        body = json.dumps({"id": "j1", "state": "done"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # the base class's name
-        """Quiet."""
+        self.reply(200, {"id": "j1", "state": "done"})
 
 
 def test_a_poll_that_misses_twice_is_retried_with_backoff() -> None:
@@ -89,20 +96,12 @@ def test_a_poll_that_misses_twice_is_retried_with_backoff() -> None:
     assert job["state"] == "done" and _Flaky.dropped == 2
 
 
-class _Refusing(BaseHTTPRequestHandler):
+class _Refusing(_Quiet):
     """Another server on the port the client asks: refuses every request for want of a token, as a cuprobe API
     started with CUPROBE_API_TOKEN does."""
 
     def do_POST(self) -> None:  # the name http.server calls
-        body = json.dumps({"error": "missing bearer token"}).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # the base class's name
-        """Quiet."""
+        self.reply(401, {"error": "missing bearer token"})
 
 
 def test_a_refusal_names_the_url_it_answered() -> None:
